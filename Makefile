@@ -1,0 +1,55 @@
+# iwlab: an initial-window-aware AQM on a P4 bottleneck, and the lab to measure it.
+# `make help` lists the targets.
+
+SHELL := /bin/bash
+PY    := .venv/bin/python
+P4ENV := . tools/p4env.sh
+BUILD := build
+P4SRC := $(wildcard p4src/*.p4 p4src/include/*.p4)
+P4C_FLAGS := --arch v1model --std p4-16
+
+SCENARIO ?= web6
+REPS ?=
+
+.PHONY: help setup doctor build test bench mininet clean
+
+help:
+	@echo "make setup     install system packages, the pinned .venv, check the P4 toolchain (idempotent)"
+	@echo "make doctor    one line per capability: P4 compiler, BMv2, Mininet, netem, qdiscs, root, namespaces"
+	@echo "make build     compile p4src/ with p4c into build/ (BMv2 JSON + P4Info)"
+	@echo "make test      run the test suite (runs setup first when needed)"
+	@echo "make bench     benchmarks: BMv2 forwarding rate per AQM vs plain forwarding, model speed"
+	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/"
+
+.setup-stamp: requirements.txt pyproject.toml tools/setup.sh
+	@bash tools/setup.sh
+
+setup:
+	@bash tools/setup.sh
+
+doctor:
+	@$(P4ENV); /usr/bin/python3 tools/doctor.py
+
+$(BUILD)/bottleneck.json: p4src/bottleneck.p4 $(P4SRC)
+	@mkdir -p $(BUILD)
+	@$(P4ENV); command -v p4c-bm2-ss >/dev/null || { echo "make build: p4c-bm2-ss not found on PATH or in $$P4_PREFIX/bin (see 'make setup')" >&2; exit 1; }
+	$(P4ENV); p4c-bm2-ss $(P4C_FLAGS) -o $@ --p4runtime-files $(BUILD)/bottleneck.p4info.txtpb p4src/bottleneck.p4
+
+$(BUILD)/plain_forward.json: p4src/plain_forward.p4 $(P4SRC)
+	@mkdir -p $(BUILD)
+	@$(P4ENV); command -v p4c-bm2-ss >/dev/null || { echo "make build: p4c-bm2-ss not found on PATH or in $$P4_PREFIX/bin (see 'make setup')" >&2; exit 1; }
+	$(P4ENV); p4c-bm2-ss $(P4C_FLAGS) -o $@ --p4runtime-files $(BUILD)/plain_forward.p4info.txtpb p4src/plain_forward.p4
+
+build: $(BUILD)/bottleneck.json $(BUILD)/plain_forward.json
+
+test: .setup-stamp
+	@$(P4ENV); $(PY) -m pytest -rs tests
+
+bench: .setup-stamp
+	@$(P4ENV); $(PY) -m experiments.bench
+
+mininet: .setup-stamp
+	@$(P4ENV); $(PY) -m accessnet.run --scenario $(SCENARIO) $(if $(REPS),--reps $(REPS))
+
+clean:
+	rm -rf $(BUILD)
