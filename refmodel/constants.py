@@ -1,0 +1,72 @@
+"""Names and numbers shared by the P4 program and the reference model.
+
+Every value here has a twin in ``p4src/include/constants.p4``;
+``tests/test_constants_sync.py`` fails if the two drift apart.
+"""
+
+from enum import IntEnum
+
+# Fixed-point scales (number of fractional bits).
+BYTE_TIME_FRAC = 16  # ns per byte, Q16
+RED_W_FRAC = 24  # RED queue weight and idle decay factors, Q24
+RED_SLOPE_FRAC = 56  # RED max_p / (th_max - th_min) per ns of average, Q56
+PROB_FRAC = 32  # probabilities (RED p_b, PIE p), Q32
+PIE_COEF_FRAC = 48  # PIE alpha/beta per ns of delay, in Q(32+16): p_q32 step = coef*dq >> 16
+
+RING_SIZE = 1024  # slots of the packet-limit ring (max packet limit is RING_SIZE - 1)
+FLOW_SLOTS = 4096  # slots of the starting-flow tracker
+IDLE_KEY_SHIFT = 10  # RED idle-decay table key: idle time in units of 1024 ns
+
+TELEMETRY_ETHERTYPE = 0x88B5  # IEEE 802 local experimental ethertype
+TELEMETRY_VERSION = 1
+TELEMETRY_SESSION = 100  # clone session id of the monitor port
+COUNTER_SLOTS = 64  # class * 4 + decision
+
+
+class Aqm(IntEnum):
+    FIFO = 0
+    RED = 1
+    CODEL = 2
+    PIE = 3
+    IWA = 4
+
+
+class Decision(IntEnum):
+    PASS = 0
+    DROP = 1
+    MARK = 2  # admitted with ECN CE set
+    BYPASS = 3  # not towards the bottleneck (upstream) or model unconfigured
+
+
+class Reason(IntEnum):
+    NONE = 0
+    LIMIT = 1  # buffer limit (tail drop), any AQM
+    RED_EARLY = 2  # RED random (unforced) drop
+    RED_FORCED = 3  # RED average above th_max
+    CODEL = 4  # CoDel control-law drop
+    PIE = 5  # PIE random drop
+    IWA_SURPLUS = 6  # starting flow beyond its allowance while sojourn > target
+    IWA_ALLOWANCE = 7  # starting flow, within its allowance: passed
+    IWA_RTX = 8  # retransmission of a starting flow: protected
+    PIE_BURST = 9  # PIE burst allowance active: passed
+    UPSTREAM = 10  # reverse direction, not queued
+    UNCONFIGURED = 11  # bottleneck not configured yet
+
+
+class TrafficClass(IntEnum):
+    OTHER = 0  # non-IPv4, fragments, malformed
+    UDP = 1  # datagrams (the audio)
+    TCP_CTRL = 2  # TCP without payload (SYN, FIN, RST, pure ACK)
+    TCP_START = 3  # TCP data of a flow in its start phase
+    TCP_EST = 4  # TCP data of any other flow
+    TCP_RTX = 5  # TCP retransmission of a tracked flow
+
+
+class TrackFlag(IntEnum):
+    """Bits of the flow tracker's verdict (telemetry ``tflags``)."""
+
+    TRACKED = 1  # slot holds this flow
+    STARTING = 2  # within window and start_bytes
+    RTX = 4  # segment ends at or below the highest sequence seen
+    NEW_FLOW = 8  # this packet (a SYN-ACK) created the slot
+    COLLISION = 16  # SYN-ACK found the slot held by another live flow

@@ -1,0 +1,110 @@
+"""The parser, as ``p4src/include/parser.p4`` does it, on raw frame bytes.
+
+Only what the pipeline uses is extracted. A header that does not fit in the
+frame is left invalid (BMv2 sets ``parser_error`` and the packet still reaches
+ingress), so a truncated or odd frame is classified ``OTHER`` and never
+touches flow state.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+ETH_LEN = 14
+IPV4_LEN = 20
+TCP_LEN = 20
+UDP_LEN = 8
+ETHERTYPE_IPV4 = 0x0800
+PROTO_TCP = 6
+PROTO_UDP = 17
+
+TCP_FIN, TCP_SYN, TCP_RST, TCP_PSH, TCP_ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The parsed view of one frame (fields are 0 when their header is invalid)."""
+
+    length: int  # frame length on the wire (no FCS): what the link serialises
+    ipv4_valid: bool = False
+    tcp_valid: bool = False
+    udp_valid: bool = False
+    ihl: int = 0
+    tos: int = 0
+    total_len: int = 0
+    frag: int = 0  # flags(3) + fragment offset(13)
+    proto: int = 0
+    src: int = 0
+    dst: int = 0
+    sport: int = 0
+    dport: int = 0
+    seq: int = 0
+    data_offset: int = 0
+    tcp_flags: int = 0
+
+    @property
+    def is_fragment(self) -> bool:
+        # MF flag or a non-zero offset
+        return (self.frag & 0x3FFF) != 0
+
+    @property
+    def tcp_payload(self) -> int:
+        """TCP payload bytes from the IP header, or -1 when the lengths are inconsistent."""
+        if not self.tcp_valid:
+            return -1
+        hdr = self.ihl * 4 + self.data_offset * 4
+        if self.data_offset < 5 or self.total_len < hdr:
+            return -1
+        return self.total_len - hdr
+
+
+def parse(frame: bytes) -> Parsed:
+    n = len(frame)
+    if n < ETH_LEN:
+        return Parsed(length=n)
+    (ethertype,) = struct.unpack_from("!H", frame, 12)
+    if ethertype != ETHERTYPE_IPV4 or n < ETH_LEN + IPV4_LEN:
+        return Parsed(length=n)
+    ver_ihl, tos, total_len, _ident, frag, _ttl, proto, _csum, src, dst = struct.unpack_from(
+        "!BBHHHBBHII", frame, ETH_LEN
+    )
+    ihl = ver_ihl & 0x0F
+    ip = dict(ipv4_valid=True, ihl=ihl, tos=tos, total_len=total_len, frag=frag, proto=proto, src=src, dst=dst)
+    # The P4 parser stops after the base header when the version is not 4,
+    # the IHL is below 5, or the options do not fit in the frame.
+    if (ver_ihl >> 4) != 4 or ihl < 5:
+        return Parsed(length=n, **ip)
+    l4 = ETH_LEN + ihl * 4
+    if n < l4 or (frag & 0x3FFF) != 0:
+        return Parsed(length=n, **ip)
+    if proto == PROTO_TCP and n >= l4 + TCP_LEN:
+        sport, dport, seq, _ack, off_res, flags = struct.unpack_from("!HHIIBB", frame, l4)
+        return Parsed(
+            length=n, tcp_valid=True, sport=sport, dport=dport, seq=seq,
+            data_offset=off_res >> 4, tcp_flags=flags, **ip,
+        )
+    if proto == PROTO_UDP and n >= l4 + UDP_LEN:
+        sport, dport = struct.unpack_from("!HH", frame, l4)
+        return Parsed(length=n, udp_valid=True, sport=sport, dport=dport, **ip)
+    return Parsed(length=n, **ip)
+
+
+def set_ecn_ce(frame: bytes) -> bytes:
+    """Set ECN to CE (11) and patch the IPv4 checksum incrementally (RFC 1624),
+    exactly as the P4 ``EcnMark`` action does."""
+    b = bytearray(frame)
+    old_word = (b[ETH_LEN] << 8) | b[ETH_LEN + 1]
+    b[ETH_LEN + 1] |= 0x03
+    new_word = (b[ETH_LEN] << 8) | b[ETH_LEN + 1]
+    (csum,) = struct.unpack_from("!H", b, ETH_LEN + 10)
+    struct.pack_into("!H", b, ETH_LEN + 10, incremental_checksum(csum, old_word, new_word))
+    return bytes(b)
+
+
+def incremental_checksum(csum: int, old: int, new: int) -> int:
+    """HC' = ~(~HC + ~m + m') in one's complement arithmetic (RFC 1624 eqn. 3)."""
+    s = (~csum & 0xFFFF) + (~old & 0xFFFF) + new
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF

@@ -1,0 +1,278 @@
+"""Pipeline parameters: human units in, the data plane's integers out.
+
+``derive()`` turns a link rate, a buffer and an AQM's settings (seconds,
+packets, probabilities) into exactly the integers the P4 tables hold (action
+parameters and lookup-table entries). The controller writes these integers to
+the switch and the reference model computes with them, so both always run on
+the same numbers. Every value is checked against its P4 field width here, and
+a bad value raises ``ConfigError`` naming the field and its allowed range.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .constants import (
+    BYTE_TIME_FRAC, FLOW_SLOTS, IDLE_KEY_SHIFT, PIE_COEF_FRAC, RED_SLOPE_FRAC, RED_W_FRAC, RING_SIZE, Aqm,
+)
+
+NS = 1_000_000_000
+
+
+class ConfigError(ValueError):
+    """A configuration value that the data plane cannot take."""
+
+
+# Width in bits of each P4 action parameter (p4src/include/config_tables.p4).
+FIELD_BITS = {
+    "byte_time_q16": 40, "bucket_ns": 32, "limit_ns": 48, "limit_pkts": 16, "mtu_ns": 32,
+    "wq_q24": 32, "thmin_ns": 48, "thmax_ns": 48, "slope_q56": 64, "mean_pktsize": 16, "factor_q24": 32,
+    "target_ns": 32, "interval_ns": 32, "step_ns": 32,
+    "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32,
+    "allowance_bytes": 32, "window_ns": 48, "start_bytes": 32, "age_ns": 48,
+}
+
+
+def check_field(name: str, value: int, lo: int = 0, hi: int | None = None, where: str = "") -> int:
+    top = (1 << FIELD_BITS[name]) - 1
+    hi = top if hi is None else min(hi, top)
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ConfigError(f"{where}{name} = {value!r} is out of range: allowed {lo}..{hi}")
+    return value
+
+
+@dataclass(frozen=True)
+class QueueParams:
+    byte_time_q16: int  # ns per byte on the bottleneck, Q16
+    bucket_ns: int  # drain shaper's bucket (tbf burst) as drain time
+    limit_ns: int  # byte limit as drain time; 0 = none
+    limit_pkts: int  # packet limit; 0 = none
+    mtu_ns: int  # drain time of one full-size frame
+    aqm: Aqm = Aqm.FIFO
+    ecn: bool = False  # mark ECT packets instead of early drops
+    telemetry: bool = True
+
+
+@dataclass(frozen=True)
+class RedParams:
+    wq_q24: int = 0
+    thmin_ns: int = 0
+    thmax_ns: int = 0
+    slope_q56: int = 0
+    mean_pktsize: int = 1500
+    # (first key, last key, factor): idle key = idle ns >> IDLE_KEY_SHIFT
+    idle_decay: tuple[tuple[int, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class CodelParams:
+    target_ns: int = 5_000_000
+    interval_ns: int = 100_000_000
+    # (first count, last count, interval / sqrt(count) in ns)
+    control_law: tuple[tuple[int, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class PieParams:
+    target_ns: int = 15_000_000
+    tupdate_ns: int = 15_000_000
+    alpha_q48: int = 0
+    beta_q48: int = 0
+    max_burst_ns: int = 150_000_000
+
+
+@dataclass(frozen=True)
+class IwaParams:
+    target_ns: int = 30_000_000
+    allowance_bytes: int = 3028
+    window_ns: int = 2_000_000_000
+    start_bytes: int = 65536
+    age_ns: int = 10_000_000_000
+
+
+@dataclass(frozen=True)
+class PipelineParams:
+    queue: QueueParams
+    red: RedParams = field(default_factory=RedParams)
+    codel: CodelParams = field(default_factory=CodelParams)
+    pie: PieParams = field(default_factory=PieParams)
+    iwa: IwaParams = field(default_factory=IwaParams)
+
+
+# --------------------------------------------------------------------------- derivation
+
+
+def byte_time_q16(rate_bps: float) -> int:
+    if not rate_bps or rate_bps <= 0:
+        raise ConfigError(f"rate_bps = {rate_bps!r} is out of range: must be > 0")
+    v = round(8 * NS * (1 << BYTE_TIME_FRAC) / rate_bps)
+    return check_field("byte_time_q16", v, lo=1, where="link: ")
+
+
+def drain_ns(nbytes: int, bt_q16: int) -> int:
+    """Drain time of ``nbytes`` bytes, with the data plane's rounding."""
+    return (nbytes * bt_q16) >> BYTE_TIME_FRAC
+
+
+def queue_params(
+    rate_bps: float, *, limit_pkts: int = 0, limit_bytes: int = 0, bucket_bytes: int = 1514,
+    mtu_bytes: int = 1514, aqm: str | Aqm = Aqm.FIFO, ecn: bool = False, telemetry: bool = True,
+) -> QueueParams:
+    bt = byte_time_q16(rate_bps)
+    if limit_pkts and limit_bytes:
+        raise ConfigError("buffer: give limit_pkts or limit_bytes, not both")
+    check_field("limit_pkts", limit_pkts, hi=RING_SIZE - 1, where="buffer: ")
+    if limit_bytes < 0:
+        raise ConfigError(f"buffer: limit_bytes = {limit_bytes} is out of range: must be >= 0")
+    if bucket_bytes < 0:
+        raise ConfigError(f"link: bucket_bytes = {bucket_bytes} is out of range: must be >= 0")
+    return QueueParams(
+        byte_time_q16=bt,
+        bucket_ns=check_field("bucket_ns", drain_ns(bucket_bytes, bt), where="link: "),
+        limit_ns=check_field("limit_ns", drain_ns(limit_bytes, bt), where="buffer: "),
+        limit_pkts=limit_pkts,
+        mtu_ns=check_field("mtu_ns", drain_ns(mtu_bytes, bt), where="link: "),
+        aqm=parse_aqm(aqm), ecn=bool(ecn), telemetry=bool(telemetry),
+    )
+
+
+def parse_aqm(aqm: str | Aqm) -> Aqm:
+    if isinstance(aqm, Aqm):
+        return aqm
+    try:
+        return Aqm[str(aqm).upper()]
+    except KeyError:
+        names = ", ".join(a.name.lower() for a in Aqm)
+        raise ConfigError(f"aqm = {aqm!r} is unknown: allowed {names}") from None
+
+
+def red_params(
+    rate_bps: float, *, w_q: float, max_p: float, th_min: float, th_max: float, mean_pktsize: int = 1500,
+    max_idle_entries: int = 256,
+) -> RedParams:
+    """ns-2 RED in byte mode: thresholds in packets of ``mean_pktsize`` bytes."""
+    where = "red: "
+    if not 0 < w_q <= 1:
+        raise ConfigError(f"{where}w_q = {w_q} is out of range: 0 < w_q <= 1")
+    if not 0 < max_p <= 1:
+        raise ConfigError(f"{where}max_p = {max_p} is out of range: 0 < max_p <= 1")
+    if not 0 <= th_min < th_max:
+        raise ConfigError(f"{where}th_min = {th_min}, th_max = {th_max}: RED needs 0 <= th_min < th_max")
+    check_field("mean_pktsize", mean_pktsize, lo=1, where=where)
+    bt = byte_time_q16(rate_bps)
+    thmin_ns = check_field("thmin_ns", drain_ns(round(th_min * mean_pktsize), bt), where=where)
+    thmax_ns = check_field("thmax_ns", drain_ns(round(th_max * mean_pktsize), bt), where=where)
+    slope = check_field("slope_q56", round(max_p * (1 << RED_SLOPE_FRAC) / (thmax_ns - thmin_ns)), where=where)
+    wq = check_field("wq_q24", max(1, round(w_q * (1 << RED_W_FRAC))), hi=1 << RED_W_FRAC, where=where)
+    ptc = rate_bps / (8.0 * mean_pktsize)  # ns-2: link capacity in mean-size packets per second
+    return RedParams(
+        wq_q24=wq, thmin_ns=thmin_ns, thmax_ns=thmax_ns, slope_q56=slope, mean_pktsize=mean_pktsize,
+        idle_decay=red_idle_table(w_q, ptc, max_idle_entries),
+    )
+
+
+def red_idle_table(w_q: float, ptc: float, max_entries: int = 256) -> tuple[tuple[int, int, int], ...]:
+    """Range entries for ns-2's idle decay avg *= (1 - w_q)^m, m = int(ptc * idle_s).
+
+    m is cut into steps of ``dm`` packets so that the factor changes by at most
+    3 % inside one entry (the documented error); past the point where the factor
+    is below 1e-3 a last open-ended entry sets it to 0. Idle times shorter than
+    the first step match no entry: the default action keeps the factor at 1.
+    """
+    one = 1 << RED_W_FRAC
+    if w_q >= 1:
+        return ((0, (1 << 32) - 1, 0),)
+    log1w = math.log(1.0 - w_q)
+    dm = max(1, int(math.log(0.97) / log1w))
+    m_end = max(dm, int(math.ceil(math.log(1e-3) / log1w)))
+    while (m_end // dm) + 1 > max_entries:
+        dm += 1
+    key_ns = 1 << IDLE_KEY_SHIFT
+
+    def first_key(m: int) -> int:  # smallest key whose idle time gives at least m packets
+        return int(math.ceil(m / ptc * NS / key_ns))
+
+    entries = []
+    m = dm
+    while m < m_end:
+        lo, hi = first_key(m), first_key(m + dm) - 1
+        if hi >= lo:
+            entries.append((lo, hi, round(one * (1.0 - w_q) ** m)))
+        m += dm
+    entries.append((first_key(m), (1 << 32) - 1, 0))
+    return tuple(entries)
+
+
+def codel_params(*, target_s: float = 0.005, interval_s: float = 0.100, ratio: float = 1.04) -> CodelParams:
+    where = "codel: "
+    target = check_field("target_ns", round(target_s * NS), lo=1, where=where)
+    interval = check_field("interval_ns", round(interval_s * NS), lo=1, where=where)
+    return CodelParams(target_ns=target, interval_ns=interval, control_law=codel_law_table(interval, ratio))
+
+
+def codel_law_table(interval_ns: int, ratio: float = 1.04, max_count: int = 65535):
+    """interval/sqrt(count) as range entries: exact while count steps are 1, then
+    ranges [a, b] with b <= a*ratio, valued at sqrt(a*b) so the error stays
+    within +-(sqrt(ratio) - 1)/2, i.e. +-1 % for ratio 1.04."""
+    out = []
+    a = 1
+    while a <= max_count:
+        b = min(max_count, max(a, int(a * ratio)))
+        step = round(interval_ns / math.sqrt(math.sqrt(float(a) * b)))  # at the geometric mean
+        out.append((a, b, step))
+        a = b + 1
+    return tuple(out)
+
+
+def pie_params(
+    *, target_s: float = 0.015, tupdate_s: float = 0.015, alpha: float = 0.125, beta: float = 1.25,
+    max_burst_s: float = 0.150,
+) -> PieParams:
+    where = "pie: "
+    scale = (1 << PIE_COEF_FRAC) / NS
+    return PieParams(
+        target_ns=check_field("target_ns", round(target_s * NS), lo=1, where=where),
+        tupdate_ns=check_field("tupdate_ns", round(tupdate_s * NS), lo=1, where=where),
+        alpha_q48=check_field("alpha_q48", round(alpha * scale), where=where),
+        beta_q48=check_field("beta_q48", round(beta * scale), where=where),
+        max_burst_ns=check_field("max_burst_ns", round(max_burst_s * NS), where=where),
+    )
+
+
+def iwa_params(
+    *, target_s: float = 0.030, allowance_bytes: int = 3028, window_s: float = 2.0, start_bytes: int = 65536,
+    age_s: float = 10.0,
+) -> IwaParams:
+    where = "iwa: "
+    window = check_field("window_ns", round(window_s * NS), lo=1, where=where)
+    age = check_field("age_ns", round(age_s * NS), lo=1, where=where)
+    if age < window:
+        raise ConfigError(f"{where}age_s = {age_s} is out of range: must be >= window_s ({window_s})")
+    return IwaParams(
+        target_ns=check_field("target_ns", round(target_s * NS), lo=1, where=where),
+        allowance_bytes=check_field("allowance_bytes", allowance_bytes, where=where),
+        window_ns=window,
+        start_bytes=check_field("start_bytes", start_bytes, where=where),
+        age_ns=age,
+    )
+
+
+def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: int = 0, limit_bytes: int = 0,
+                    bucket_bytes: int = 1514, ecn: bool = False, red: dict | None = None,
+                    codel: dict | None = None, pie: dict | None = None, iwa: dict | None = None) -> PipelineParams:
+    """Everything the data plane needs for one bottleneck, from human units."""
+    q = queue_params(rate_bps, limit_pkts=limit_pkts, limit_bytes=limit_bytes, bucket_bytes=bucket_bytes,
+                     aqm=aqm, ecn=ecn)
+    red_cfg = red_params(rate_bps, **red) if red else RedParams()
+    return PipelineParams(
+        queue=q, red=red_cfg,
+        codel=codel_params(**(codel or {})), pie=pie_params(**(pie or {})), iwa=iwa_params(**(iwa or {})),
+    )
+
+
+__all__ = [
+    "ConfigError", "QueueParams", "RedParams", "CodelParams", "PieParams", "IwaParams", "PipelineParams",
+    "pipeline_params", "queue_params", "red_params", "codel_params", "pie_params", "iwa_params", "drain_ns",
+    "byte_time_q16", "parse_aqm", "FIELD_BITS", "FLOW_SLOTS",
+]

@@ -1,0 +1,57 @@
+"""The P4 program and the reference model share their numbers: check they agree."""
+
+import re
+from pathlib import Path
+
+from refmodel import constants as C
+from refmodel.params import FIELD_BITS
+
+P4 = Path(__file__).resolve().parent.parent / "p4src"
+
+
+def p4_consts():
+    text = (P4 / "include" / "constants.p4").read_text()
+    out = {m[1]: int(m[2], 0) for m in re.finditer(r"const\s+bit<\d+>\s+(\w+)\s*=\s*(\w+);", text)}
+    out.update({m[1]: int(m[2], 0) for m in re.finditer(r"#define\s+(\w+)\s+(\d+)", text)})
+    return out
+
+
+def test_enums_match():
+    c = p4_consts()
+    for enum, prefix in ((C.Aqm, "AQM_"), (C.Decision, "DECISION_"), (C.Reason, "REASON_"),
+                         (C.TrafficClass, "CLASS_"), (C.TrackFlag, "TRACK_")):
+        for member in enum:
+            assert c[prefix + member.name] == member.value, prefix + member.name
+        p4_names = {k for k in c if k.startswith(prefix)}
+        assert p4_names == {prefix + m.name for m in enum}
+
+
+def test_scalars_match():
+    c = p4_consts()
+    assert c["RING_SIZE"] == C.RING_SIZE
+    assert c["FLOW_SLOTS"] == C.FLOW_SLOTS
+    assert c["COUNTER_SLOTS"] == C.COUNTER_SLOTS
+    assert c["TELEMETRY_ETHERTYPE"] == C.TELEMETRY_ETHERTYPE
+    assert c["TELEMETRY_SESSION"] == C.TELEMETRY_SESSION
+    assert c["TELEMETRY_VERSION"] == C.TELEMETRY_VERSION
+    assert c["BYTE_TIME_FRAC"] == C.BYTE_TIME_FRAC
+    assert c["RED_W_FRAC"] == C.RED_W_FRAC
+    assert c["RED_SLOPE_TO_PROB"] == C.RED_SLOPE_FRAC - C.PROB_FRAC
+    assert c["IDLE_KEY_SHIFT"] == C.IDLE_KEY_SHIFT
+    assert c["PIE_COEF_TO_PROB"] == C.PIE_COEF_FRAC - C.PROB_FRAC
+
+
+def test_action_parameter_widths_match():
+    text = (P4 / "include" / "config.p4").read_text() + (P4 / "include" / "aqm_red.p4").read_text() \
+        + (P4 / "include" / "aqm_codel.p4").read_text()
+    params = {}
+    for m in re.finditer(r"action\s+\w+\(([^)]*)\)", text, re.S):
+        for arg in m[1].split(","):
+            arg = arg.strip()
+            if arg:
+                w, name = re.match(r"bit<(\d+)>\s+(\w+)", arg).groups()
+                params[name] = int(w)
+    for name, width in params.items():
+        if name in ("aqm", "ecn", "telemetry"):
+            continue
+        assert FIELD_BITS[name] == width, name
