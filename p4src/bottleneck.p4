@@ -1,0 +1,172 @@
+/* The access bottleneck: a byte-accurate queue model with selectable AQMs.
+ *
+ * Where a packet goes (v1model, BMv2 simple_switch_grpc):
+ *   BottleneckParser        include/parser.p4
+ *   BottleneckIngress
+ *     forward               which port, and is it the bottleneck direction?
+ *     BottleneckConfig      rate, buffer, AQM and its knobs (config tables)
+ *     FlowTracker           include/flow_tracker.p4: UDP / TCP start / established / rtx
+ *     QueuePredict          include/queue_model.p4: backlog, sojourn, limit
+ *     Aqm*                  include/aqm_*.p4: the selected AQM decides
+ *     commit                admit: the modelled link is busy for this frame
+ *     EcnMark / drop        include/ecn.p4
+ *     counters, TelemetryReport (include/telemetry.p4: clone to the monitor port)
+ *   BottleneckEgress        telemetry clones become 0x88B5 record frames
+ *   BottleneckDeparser
+ *
+ * The modelled queue adds no delay itself: a Linux tbf shaper at the same rate
+ * on the bottleneck port does the waiting, and BMv2's own queue must be fast
+ * and deep. The packet's predicted sojourn is what it really waits there.
+ * refmodel/ is the executable twin of this program. */
+#include <core.p4>
+#include <v1model.p4>
+
+#include "include/constants.p4"
+#include "include/headers.p4"
+#include "include/parser.p4"
+#include "include/config.p4"
+#include "include/queue_model.p4"
+#include "include/flow_tracker.p4"
+#include "include/aqm_fifo.p4"
+#include "include/aqm_red.p4"
+#include "include/aqm_codel.p4"
+#include "include/aqm_pie.p4"
+#include "include/aqm_iwa.p4"
+#include "include/ecn.p4"
+#include "include/telemetry.p4"
+
+control BottleneckVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
+                          inout standard_metadata_t standard_metadata) {
+    // Queue state: read before, written after the AQM's decision.
+    register<bit<64>>(1) queue_tat;
+    register<bit<64>>(RING_SIZE) queue_ring;    // release times of admitted packets
+    register<bit<32>>(1) queue_seq;             // admitted packets so far
+
+    counter(COUNTER_SLOTS, CounterType.packets_and_bytes) class_decision;
+
+    BottleneckConfig() config;
+    FlowTracker() tracker;
+    QueuePredict() predict;
+    AqmFifo() fifo;
+    AqmRed() red;
+    AqmCodel() codel;
+    AqmPie() pie;
+    AqmIwa() iwa;
+    EcnMark() ecn_mark;
+    TelemetryReport() report;
+
+    action drop() { mark_to_drop(standard_metadata); }
+    action route(bit<9> port, bit<1> downstream) {
+        standard_metadata.egress_spec = port;
+        meta.downstream = downstream;
+    }
+    table forward {
+        key = { standard_metadata.ingress_port : exact; }
+        actions = { route; drop; }
+        default_action = drop();
+        size = 16;
+    }
+
+    apply {
+        meta.track.cls = CLASS_OTHER;
+        meta.track.flags = 0;
+        meta.track.progress = 0;
+        meta.track.slot = 0;
+        meta.track.payload = 0;
+        meta.decision = DECISION_BYPASS;
+        if (!forward.apply().hit) {
+            return;
+        }
+        bit<64> length = (bit<64>)standard_metadata.packet_length;
+
+        // TCP payload from the IP header; inconsistent lengths mark the segment malformed.
+        meta.tcp_ok = false;
+        meta.tcp_payload = 0;
+        if (hdr.tcp.isValid() && hdr.tcp.dataOffset >= 5) {
+            bit<16> hdr_len = ((bit<16>)hdr.ipv4.ihl << 2) + ((bit<16>)hdr.tcp.dataOffset << 2);
+            if (hdr.ipv4.totalLen >= hdr_len) {
+                meta.tcp_ok = true;
+                meta.tcp_payload = hdr.ipv4.totalLen - hdr_len;
+            }
+        }
+
+        if (meta.downstream == 0) {
+            // Reverse direction (ACKs, requests): not congested, not modelled.
+            if (hdr.udp.isValid()) {
+                meta.track.cls = CLASS_UDP;
+            } else if (meta.tcp_ok) {
+                meta.track.cls = meta.tcp_payload > 0 ? CLASS_TCP_EST : CLASS_TCP_CTRL;
+            }
+            class_decision.count((bit<32>)meta.track.cls * 4 + (bit<32>)DECISION_BYPASS);
+            return;
+        }
+
+        random<bit<32>>(meta.rand, 0, 0xFFFFFFFF);
+        config.apply(meta.qcfg, meta.red, meta.codel, meta.pie, meta.iwa);
+        if (meta.qcfg.configured == 0) {
+            class_decision.count((bit<32>)CLASS_OTHER * 4 + (bit<32>)DECISION_BYPASS);
+            return;
+        }
+
+        bit<64> now = (bit<64>)standard_metadata.ingress_global_timestamp * 1000;   // us -> ns
+        tracker.apply(hdr, meta.tcp_ok, meta.tcp_payload, now, meta.iwa, meta.track);
+
+        bit<64> tat;
+        bit<32> seq;
+        bit<64> ring_nth;
+        queue_tat.read(tat, 0);
+        queue_seq.read(seq, 0);
+        queue_ring.read(ring_nth, (seq - (bit<32>)meta.qcfg.limit_pkts) & (RING_SIZE - 1));
+        predict.apply(now, length, tat, ring_nth, meta.qcfg, meta.pred);
+
+        if (meta.qcfg.aqm == AQM_RED) {
+            red.apply(meta.pred, meta.red, meta.rand, meta.verdict);
+        } else if (meta.qcfg.aqm == AQM_CODEL) {
+            codel.apply(meta.pred, meta.codel, meta.qcfg.mtu_ns, meta.verdict);
+        } else if (meta.qcfg.aqm == AQM_PIE) {
+            pie.apply(meta.pred, meta.pie, meta.qcfg.mtu_ns, meta.rand, meta.verdict);
+        } else if (meta.qcfg.aqm == AQM_IWA) {
+            iwa.apply(meta.pred, meta.iwa, meta.qcfg.byte_time_q16, meta.track, meta.verdict);
+        } else {
+            fifo.apply(meta.pred, meta.verdict);
+        }
+
+        meta.decision = meta.verdict.drop ? DECISION_DROP : DECISION_PASS;
+        if (meta.verdict.early && meta.qcfg.ecn == 1 && hdr.ipv4.isValid() && hdr.ipv4.ecn != 0) {
+            meta.decision = DECISION_MARK;
+            ecn_mark.apply(hdr);
+        }
+        if (meta.decision == DECISION_DROP) {
+            mark_to_drop(standard_metadata);
+        } else {
+            queue_tat.write(0, meta.pred.tat_new);
+            queue_ring.write(seq & (RING_SIZE - 1), meta.pred.release_ns);
+            queue_seq.write(0, seq + 1);
+        }
+        class_decision.count((bit<32>)meta.track.cls * 4 + (bit<32>)meta.decision);
+        if (meta.qcfg.telemetry == 1) {
+            report.apply(hdr, meta, meta.qcfg.aqm);
+        }
+    }
+}
+
+control BottleneckEgress(inout headers_t hdr, inout metadata_t meta,
+                         inout standard_metadata_t standard_metadata) {
+    TelemetryEmit() emit;
+    apply {
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
+            emit.apply(hdr, meta);
+        }
+    }
+}
+
+control BottleneckComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+V1Switch(BottleneckParser(), BottleneckVerifyChecksum(), BottleneckIngress(), BottleneckEgress(),
+         BottleneckComputeChecksum(), BottleneckDeparser()) main;

@@ -1,0 +1,97 @@
+/* CoDel (RFC 8289), run per packet at its predicted dequeue time.
+ * FIFO order makes release times monotonic, so evaluating each packet once, in
+ * arrival order, at t = release with its predicted sojourn is the RFC's
+ * dequeue-side state machine (refmodel/codel.py explains the two deviations). */
+#ifndef _AQM_CODEL_P4_
+#define _AQM_CODEL_P4_
+
+control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, out verdict_t v) {
+    register<bit<64>>(1) codel_first_above;
+    register<bit<8>>(1)  codel_dropping;
+    register<bit<64>>(1) codel_drop_next;
+    register<bit<32>>(1) codel_count;
+    register<bit<32>>(1) codel_lastcount;
+
+    bit<32> law_count = 0;
+    bit<64> law_step = 0;
+
+    // interval / sqrt(count), precomputed by the controller (within +-1 %).
+    action set_step(bit<32> step_ns) { law_step = (bit<64>)step_ns; }
+    table codel_control_law {
+        key = { law_count : range; }
+        actions = { set_step; }
+        default_action = set_step(100000000);
+        size = 512;
+    }
+
+    apply {
+        bit<64> first_above;
+        bit<8>  dropping;
+        bit<64> drop_next;
+        bit<32> count;
+        bit<32> lastcount;
+        codel_first_above.read(first_above, 0);
+        codel_dropping.read(dropping, 0);
+        codel_drop_next.read(drop_next, 0);
+        codel_count.read(count, 0);
+        codel_lastcount.read(lastcount, 0);
+
+        v.drop = false;
+        v.early = false;
+        v.reason = REASON_NONE;
+        if (pred.over_limit) {
+            // tail-dropped: never enters the queue, so CoDel never sees it
+            v.drop = true;
+            v.reason = REASON_LIMIT;
+        } else {
+            bit<64> t = pred.release_ns;
+            bool ok_to_drop = false;
+            if (pred.sojourn_ns < (bit<64>)cfg.target_ns || pred.backlog_ns <= (bit<64>)mtu_ns) {
+                first_above = 0;
+            } else if (first_above == 0) {
+                first_above = t + (bit<64>)cfg.interval_ns;
+            } else {
+                ok_to_drop = t >= first_above;
+            }
+
+            if (dropping == 1) {
+                if (!ok_to_drop) {
+                    dropping = 0;
+                } else if (t >= drop_next) {
+                    v.drop = true;
+                    count = count + 1;
+                    law_count = count;
+                    codel_control_law.apply();
+                    drop_next = drop_next + law_step;
+                }
+            } else if (ok_to_drop) {
+                v.drop = true;
+                dropping = 1;
+                bit<32> delta = count - lastcount;
+                bool recent = t < drop_next + 16 * (bit<64>)cfg.interval_ns;
+                if (delta > 1 && delta < 0x80000000 && recent) {
+                    count = delta;
+                } else {
+                    count = 1;
+                }
+                law_count = count;
+                codel_control_law.apply();
+                drop_next = t + law_step;
+                lastcount = count;
+            }
+            if (v.drop) {
+                v.early = true;
+                v.reason = REASON_CODEL;
+            }
+            codel_first_above.write(0, first_above);
+            codel_dropping.write(0, dropping);
+            codel_drop_next.write(0, drop_next);
+            codel_count.write(0, count);
+            codel_lastcount.write(0, lastcount);
+        }
+        v.s1 = ((bit<64>)dropping << 32) | (bit<64>)count;
+        v.s2 = drop_next;
+    }
+}
+
+#endif

@@ -1,0 +1,90 @@
+/* PIE (RFC 8033 core). The queue delay is the model's backlog drain time (the
+ * RFC's timestamp variant); the probability update runs on the first packet at
+ * least tupdate after the previous update. refmodel/pie.py has the details. */
+#ifndef _AQM_PIE_P4_
+#define _AQM_PIE_P4_
+
+control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit<32> rand, out verdict_t v) {
+    register<bit<64>>(1) pie_p;            // drop probability, Q32
+    register<bit<64>>(1) pie_qdelay_old;
+    register<bit<64>>(1) pie_burst_used;   // burst allowance spent, ns (starts full)
+    register<bit<64>>(1) pie_last_update;
+
+    apply {
+        bit<64> p;
+        bit<64> qdelay_old;
+        bit<64> burst_used;
+        bit<64> last_update;
+        pie_p.read(p, 0);
+        pie_qdelay_old.read(qdelay_old, 0);
+        pie_burst_used.read(burst_used, 0);
+        pie_last_update.read(last_update, 0);
+
+        bit<64> qdelay = pred.backlog_ns;
+        if (pred.now - last_update >= (bit<64>)cfg.tupdate_ns) {
+            int<64> dq = (int<64>)qdelay - (int<64>)(bit<64>)cfg.target_ns;
+            int<64> dq_old = (int<64>)qdelay - (int<64>)qdelay_old;
+            int<64> delta = ((int<64>)(bit<64>)cfg.alpha_q48 * dq
+                             + (int<64>)(bit<64>)cfg.beta_q48 * dq_old) >> PIE_COEF_TO_PROB;
+            // RFC 8033: scale the step down while p is small
+            if (p < 4295) {
+                delta = delta >> 11;
+            } else if (p < 42950) {
+                delta = delta >> 9;
+            } else if (p < 429497) {
+                delta = delta >> 7;
+            } else if (p < 4294967) {
+                delta = delta >> 5;
+            } else if (p < 42949673) {
+                delta = delta >> 3;
+            } else if (p < PIE_TENTH) {
+                delta = delta >> 1;
+            }
+            if (p >= PIE_TENTH && delta > PIE_TWO_PERCENT) { delta = PIE_TWO_PERCENT; }
+            if (qdelay > PIE_DELAY_250MS) { delta = delta + PIE_TWO_PERCENT; }
+            int<64> np = (int<64>)p + delta;
+            if (np < 0) { np = 0; }
+            if (np > (int<64>)PIE_ONE) { np = (int<64>)PIE_ONE; }
+            p = (bit<64>)np;
+            if (qdelay == 0 && qdelay_old == 0) { p = p - (p >> 6); }
+            if (burst_used < (bit<64>)cfg.max_burst_ns) {
+                burst_used = burst_used + (bit<64>)cfg.tupdate_ns;
+            }
+            bit<64> half_target = (bit<64>)(cfg.target_ns >> 1);
+            if (p == 0 && qdelay < half_target && qdelay_old < half_target) {
+                burst_used = 0;
+            }
+            qdelay_old = qdelay;
+            last_update = pred.now;
+            pie_p.write(0, p);
+            pie_qdelay_old.write(0, qdelay_old);
+            pie_burst_used.write(0, burst_used);
+            pie_last_update.write(0, last_update);
+        }
+
+        bit<64> burst = 0;
+        if (burst_used < (bit<64>)cfg.max_burst_ns) {
+            burst = (bit<64>)cfg.max_burst_ns - burst_used;
+        }
+        v.drop = false;
+        v.early = false;
+        v.reason = REASON_NONE;
+        if (pred.over_limit) {
+            v.drop = true;
+            v.reason = REASON_LIMIT;
+        } else if (burst > 0) {
+            v.reason = REASON_PIE_BURST;
+        } else if ((qdelay_old < (bit<64>)(cfg.target_ns >> 1) && p < PIE_FIFTH)
+                   || qdelay < 2 * (bit<64>)mtu_ns) {
+            v.reason = REASON_NONE;
+        } else if ((bit<64>)rand < p) {
+            v.drop = true;
+            v.early = true;
+            v.reason = REASON_PIE;
+        }
+        v.s1 = p;
+        v.s2 = burst;
+    }
+}
+
+#endif

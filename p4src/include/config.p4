@@ -1,0 +1,88 @@
+/* The configuration tables. Keyless: the controller writes their default
+ * actions at run time (P4Runtime), so rate, buffer, AQM and every knob change
+ * without recompiling. Until bottleneck_cfg is written, the bottleneck is
+ * "unconfigured" and frames are forwarded without the model.
+ * Field widths are mirrored in refmodel/params.py (FIELD_BITS). */
+#ifndef _CONFIG_P4_
+#define _CONFIG_P4_
+
+const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
+
+control BottleneckConfig(out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c, out pie_cfg_t p,
+                         out iwa_cfg_t i) {
+    action unconfigured() { q.configured = 0; }
+    action set_bottleneck(bit<40> byte_time_q16, bit<32> bucket_ns, bit<48> limit_ns, bit<16> limit_pkts,
+                          bit<32> mtu_ns, bit<8> aqm, bit<1> ecn, bit<1> telemetry) {
+        q.configured = 1;
+        q.byte_time_q16 = byte_time_q16;
+        q.bucket_ns = bucket_ns;
+        q.limit_ns = limit_ns;
+        q.limit_pkts = limit_pkts;
+        q.mtu_ns = mtu_ns;
+        q.aqm = aqm;
+        q.ecn = ecn;
+        q.telemetry = telemetry;
+    }
+    table bottleneck_cfg {
+        actions = { unconfigured; set_bottleneck; }
+        default_action = unconfigured();
+    }
+
+    action set_red(bit<32> wq_q24, bit<48> thmin_ns, bit<48> thmax_ns, bit<64> slope_q56,
+                   bit<16> mean_pktsize) {
+        r.wq_q24 = wq_q24;
+        r.thmin_ns = thmin_ns;
+        r.thmax_ns = thmax_ns;
+        r.slope_q56 = slope_q56;
+        r.mean_pktsize = mean_pktsize;
+    }
+    table red_cfg {
+        actions = { set_red; }
+        default_action = set_red(33554, 0, 1, 0, 1500);
+    }
+
+    action set_codel(bit<32> target_ns, bit<32> interval_ns) {
+        c.target_ns = target_ns;
+        c.interval_ns = interval_ns;
+    }
+    table codel_cfg {
+        actions = { set_codel; }
+        default_action = set_codel(5000000, 100000000);
+    }
+
+    action set_pie(bit<32> target_ns, bit<32> tupdate_ns, bit<32> alpha_q48, bit<32> beta_q48,
+                   bit<32> max_burst_ns) {
+        p.target_ns = target_ns;
+        p.tupdate_ns = tupdate_ns;
+        p.alpha_q48 = alpha_q48;
+        p.beta_q48 = beta_q48;
+        p.max_burst_ns = max_burst_ns;
+    }
+    table pie_cfg {
+        actions = { set_pie; }
+        default_action = set_pie(15000000, 15000000, 35184, 351844, 150000000);
+    }
+
+    action set_iwa(bit<32> target_ns, bit<32> allowance_bytes, bit<48> window_ns, bit<32> start_bytes,
+                   bit<48> age_ns) {
+        i.target_ns = target_ns;
+        i.allowance_bytes = allowance_bytes;
+        i.window_ns = window_ns;
+        i.start_bytes = start_bytes;
+        i.age_ns = age_ns;
+    }
+    table iwa_cfg {
+        actions = { set_iwa; }
+        default_action = set_iwa(30000000, 3028, 2000000000, 65536, 10000000000);
+    }
+
+    apply {
+        bottleneck_cfg.apply();
+        red_cfg.apply();
+        codel_cfg.apply();
+        pie_cfg.apply();
+        iwa_cfg.apply();
+    }
+}
+
+#endif

@@ -1,0 +1,75 @@
+/* Names and numbers shared with the reference model (refmodel/constants.py).
+ * tests/test_constants_sync.py checks that both sides agree. */
+#ifndef _CONSTANTS_P4_
+#define _CONSTANTS_P4_
+
+const bit<16> ETHERTYPE_IPV4      = 0x0800;
+const bit<16> TELEMETRY_ETHERTYPE = 0x88B5;   // IEEE 802 local experimental
+const bit<8>  TELEMETRY_VERSION   = 1;
+const bit<32> TELEMETRY_SESSION   = 100;      // clone session -> monitor port
+const bit<8>  FL_TELEMETRY        = 1;        // field list kept on the clone
+const bit<32> TELEMETRY_FRAME_LEN = 78;       // 14 B Ethernet + 64 B record
+const bit<8>  PROTO_TCP = 6;
+const bit<8>  PROTO_UDP = 17;
+
+// Fixed-point scales (fractional bits)
+#define BYTE_TIME_FRAC 16
+#define RED_W_FRAC 24
+#define RED_SLOPE_TO_PROB 24   /* Q56 slope * ns -> Q32 probability */
+#define IDLE_KEY_SHIFT 10
+#define PIE_COEF_TO_PROB 16    /* Q48 coefficient * ns -> Q32 probability */
+
+const bit<32> RING_SIZE     = 1024;   // packet-limit ring
+const bit<32> FLOW_SLOTS    = 4096;   // starting-flow tracker
+const bit<32> COUNTER_SLOTS = 64;     // class * 4 + decision
+
+// AQM selector
+const bit<8> AQM_FIFO  = 0;
+const bit<8> AQM_RED   = 1;
+const bit<8> AQM_CODEL = 2;
+const bit<8> AQM_PIE   = 3;
+const bit<8> AQM_IWA   = 4;
+
+// Decision
+const bit<8> DECISION_PASS   = 0;
+const bit<8> DECISION_DROP   = 1;
+const bit<8> DECISION_MARK   = 2;
+const bit<8> DECISION_BYPASS = 3;
+
+// Reason
+const bit<8> REASON_NONE          = 0;
+const bit<8> REASON_LIMIT         = 1;
+const bit<8> REASON_RED_EARLY     = 2;
+const bit<8> REASON_RED_FORCED    = 3;
+const bit<8> REASON_CODEL         = 4;
+const bit<8> REASON_PIE           = 5;
+const bit<8> REASON_IWA_SURPLUS   = 6;
+const bit<8> REASON_IWA_ALLOWANCE = 7;
+const bit<8> REASON_IWA_RTX       = 8;
+const bit<8> REASON_PIE_BURST     = 9;
+const bit<8> REASON_UPSTREAM      = 10;
+const bit<8> REASON_UNCONFIGURED  = 11;
+
+// Traffic class
+const bit<8> CLASS_OTHER     = 0;
+const bit<8> CLASS_UDP       = 1;
+const bit<8> CLASS_TCP_CTRL  = 2;
+const bit<8> CLASS_TCP_START = 3;
+const bit<8> CLASS_TCP_EST   = 4;
+const bit<8> CLASS_TCP_RTX   = 5;
+
+// Flow-tracker verdict bits
+const bit<8> TRACK_TRACKED   = 1;
+const bit<8> TRACK_STARTING  = 2;
+const bit<8> TRACK_RTX       = 4;
+const bit<8> TRACK_NEW_FLOW  = 8;
+const bit<8> TRACK_COLLISION = 16;
+
+// PIE constants (RFC 8033), probabilities in Q32
+const bit<64> PIE_ONE          = 4294967296;
+const int<64> PIE_TWO_PERCENT  = 85899346;
+const bit<64> PIE_TENTH        = 429496730;
+const bit<64> PIE_FIFTH        = 858993459;
+const bit<64> PIE_DELAY_250MS  = 250000000;
+
+#endif

@@ -1,0 +1,193 @@
+/* Headers on the wire and the metadata that carries one packet through the pipeline. */
+#ifndef _HEADERS_P4_
+#define _HEADERS_P4_
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+header ipv4_t {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<6>  dscp;
+    bit<2>  ecn;
+    bit<16> totalLen;
+    bit<16> identification;
+    bit<1>  flag_rsvd;
+    bit<1>  flag_df;
+    bit<1>  flag_mf;
+    bit<13> fragOffset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdrChecksum;
+    bit<32> srcAddr;
+    bit<32> dstAddr;
+}
+
+header ipv4_options_t {
+    varbit<320> options;   // IHL up to 15: 40 bytes of options
+}
+
+header tcp_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+    bit<32> seqNo;
+    bit<32> ackNo;
+    bit<4>  dataOffset;
+    bit<4>  res;
+    bit<8>  flags;
+    bit<16> window;
+    bit<16> checksum;
+    bit<16> urgentPtr;
+}
+
+header udp_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+/* The 64-byte telemetry record (docs/telemetry.md, refmodel/telemetry.py). */
+header telemetry_t {
+    bit<8>  version;
+    bit<8>  aqm;
+    bit<8>  decision;
+    bit<8>  reason;
+    bit<8>  cls;
+    bit<8>  tflags;
+    bit<16> length;
+    bit<32> seq;
+    bit<32> rand;
+    bit<64> ts_ns;
+    bit<32> sojourn_ns;
+    bit<32> backlog_ns;
+    bit<32> src;
+    bit<32> dst;
+    bit<16> sport;
+    bit<16> dport;
+    bit<8>  proto;
+    bit<24> pad;
+    bit<64> s1;
+    bit<64> s2;
+}
+
+struct headers_t {
+    ethernet_t     ethernet;
+    telemetry_t    telemetry;
+    ipv4_t         ipv4;
+    ipv4_options_t ipv4_options;
+    tcp_t          tcp;
+    udp_t          udp;
+}
+
+/* Configuration read from the config tables (all written at run time). */
+struct queue_cfg_t {
+    bit<1>  configured;
+    bit<40> byte_time_q16;
+    bit<32> bucket_ns;
+    bit<48> limit_ns;
+    bit<16> limit_pkts;
+    bit<32> mtu_ns;
+    bit<8>  aqm;
+    bit<1>  ecn;
+    bit<1>  telemetry;
+}
+
+struct red_cfg_t {
+    bit<32> wq_q24;
+    bit<48> thmin_ns;
+    bit<48> thmax_ns;
+    bit<64> slope_q56;
+    bit<16> mean_pktsize;
+}
+
+struct codel_cfg_t {
+    bit<32> target_ns;
+    bit<32> interval_ns;
+}
+
+struct pie_cfg_t {
+    bit<32> target_ns;
+    bit<32> tupdate_ns;
+    bit<32> alpha_q48;
+    bit<32> beta_q48;
+    bit<32> max_burst_ns;
+}
+
+struct iwa_cfg_t {
+    bit<32> target_ns;
+    bit<32> allowance_bytes;
+    bit<48> window_ns;
+    bit<32> start_bytes;
+    bit<48> age_ns;
+}
+
+/* The queue model's prediction for this packet (queue_model.p4). */
+struct prediction_t {
+    bit<64> now;
+    bit<64> length;
+    bit<64> tat;
+    bit<64> tat_new;
+    bit<64> backlog_ns;
+    bit<64> sojourn_ns;
+    bit<64> release_ns;
+    bool    over_limit;
+}
+
+/* What an AQM says (aqm_*.p4). */
+struct verdict_t {
+    bool    drop;
+    bool    early;    // a congestion signal (may become an ECN mark)
+    bit<8>  reason;
+    bit<64> s1;
+    bit<64> s2;
+}
+
+/* The flow tracker's view of this packet (flow_tracker.p4). */
+struct track_t {
+    bit<8>  cls;
+    bit<8>  flags;
+    bit<32> progress;
+    bit<32> slot;
+    bit<32> payload;   // TCP payload of a tracked data segment
+}
+
+struct metadata_t {
+    bit<1>       downstream;
+    bit<16>      tcp_payload;
+    bool         tcp_ok;        // TCP header parsed and lengths consistent
+    queue_cfg_t  qcfg;
+    red_cfg_t    red;
+    codel_cfg_t  codel;
+    pie_cfg_t    pie;
+    iwa_cfg_t    iwa;
+    prediction_t pred;
+    verdict_t    verdict;
+    track_t      track;
+    bit<8>       decision;
+    bit<32>      rand;
+    /* Kept on the telemetry clone (clone_preserving_field_list). */
+    @field_list(FL_TELEMETRY) bit<8>  t_aqm;
+    @field_list(FL_TELEMETRY) bit<8>  t_decision;
+    @field_list(FL_TELEMETRY) bit<8>  t_reason;
+    @field_list(FL_TELEMETRY) bit<8>  t_cls;
+    @field_list(FL_TELEMETRY) bit<8>  t_tflags;
+    @field_list(FL_TELEMETRY) bit<16> t_length;
+    @field_list(FL_TELEMETRY) bit<32> t_seq;
+    @field_list(FL_TELEMETRY) bit<32> t_rand;
+    @field_list(FL_TELEMETRY) bit<64> t_ts_ns;
+    @field_list(FL_TELEMETRY) bit<32> t_sojourn_ns;
+    @field_list(FL_TELEMETRY) bit<32> t_backlog_ns;
+    @field_list(FL_TELEMETRY) bit<32> t_src;
+    @field_list(FL_TELEMETRY) bit<32> t_dst;
+    @field_list(FL_TELEMETRY) bit<16> t_sport;
+    @field_list(FL_TELEMETRY) bit<16> t_dport;
+    @field_list(FL_TELEMETRY) bit<8>  t_proto;
+    @field_list(FL_TELEMETRY) bit<64> t_s1;
+    @field_list(FL_TELEMETRY) bit<64> t_s2;
+}
+
+#endif
