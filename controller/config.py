@@ -1,0 +1,83 @@
+"""Bottleneck configuration as data (a TOML table, e.g. a scenario's [switch] part).
+
+```toml
+[link]
+rate_bps = 2e6          # bottleneck rate
+bucket_bytes = 1514     # drain shaper's burst (tbf burst)
+[buffer]
+packets = 48            # or: bytes = 72000
+[aqm]
+name = "red"            # fifo | red | codel | pie | iwa
+ecn = false
+[aqm.red]               # the knobs of the chosen AQM (others may be given too)
+w_q = 0.002
+max_p = 0.1
+th_min = 5
+th_max = 20
+```
+
+Everything is validated before anything is written to a switch; an error
+names the field (``aqm.red.th_min``) and its allowed range.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from refmodel.params import ConfigError, PipelineParams, pipeline_params
+
+KNOWN = {
+    "link": {"rate_bps", "bucket_bytes"},
+    "buffer": {"packets", "bytes"},
+    "aqm": {"name", "ecn", "red", "codel", "pie", "iwa"},
+    "aqm.red": {"w_q", "max_p", "th_min", "th_max", "mean_pktsize"},
+    "aqm.codel": {"target_s", "interval_s"},
+    "aqm.pie": {"target_s", "tupdate_s", "alpha", "beta", "max_burst_s"},
+    "aqm.iwa": {"target_s", "allowance_bytes", "window_s", "start_bytes", "age_s"},
+}
+
+
+def _check_keys(section: str, table: Any) -> dict:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{section}: expected a table, got {type(table).__name__}")
+    unknown = set(table) - KNOWN[section]
+    if unknown:
+        raise ConfigError(f"{section}: unknown key(s) {sorted(unknown)}; allowed {sorted(KNOWN[section])}")
+    return table
+
+
+def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
+    """The data plane's parameters from a configuration table (optionally overriding the AQM)."""
+    for top in cfg:
+        if top not in ("link", "buffer", "aqm"):
+            raise ConfigError(f"unknown section [{top}]; allowed [link], [buffer], [aqm]")
+    link = _check_keys("link", cfg.get("link", {}))
+    buf = _check_keys("buffer", cfg.get("buffer", {}))
+    a = _check_keys("aqm", cfg.get("aqm", {}))
+    if "rate_bps" not in link:
+        raise ConfigError("link.rate_bps is required")
+    knobs = {k: _check_keys(f"aqm.{k}", a[k]) for k in ("red", "codel", "pie", "iwa") if k in a}
+    name = aqm or a.get("name", "fifo")
+    if str(name).lower() == "red" and "red" not in knobs:
+        raise ConfigError("aqm.red: the red AQM needs w_q, max_p, th_min and th_max")
+    try:
+        return pipeline_params(
+            float(link["rate_bps"]), name, limit_pkts=int(buf.get("packets", 0)),
+            limit_bytes=int(buf.get("bytes", 0)), bucket_bytes=int(link.get("bucket_bytes", 1514)),
+            ecn=bool(a.get("ecn", False)), **knobs,
+        )
+    except TypeError as e:  # a knob the function does not take
+        raise ConfigError(f"aqm: {e}") from None
+    except ConfigError as e:
+        section = str(e).split(":", 1)[0]
+        raise ConfigError(f"aqm.{e}" if section in ("red", "codel", "pie", "iwa") else str(e)) from None
+
+
+def load(path: str | Path, aqm: str | None = None) -> PipelineParams:
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return params_from_dict(data.get("switch", data), aqm)

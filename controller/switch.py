@@ -1,0 +1,125 @@
+"""A BMv2 bottleneck switch driven over P4Runtime (finsy).
+
+``BottleneckSwitch`` keeps the *desired* state (pipeline, routes, telemetry
+session, AQM parameters) and applies all of it whenever the P4Runtime channel
+comes up: at the first connection and after every reconnection, so a switch
+that restarts is re-pushed and re-configured without anyone asking, and the
+log says so. finsy handles arbitration (device id, election id, primary or
+backup role) and reconnects with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import finsy as fy
+
+from refmodel.params import PipelineParams
+from refmodel.pipeline import Route
+
+from . import entries
+
+LOG = logging.getLogger("iwlab.controller")
+
+COUNTER = "class_decision"
+
+
+@dataclass
+class DesiredState:
+    params: PipelineParams
+    routes: Mapping[int, Route]
+    monitor_port: int | None = None
+
+
+@dataclass
+class SwitchTarget:
+    address: str = "127.0.0.1:9559"
+    device_id: int = 1
+    election_id: int = 10
+    p4info: Path = Path("build/bottleneck.p4info.txtpb")
+    p4blob: Path = Path("build/bottleneck.json")
+    tls: fy.GRPCCredentialsTLS | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class BottleneckSwitch:
+    def __init__(self, target: SwitchTarget, state: DesiredState) -> None:
+        self.target = target
+        self.state = state
+        self.applies = 0  # how many times the full state was (re)applied
+        self._applied = asyncio.Event()
+        opts = fy.SwitchOptions(
+            p4info=target.p4info, p4blob=target.p4blob, device_id=target.device_id,
+            initial_election_id=target.election_id, channel_credentials=target.tls,
+            ready_handler=self._on_ready,
+        )
+        self.sw = fy.Switch("bottleneck", target.address, opts)
+
+    async def _on_ready(self, sw: fy.Switch) -> None:
+        if not sw.is_primary:
+            LOG.info("connected as backup (election id %d): not writing", self.target.election_id)
+            return
+        again = self.applies > 0
+        await self.apply_all(sw)
+        self.applies += 1
+        LOG.info("%s pipeline and state to %s (aqm=%s)", "re-applied" if again else "applied",
+                 self.target.address, self.state.params.queue.aqm.name.lower())
+        self._applied.set()
+
+    async def apply_all(self, sw: fy.Switch) -> None:
+        st = self.state
+        await sw.delete_all()
+        await sw.insert(entries.forwarding(st.routes))
+        if st.monitor_port is not None:
+            await sw.insert([entries.telemetry_session(st.monitor_port)])
+        await sw.insert(entries.lookup_tables(st.params))
+        await sw.modify(entries.config_defaults(st.params))
+
+    async def wait_applied(self, timeout: float = 30.0) -> None:
+        await asyncio.wait_for(self._applied.wait(), timeout)
+
+    async def reconfigure(self, params: PipelineParams) -> None:
+        """Change the AQM or any parameter at run time (no recompilation)."""
+        self.state.params = params
+        await self.sw.delete_many([fy.P4TableEntry(t) for t in entries.RANGE_TABLES])
+        await self.sw.insert(entries.lookup_tables(params))
+        await self.sw.modify(entries.config_defaults(params))
+
+    async def set_iwa_knobs(self, params: PipelineParams) -> None:
+        self.state.params = params
+        await self.sw.modify(entries.iwa_knobs(params))
+
+    async def read_counters(self) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes) of the class x decision counter."""
+        out = {}
+        async for c in self.sw.read(fy.P4CounterEntry(COUNTER)):
+            if c.data is not None:
+                out[c.index] = (c.data.packet_count, c.data.byte_count)
+        return out
+
+    async def __aenter__(self) -> "BottleneckSwitch":
+        await self.sw.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.sw.__aexit__(*exc)
+
+
+async def connect_with_backoff(make, attempts: int = 8, first_delay: float = 0.25, log=LOG):
+    """Enter ``make()`` (an async context manager), retrying with exponential backoff."""
+    delay = first_delay
+    for i in range(1, attempts + 1):
+        ctx = make()
+        try:
+            return ctx, await ctx.__aenter__()
+        except Exception as e:  # noqa: BLE001 - any failure to connect is retried
+            if i == attempts:
+                raise ConnectionError(f"switch unreachable after {attempts} attempts: {e}") from e
+            log.warning("switch not reachable (attempt %d/%d): %s; retrying in %.2fs", i, attempts, e, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+    raise AssertionError("unreachable")
