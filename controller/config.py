@@ -22,6 +22,7 @@ names the field (``aqm.red.th_min``) and its allowed range.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,11 @@ def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
 
 
 def load(path: str | Path, aqm: str | None = None) -> PipelineParams:
+    """From a TOML file (or JSON, as the lab writes it for each run)."""
+    path = Path(path)
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        text = path.read_text()
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (OSError, ValueError) as e:
         raise ConfigError(f"{path}: {e}") from None
     return params_from_dict(data.get("switch", data), aqm)

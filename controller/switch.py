@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import finsy as fy
@@ -30,7 +30,7 @@ COUNTER = "class_decision"
 
 @dataclass
 class DesiredState:
-    params: PipelineParams
+    params: PipelineParams | None  # None: connect without writing anything
     routes: Mapping[int, Route]
     monitor_port: int | None = None
 
@@ -43,7 +43,7 @@ class SwitchTarget:
     p4info: Path = Path("build/bottleneck.p4info.txtpb")
     p4blob: Path = Path("build/bottleneck.json")
     tls: fy.GRPCCredentialsTLS | None = None
-    extra: dict = field(default_factory=dict)
+    force_pipeline: bool = False  # push the pipeline even if the switch runs it (resets all state)
 
 
 class BottleneckSwitch:
@@ -54,12 +54,15 @@ class BottleneckSwitch:
         self._applied = asyncio.Event()
         opts = fy.SwitchOptions(
             p4info=target.p4info, p4blob=target.p4blob, device_id=target.device_id,
-            initial_election_id=target.election_id, channel_credentials=target.tls,
+            initial_election_id=target.election_id, channel_credentials=target.tls, p4force=target.force_pipeline,
             ready_handler=self._on_ready,
         )
         self.sw = fy.Switch("bottleneck", target.address, opts)
 
     async def _on_ready(self, sw: fy.Switch) -> None:
+        if self.state.params is None:  # an observer (e.g. reading counters): writes nothing
+            self._applied.set()
+            return
         if not sw.is_primary:
             LOG.info("connected as backup (election id %d): not writing", self.target.election_id)
             return

@@ -1,0 +1,188 @@
+"""Run the real P4 program on BMv2 for tests: veth ports, simple_switch_grpc, the controller.
+
+Ports (all veth pairs in the root namespace, named ``iwt<k><port>{a,b}``; BMv2
+holds the ``b`` ends, the test sends and captures on the ``a`` ends):
+1 = server side, 2 = client side (the bottleneck direction is 1 -> 2),
+3 = monitor (telemetry clones). Everything is removed in ``close()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from controller.switch import BottleneckSwitch, DesiredState, SwitchTarget
+from refmodel.params import PipelineParams
+from refmodel.pipeline import Route
+from refmodel.telemetry import Record, TelemetryError, decode_frame
+
+ROOT = Path(__file__).resolve().parent.parent
+ROUTES = {1: Route(2, True), 2: Route(1, False)}
+PACKET_OUTGOING = 4
+
+
+def find_tool(name: str) -> str | None:
+    return shutil.which(name) or shutil.which(name, path=os.path.join(os.environ.get("P4_PREFIX", "/opt/p4"), "bin"))
+
+
+def missing_toolchain() -> str | None:
+    """None if BMv2 tests can run here, else the reason they cannot."""
+    missing = [t for t in ("p4c-bm2-ss", "simple_switch_grpc") if not find_tool(t)]
+    if missing:
+        return f"P4 toolchain not found ({', '.join(missing)} not on PATH or in $P4_PREFIX/bin)"
+    if os.geteuid() != 0:
+        return "BMv2 tests need root (veth interfaces)"
+    return None
+
+
+def build_p4() -> None:
+    r = subprocess.run(["make", "-s", "build"], cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"make build failed:\n{r.stdout}\n{r.stderr}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sniffer(threading.Thread):
+    def __init__(self, ifname: str) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+        self.sock.bind((ifname, 0))
+        self.sock.settimeout(0.1)
+        self.frames: list[bytes] = []
+        self.running = True
+
+    def run(self) -> None:
+        while self.running:
+            try:
+                data, addr = self.sock.recvfrom(65535)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if addr[2] != PACKET_OUTGOING:
+                self.frames.append(data)
+
+    def stop(self) -> None:
+        self.running = False
+        self.join(timeout=2)
+        self.sock.close()
+
+
+class Bmv2:
+    def __init__(self, k: int = 0, program: str = "bottleneck") -> None:
+        self.k = k
+        self.program = program
+        self.ifs = {p: (f"iwt{k}{p}a", f"iwt{k}{p}b") for p in (1, 2, 3)}
+        self.proc: subprocess.Popen | None = None
+        self.grpc = free_port()
+        self.thrift = free_port()
+        self.log = ROOT / "build" / f"bmv2-test-{k}.log"
+        self.sniffers: dict[int, Sniffer] = {}
+        self.tx: dict[int, socket.socket] = {}
+
+    # -- life cycle --------------------------------------------------------------
+    def start(self) -> "Bmv2":
+        for a, b in self.ifs.values():
+            subprocess.run(["ip", "link", "del", a], capture_output=True)
+            subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
+            for i in (a, b):
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{i}.disable_ipv6=1"], capture_output=True)
+                subprocess.run(["ethtool", "-K", i, "tx", "off", "tso", "off", "gso", "off", "gro", "off"],
+                               capture_output=True)
+                subprocess.run(["ip", "link", "set", i, "up"], check=True)
+        args = [find_tool("simple_switch_grpc"), "--device-id", "1"]
+        for p, (_, b) in self.ifs.items():
+            args += ["-i", f"{p}@{b}"]
+        args += ["--thrift-port", str(self.thrift), "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc}"]
+        self.proc = subprocess.Popen(args, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"simple_switch_grpc exited: see {self.log}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.grpc)) == 0:
+                    break
+            time.sleep(0.1)
+        for p, (a, _) in self.ifs.items():
+            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            tx.bind((a, 0))
+            self.tx[p] = tx
+        return self
+
+    def close(self) -> None:
+        for s in self.sniffers.values():
+            s.stop()
+        for s in self.tx.values():
+            s.close()
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        for a, _ in self.ifs.values():
+            subprocess.run(["ip", "link", "del", a], capture_output=True)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- control plane -------------------------------------------------------------
+    def target(self, force: bool = True) -> SwitchTarget:
+        return SwitchTarget(f"127.0.0.1:{self.grpc}", p4info=ROOT / "build" / f"{self.program}.p4info.txtpb",
+                            p4blob=ROOT / "build" / f"{self.program}.json", force_pipeline=force)
+
+    def configure(self, params: PipelineParams | None, routes=ROUTES, monitor: int | None = 3) -> None:
+        """A fresh pipeline (all registers reset) with this configuration."""
+        async def go():
+            sw = BottleneckSwitch(self.target(), DesiredState(params, routes, monitor))
+            async with sw:
+                await sw.wait_applied()
+        asyncio.run(go())
+
+    def counters(self) -> dict[int, tuple[int, int]]:
+        async def go():
+            sw = BottleneckSwitch(self.target(force=False), DesiredState(None, ROUTES, 3))
+            async with sw:
+                return await sw.read_counters()
+        return asyncio.run(go())
+
+    # -- data plane ------------------------------------------------------------------
+    def listen(self) -> None:
+        for s in self.sniffers.values():
+            s.stop()
+        self.sniffers = {p: Sniffer(a) for p, (a, _) in self.ifs.items()}
+        for s in self.sniffers.values():
+            s.start()
+        time.sleep(0.2)
+
+    def send(self, frames: list[bytes], port: int = 1, gap_s: float = 0.0) -> None:
+        for f in frames:
+            self.tx[port].send(f)
+            if gap_s:
+                time.sleep(gap_s)
+
+    def collect(self, expect_records: int, timeout: float = 10.0) -> tuple[dict[int, list[bytes]], list[Record]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and len(self.sniffers[3].frames) < expect_records:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        out = {p: list(s.frames) for p, s in self.sniffers.items()}
+        records = []
+        for f in out[3]:
+            try:
+                records.append(decode_frame(f))
+            except TelemetryError:
+                pass
+        records.sort(key=lambda r: r.seq)
+        return out, records
