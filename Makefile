@@ -21,7 +21,7 @@ help:
 	@echo "make bench     benchmarks: BMv2 forwarding rate per AQM vs plain forwarding, model speed"
 	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/"
 
-.setup-stamp: requirements.txt pyproject.toml tools/setup.sh
+.setup-stamp: requirements.txt pyproject.toml tools/setup.sh mininet/accessnet/delayline.c
 	@bash tools/setup.sh
 
 setup:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from bmv2_harness import ROOT, ROUTES, Bmv2, build_p4, missing_toolchain
+from accessnet.bmv2_veth import ROOT, ROUTES, Bmv2, build_p4, missing_toolchain
 from frames import MSS, audio, iw_burst, syn_ack, tcp
 from scapy.all import IP, TCP, UDP, Ether, IPOption_NOP, Raw, raw
 

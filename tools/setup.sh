@@ -46,6 +46,9 @@ else
     say "python environment: up to date"
 fi
 
+# --- 2b. the project's native helper (userspace delay line) -----------------------
+bash mininet/accessnet/build_native.sh && say "native helpers: build/delayline"
+
 # --- 3. P4 toolchain -------------------------------------------------------------
 have_p4() { command -v p4c-bm2-ss >/dev/null && command -v simple_switch_grpc >/dev/null; }
 if have_p4; then

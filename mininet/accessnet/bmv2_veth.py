@@ -1,4 +1,4 @@
-"""Run the real P4 program on BMv2 for tests: veth ports, simple_switch_grpc, the controller.
+"""BMv2 on veth ports, for tests and benchmarks: simple_switch_grpc, the controller, raw-socket I/O.
 
 Ports (all veth pairs in the root namespace, named ``iwt<k><port>{a,b}``; BMv2
 holds the ``b`` ends, the test sends and captures on the ``a`` ends):
@@ -22,7 +22,7 @@ from refmodel.params import PipelineParams
 from refmodel.pipeline import Route
 from refmodel.telemetry import Record, TelemetryError, decode_frame
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ROUTES = {1: Route(2, True), 2: Route(1, False)}
 PACKET_OUTGOING = 4
 
@@ -148,6 +148,22 @@ class Bmv2:
             sw = BottleneckSwitch(self.target(), DesiredState(params, routes, monitor))
             async with sw:
                 await sw.wait_applied()
+        asyncio.run(go())
+
+    def configure_plain(self, routes=ROUTES) -> None:
+        """For plain_forward.p4: a fresh pipeline with only the forwarding entries."""
+        import finsy as fy
+
+        from controller.entries import forwarding
+
+        async def ready(sw: fy.Switch) -> None:
+            await sw.insert(forwarding(routes))
+
+        async def go():
+            t = self.target()
+            opts = fy.SwitchOptions(p4info=t.p4info, p4blob=t.p4blob, p4force=True, device_id=t.device_id)
+            async with fy.Switch("plain", t.address, opts) as sw:
+                await ready(sw)
         asyncio.run(go())
 
     def counters(self) -> dict[int, tuple[int, int]]:

@@ -1,0 +1,122 @@
+"""CBR interactive audio: ``python -m accessnet.audio send|recv ...``.
+
+One UDP packet every ``interval`` ms: a 12-byte RTP header (V=2, PT=0,
+sequence number, 8 kHz media timestamp, SSRC) and the codec payload, whose
+first 8 bytes carry the send time (ns, big-endian, CLOCK_REALTIME) and next
+4 the full sequence number. Send times follow absolute deadlines, so the
+stream does not drift. The sender logs ``seq,send_ns``; the receiver
+``seq,send_ns,recv_ns`` with the kernel's receive timestamp (SO_TIMESTAMPNS).
+Both flush their logs on exit, also on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import socket
+import struct
+import sys
+import time
+
+RTP = struct.Struct("!BBHII")
+STAMP = struct.Struct("!QI")
+SSRC = 0x1F0A0D10
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+class Stop(Exception):
+    pass
+
+
+def _stop(*_):
+    raise Stop()
+
+
+def packet(seq: int, send_ns: int, payload: int) -> bytes:
+    head = RTP.pack(0x80, 0, seq & 0xFFFF, (seq * 160) & 0xFFFFFFFF, SSRC)
+    body = STAMP.pack(send_ns, seq & 0xFFFFFFFF)
+    return head + body + b"\x00" * max(0, payload - len(body))
+
+
+def parse(data: bytes) -> tuple[int, int]:
+    """(seq, send_ns) of a received packet."""
+    send_ns, seq = STAMP.unpack_from(data, RTP.size)
+    return seq, send_ns
+
+
+def send(dst: str, port: int, interval_ms: float, payload: int, duration: float, log: str,
+         start_at: int | None) -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0xB8)  # EF, as a VoIP stack would (ECN bits 0)
+    start = start_at or time.time_ns()
+    step = int(interval_ms * 1_000_000)
+    n = int(duration * 1e9 // step)
+    with open(log, "w") as f:
+        f.write("seq,send_ns\n")
+        try:
+            for seq in range(n):
+                due = start + seq * step
+                while (wait := due - time.time_ns()) > 0:
+                    time.sleep(min(wait, 2_000_000) / 1e9)
+                t = time.time_ns()
+                s.sendto(packet(seq, t, payload), (dst, port))
+                f.write(f"{seq},{t}\n")
+        except Stop:
+            pass
+    return 0
+
+
+def recv(port: int, log: str, duration: float) -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    s.bind(("0.0.0.0", port))
+    s.settimeout(0.5)
+    end = time.monotonic() + duration
+    with open(log, "w") as f:
+        f.write("seq,send_ns,recv_ns\n")
+        try:
+            while time.monotonic() < end:
+                try:
+                    data, anc, _, _ = s.recvmsg(2048, 64)
+                except TimeoutError:
+                    continue
+                t = time.time_ns()
+                for level, kind, value in anc:
+                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                        sec, nsec = struct.unpack("qq", value[:16])
+                        t = sec * 1_000_000_000 + nsec
+                if len(data) < RTP.size + STAMP.size:
+                    continue
+                seq, send_ns = parse(data)
+                f.write(f"{seq},{send_ns},{t}\n")
+        except Stop:
+            pass
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m accessnet.audio", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("send")
+    p.add_argument("--dst", required=True)
+    p.add_argument("--port", type=int, default=5004)
+    p.add_argument("--interval-ms", type=float, default=20.0)
+    p.add_argument("--payload", type=int, default=40)
+    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--start-at", type=int, help="absolute start time, ns (CLOCK_REALTIME)")
+    p.add_argument("--log", required=True)
+    p = sub.add_parser("recv")
+    p.add_argument("--port", type=int, default=5004)
+    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--log", required=True)
+    a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    if a.cmd == "send":
+        return send(a.dst, a.port, a.interval_ms, a.payload, a.duration, a.log, a.start_at)
+    return recv(a.port, a.log, a.duration)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

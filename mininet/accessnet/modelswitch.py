@@ -1,0 +1,108 @@
+"""The reference model as a switch: a userspace forwarder for when BMv2 is absent.
+
+``python -m accessnet.modelswitch --if 1=IF1 --if 2=IF2 --monitor IF3 --config CFG.json``
+
+It reads frames from raw sockets on the switch ports, runs each through
+``refmodel.Pipeline`` (the same decisions, sojourn and telemetry the P4
+program computes), sends admitted frames out of their egress port (where the
+tbf drain shaper does the waiting) and each telemetry record to the monitor
+port. Stops cleanly on SIGTERM/SIGINT and prints its counters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import selectors
+import signal
+import socket
+import sys
+import time
+
+from controller.config import params_from_dict
+from refmodel.pipeline import Pipeline, Route
+from refmodel.telemetry import encode_frame
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+PACKET_OUTGOING = 4
+
+
+def open_port(ifname: str) -> socket.socket:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((ifname, 0))
+    try:
+        s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    except OSError:
+        pass  # older kernels: outgoing frames are filtered by pkttype below
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.setblocking(False)
+    return s
+
+
+def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: str | None, seed: int) -> int:
+    pipeline = Pipeline(routes, params_from_dict(cfg), seed=seed)
+    socks = {port: open_port(name) for port, name in ifaces.items()}
+    mon = open_port(monitor) if monitor else None
+    sel = selectors.DefaultSelector()
+    for port, s in socks.items():
+        sel.register(s, selectors.EVENT_READ, port)
+    running = True
+
+    def stop(*_):
+        nonlocal running
+        running = False
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    n_in = n_out = errors = 0
+    while running:
+        for key, _ in sel.select(timeout=0.2):
+            s = key.fileobj
+            while True:
+                try:
+                    frame, addr = s.recvfrom(65535)
+                except BlockingIOError:
+                    break
+                if addr[2] == PACKET_OUTGOING:
+                    continue
+                n_in += 1
+                res = pipeline.process(time.time_ns(), frame, key.data)
+                try:
+                    if res.egress is not None:
+                        socks[res.egress].send(res.frame)
+                        n_out += 1
+                    if mon is not None and res.record is not None:
+                        mon.send(encode_frame(res.record))
+                except OSError:
+                    errors += 1
+    c = pipeline.counters
+    print(json.dumps({"frames_in": n_in, "frames_out": n_out, "send_errors": errors,
+                      "counters": {i: [c.packets[i], c.bytes[i]] for i in range(len(c.packets)) if c.packets[i]}}),
+          file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m accessnet.modelswitch", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--if", dest="ifs", action="append", required=True, help="PORT=IFNAME")
+    ap.add_argument("--route", action="append", default=["1>2:down", "2>1:up"], help="IN>OUT:down|up")
+    ap.add_argument("--monitor", help="interface of the monitor (telemetry) port")
+    ap.add_argument("--config", required=True, help="JSON file: the switch table ([link], [buffer], [aqm])")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    ifaces = {int(k): v for k, v in (s.split("=", 1) for s in a.ifs)}
+    routes = {}
+    for r in a.route:
+        ports, d = r.split(":")
+        i, o = ports.split(">")
+        routes[int(i)] = Route(int(o), d == "down")
+    with open(a.config) as f:
+        cfg = json.load(f)
+    return serve(ifaces, routes, cfg, a.monitor, a.seed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""The main job: ``make mininet SCENARIO=web6 [REPS=n]``.
+
+For every case of the scenario (profile x buffer x AQM x IW) and every
+replication: build the access network, start the switch (BMv2, or the
+reference model when BMv2 is absent, or a kernel bridge for kernel AQMs),
+start captures and traffic, wait, collect, tear down. Each replication is
+written to ``results/<run>/<case>/rep<k>.tmp`` and renamed to ``rep<k>`` only
+when complete, so an interrupted run loses nothing finished and resumes
+where it stopped (``--resume RUN_DIR``). A replication that fails (switch
+crash, hang, time-out) is recorded as failed with its logs, and the rest go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from refmodel.params import ConfigError
+
+from . import scenario as scen
+from .switches import Bmv2Switch, KernelSwitch, ModelSwitch, Switch, bmv2_available
+from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
+
+LOG = logging.getLogger("iwlab.run")
+AUDIO_PORT, WEB_PORT = 5004, 8080
+PY = sys.executable
+
+
+class Interrupted(Exception):
+    pass
+
+
+def pick_switch(case: scen.Case, want: str, seed: int) -> Switch:
+    if case.aqm in scen.KERNEL_AQMS:
+        return KernelSwitch(case.aqm, case.buffer)
+    if want == "kernel":
+        raise ConfigError(f"aqm {case.aqm!r} runs on the P4 switch, not on the kernel backend")
+    if want == "bmv2" or (want == "auto" and bmv2_available()):
+        return Bmv2Switch()
+    return ModelSwitch(seed)
+
+
+def traffic_plan(spec: dict, rng: random.Random) -> dict:
+    """When and what the TCP side sends, drawn from the scenario with the rep's seed."""
+    plan: dict = {"bursts": []}
+    if "web" in spec:
+        w = spec["web"]
+        lo, hi = w.get("start_s", [10, 12])
+        n = int(w.get("flows", 1))
+        plan["bursts"].append({"start_s": rng.uniform(lo, hi), "flows": n,
+                               "bytes": int(w.get("total_bytes", 372_000)) // n})
+    if "burst" in spec:
+        b = spec["burst"]
+        lo, hi = b.get("start_s", [10, 12])
+        n = int(b.get("flows", 1))
+        first = rng.uniform(lo, hi)
+        per = int(b.get("total_bytes", 180_000)) // n
+        plan["bursts"].append({"start_s": first, "flows": n, "bytes": per})
+        plan["bursts"].append({"start_s": first + float(b.get("second_after_s", 1.0)), "flows": n, "bytes": per})
+    if "bulk" in spec:
+        b = spec["bulk"]
+        plan["bursts"].append({"start_s": float(b.get("start_s", 5.0)), "flows": 1,
+                               "bytes": int(b.get("bytes", 1_000_000_000))})
+    return plan
+
+
+def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_switch: str) -> dict:
+    final = outdir / f"rep{rep}"
+    tmp = outdir / f"rep{rep}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    seed = sc.seed * 100_003 + rep * 7919 + sum(map(ord, case.name))
+    rng = random.Random(seed)
+    plan = traffic_plan(case.spec, rng)
+    run_cfg = case.spec.get("run", {})
+    audio = case.spec.get("audio", {})
+    meta = {
+        "status": "failed", "scenario": sc.name, "case": case.name, "rep": rep, "seed": seed,
+        "profile": {"name": case.profile.name, "rate_bps": case.profile.rate_bps,
+                    "delay_ms": case.profile.delay_ms, "server_delay_ms": case.profile.server_delay_ms},
+        "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc,
+        "n_flows": sum(b["flows"] for b in plan["bursts"]), "plan": plan,
+        "versions": {"kernel": platform.release(), "python": platform.python_version()},
+    }
+    switch = pick_switch(case, want_switch, seed)
+    meta["switch"] = switch.kind
+    net = AccessNet("i0", case.profile)
+    procs: list[subprocess.Popen] = []
+
+    def spawn(node, args, name):
+        f = open(tmp / f"{name}.out", "wb")
+        p = node.popen([PY, "-m", *args], stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
+                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        procs.append(p)
+        return p
+
+    started = time.time()
+    try:
+        net.start()
+        meta["delay"] = "netem" if net.netem else "delayline"
+        net.set_tcp(sc.cc)
+        net.set_iw(case.iw)
+        switch.start(net, case.switch_cfg, tmp)
+        caps = [
+            net.srv.popen(["tcpdump", "-i", f"{net.prefix}srv-eth0", "-s", "128", "-U", "-w",
+                           str(tmp / "server.pcap")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+            net.cli.popen(["tcpdump", "-i", f"{net.prefix}cli-eth0", "-s", "128", "-U", "-w",
+                           str(tmp / "client.pcap")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+            net.mon.popen(["tcpdump", "-i", f"{net.prefix}mon-eth0", "-s", "128", "-U", "-w",
+                           str(tmp / "telemetry.pcap"), "ether", "proto", "0x88b5"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        ]
+        procs.extend(caps)
+        time.sleep(1.0)  # captures up
+
+        duration = sc.duration_s
+        t0 = time.time_ns() + 1_000_000_000
+        meta["audio_start_ns"] = t0
+        spawn(net.cli, ["accessnet.audio", "recv", "--port", str(AUDIO_PORT), "--log", str(tmp / "audio_rx.csv"),
+                        "--duration", str(duration + 5)], "audio_rx")
+        sender = spawn(net.srv, ["accessnet.audio", "send", "--dst", CLIENT_IP, "--port", str(AUDIO_PORT),
+                                 "--interval-ms", str(audio.get("interval_ms", 20)),
+                                 "--payload", str(audio.get("payload", 40)), "--duration", str(duration),
+                                 "--start-at", str(t0), "--log", str(tmp / "audio_tx.csv")], "audio_tx")
+        clients = []
+        if plan["bursts"]:
+            spawn(net.srv, ["accessnet.web", "server", "--port", str(WEB_PORT), "--cc", sc.cc,
+                            "--log", str(tmp / "server_flows.jsonl")], "web_server")
+            time.sleep(0.3)
+            meta["tcp_start_ns"] = t0 + int(min(b["start_s"] for b in plan["bursts"]) * 1e9)
+            for k, b in enumerate(plan["bursts"]):
+                clients.append(spawn(net.cli, [
+                    "accessnet.web", "client", "--dst", SERVER_IP, "--port", str(WEB_PORT),
+                    "--flows", str(b["flows"]), "--bytes", str(b["bytes"]), "--burst", str(k),
+                    "--start-at", str(t0 + int(b["start_s"] * 1e9)), "--timeout", str(duration),
+                    "--log", str(tmp / f"client_flows_{k}.csv")], f"web_client_{k}"))
+        else:
+            meta["tcp_start_ns"] = None
+
+        tail = float(run_cfg.get("tail_s", 2.0))
+        only_audio = float(run_cfg.get("audio_only_s", 15.0))
+        deadline = time.monotonic() + 1.0 + duration
+        done_at = None
+        while time.monotonic() < deadline:
+            if not switch.alive():
+                raise RuntimeError("the switch process died during the run")
+            if clients and all(c.poll() is not None for c in clients):
+                done_at = done_at or time.monotonic()
+                if time.monotonic() - done_at >= tail:
+                    break
+            if not clients and time.monotonic() - (deadline - duration) >= only_audio:
+                break
+            if sender.poll() is not None and not clients:
+                break
+            time.sleep(0.1)
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if plan["bursts"]:
+            from .web import merge_flows
+            merge_flows(sorted(tmp.glob("client_flows_*.csv")), tmp / "server_flows.jsonl", tmp / "flows.csv")
+        meta["status"] = "ok"
+    except (Interrupted, KeyboardInterrupt):
+        meta["error"] = "interrupted"  # not kept: the replication is redone on --resume
+        raise
+    except Exception as e:  # noqa: BLE001 - a failed replication is recorded, the sweep goes on
+        meta["error"] = f"{type(e).__name__}: {e}"
+        LOG.error("%s rep%d failed: %s", case.name, rep, meta["error"])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        switch.stop()
+        net.stop()
+        meta["duration_s"] = round(time.time() - started, 3)
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        if meta.get("error") != "interrupted":
+            shutil.rmtree(final, ignore_errors=True)
+            tmp.rename(final)
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="make mininet", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenario", default="web6", help="name in mininet/scenarios/ or a path to a .toml")
+    ap.add_argument("--reps", type=int, help="replications (default: the scenario's)")
+    ap.add_argument("--switch", choices=["auto", "bmv2", "model", "kernel"], help="override the scenario's")
+    ap.add_argument("--out", type=Path, default=ROOT / "results", help="where run directories go")
+    ap.add_argument("--resume", type=Path, help="continue an interrupted run directory")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if os.geteuid() != 0:
+        print("make mininet needs root (network namespaces)", file=sys.stderr)
+        return 2
+    try:
+        sc = scen.load(a.scenario)
+    except ConfigError as e:
+        print(f"scenario error: {e}", file=sys.stderr)
+        return 2
+    reps = a.reps or sc.reps
+    want = a.switch or sc.switch
+    if want in ("auto", "model") and not bmv2_available() and any(c.aqm in scen.P4_AQMS for c in sc.cases):
+        print("NOTE: BMv2 (simple_switch_grpc + build/bottleneck.json) is not available here: the reference model "
+              "runs as the switch (userspace forwarder). Results are marked switch=model.")
+    rundir = a.resume or a.out / f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}"
+    rundir.mkdir(parents=True, exist_ok=True)
+    (rundir / "run.json").write_text(json.dumps({"scenario": sc.name, "file": sc.data, "argv": sys.argv,
+                                                 "reps": reps, "switch": want}, indent=1))
+
+    def on_signal(*_):
+        raise Interrupted()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    todo = [(c, r) for c in sc.cases for r in range(reps)]
+    done_t: list[float] = []
+    failed = 0
+    print(f"run {rundir} : {len(sc.cases)} cases x {reps} reps")
+    try:
+        for i, (case, rep) in enumerate(todo, 1):
+            out = rundir / case.name
+            if (out / f"rep{rep}" / "meta.json").exists():
+                print(f"[{i}/{len(todo)}] {case.name} rep{rep}: already done")
+                continue
+            eta = ""
+            if done_t:
+                eta = f", ETA {sum(done_t) / len(done_t) * (len(todo) - i + 1) / 60:.1f} min"
+            print(f"[{i}/{len(todo)}] {case.name} rep{rep}: running{eta}", flush=True)
+            t = time.time()
+            meta = run_rep(sc, case, rep, out, want)
+            done_t.append(time.time() - t)
+            failed += meta["status"] != "ok"
+            print(f"[{i}/{len(todo)}] {case.name} rep{rep}: {meta['status']} ({meta['switch']}) "
+                  f"in {done_t[-1]:.1f}s{'  ' + meta.get('error', '') if meta['status'] != 'ok' else ''}",
+                  flush=True)
+    except (KeyboardInterrupt, Interrupted):
+        print(f"interrupted: finished replications are kept; resume with --resume {rundir}", file=sys.stderr)
+        return 130
+    from .summary import print_summary
+    print_summary(rundir)
+    return 1 if failed == len(todo) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

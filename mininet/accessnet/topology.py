@@ -1,0 +1,190 @@
+"""The emulated access network, built with Mininet's Node and Link classes.
+
+    srv ── d1 ── [sw port 1]  switch  [port 2]══tbf══ d2 ── cli
+  server   11 ms                 [port 3] ── mon           70 ms   phone
+                                  telemetry
+
+* ``srv``: the server side (web server, the far end of the audio call).
+* ``d1``, ``d2``: delay nodes adding the propagation delay (netem where the
+  kernel has it, else the project's userspace delay line ``build/delayline``).
+  A delay line has no rate and no queue of its own.
+* ``sw``: the switch ports live in the root namespace, where the switch
+  process (BMv2, the reference-model forwarder, or a Linux bridge) attaches to
+  them by name. Port 2's ``tbf`` at the link rate is the drain shaper: it is
+  the only place packets wait, and its buffer is larger than the modelled
+  one, so the switch's decisions are the only losses.
+* ``cli``: the phone. ``mon`` receives the telemetry clones.
+
+Every name carries a per-run prefix so parallel runs do not collide, and
+``AccessNet.stop()`` removes exactly what ``start()`` made (also on error).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from mininet.link import Link
+from mininet.net import Mininet
+from mininet.node import Host, Node
+
+from .profiles import Profile
+
+LOG = logging.getLogger("iwlab.net")
+ROOT = Path(__file__).resolve().parents[2]
+DELAYLINE = ROOT / "build" / "delayline"
+SERVER_IP, CLIENT_IP = "10.0.0.1", "10.0.0.2"
+TBF_LIMIT_BYTES = 8_000_000  # far above any modelled buffer
+
+
+def offloads_off(node: Node, intf: str) -> None:
+    node.cmd(f"ethtool -K {intf} tx off tso off gso off gro off lro off >/dev/null 2>&1")
+
+
+def has_netem() -> bool:
+    """netem works here? (tried on a throwaway dummy device in a throwaway namespace)"""
+    ns = "iwlab-netem-probe"
+    try:
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+        subprocess.run(["ip", "-n", ns, "link", "add", "d0", "type", "dummy"], check=True, capture_output=True)
+        r = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "d0", "root", "netem",
+                            "delay", "1ms"], capture_output=True)
+        return r.returncode == 0
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@dataclass
+class Ports:
+    """Switch port numbers and the root-namespace interface names behind them."""
+
+    server: str
+    client: str
+    monitor: str
+
+    def bmv2_args(self) -> list[str]:
+        return ["-i", f"1@{self.server}", "-i", f"2@{self.client}", "-i", f"3@{self.monitor}"]
+
+
+class AccessNet:
+    def __init__(self, prefix: str, prof: Profile, netem: bool | None = None) -> None:
+        self.prefix = prefix
+        self.prof = prof
+        self.netem = has_netem() if netem is None else netem
+        self.net: Mininet | None = None
+        self.procs: list[subprocess.Popen] = []
+        p = prefix
+        self.ports = Ports(f"{p}sw-eth1", f"{p}sw-eth2", f"{p}sw-eth3")
+
+    # -- build ------------------------------------------------------------------------
+    def start(self) -> "AccessNet":
+        p = self.prefix
+        net = Mininet(topo=None, build=False, controller=None, switch=None, host=Host, link=Link,
+                      autoSetMacs=False, autoStaticArp=False, waitConnected=False)
+        self.net = net
+        try:
+            self.srv = net.addHost(f"{p}srv", ip=f"{SERVER_IP}/24")
+            self.cli = net.addHost(f"{p}cli", ip=f"{CLIENT_IP}/24")
+            self.d1 = net.addHost(f"{p}d1", ip=None)
+            self.d2 = net.addHost(f"{p}d2", ip=None)
+            self.mon = net.addHost(f"{p}mon", ip=None)
+            self.sw = net.addHost(f"{p}sw", cls=Node, inNamespace=False, ip=None)
+            net.addLink(self.srv, self.d1, intfName1=f"{p}srv-eth0", intfName2=f"{p}d1-eth0")
+            net.addLink(self.d1, self.sw, intfName1=f"{p}d1-eth1", intfName2=self.ports.server)
+            net.addLink(self.sw, self.d2, intfName1=self.ports.client, intfName2=f"{p}d2-eth0")
+            net.addLink(self.d2, self.cli, intfName1=f"{p}d2-eth1", intfName2=f"{p}cli-eth0")
+            net.addLink(self.sw, self.mon, intfName1=self.ports.monitor, intfName2=f"{p}mon-eth0")
+            net.build()
+            for node in (self.srv, self.cli, self.d1, self.d2, self.mon, self.sw):
+                for intf in node.intfNames():
+                    if intf != "lo":
+                        offloads_off(node, intf)
+                        node.cmd(f"ip link set {intf} up")
+            self._static_arp()
+            self._delays()
+            self._drain_shaper()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _static_arp(self) -> None:
+        srv_mac = self.srv.intf(f"{self.prefix}srv-eth0").MAC()
+        cli_mac = self.cli.intf(f"{self.prefix}cli-eth0").MAC()
+        self.srv.cmd(f"ip neigh replace {CLIENT_IP} lladdr {cli_mac} dev {self.prefix}srv-eth0 nud permanent")
+        self.cli.cmd(f"ip neigh replace {SERVER_IP} lladdr {srv_mac} dev {self.prefix}cli-eth0 nud permanent")
+
+    def _delays(self) -> None:
+        """d1: server-side delay both ways; d2: the access link's delay both ways."""
+        for node, ms in ((self.d1, self.prof.server_delay_ms), (self.d2, self.prof.delay_ms)):
+            a, b = f"{node.name}-eth0", f"{node.name}-eth1"
+            us = int(round(ms * 1000))
+            if self.netem:
+                node.cmd(f"ip link add br0 type bridge && ip link set {a} master br0 && "
+                         f"ip link set {b} master br0 && ip link set br0 up")
+                for intf in (a, b):
+                    node.cmd(f"tc qdisc replace dev {intf} root netem delay {ms}ms limit 1000000")
+            else:
+                if not DELAYLINE.exists():
+                    raise RuntimeError(f"{DELAYLINE} is missing: run 'make setup' (it builds the delay line)")
+                proc = node.popen([str(DELAYLINE), a, b, str(us), str(us)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE)
+                self.procs.append(proc)
+
+    def _drain_shaper(self) -> None:
+        rate = int(self.prof.rate_bps)
+        self.sw.cmd(f"tc qdisc replace dev {self.ports.client} root handle 1: tbf rate {rate}bit "
+                    f"burst 1514 limit {TBF_LIMIT_BYTES}")
+
+    def kernel_aqm(self, qdisc: str) -> None:
+        """Kernel backend: the switch is a Linux bridge and the AQM a child of the tbf."""
+        p = self.prefix
+        br = f"{p}br"
+        self.sw.cmd(f"ip link add {br} type bridge && ip link set {self.ports.server} master {br} && "
+                    f"ip link set {self.ports.client} master {br} && ip link set {br} up")
+        r = self.sw.cmd(f"tc qdisc replace dev {self.ports.client} parent 1:1 handle 10: {qdisc} 2>&1; echo rc=$?")
+        if not r.strip().endswith("rc=0"):
+            raise RuntimeError(f"kernel qdisc '{qdisc}' is not available here: {r.strip()}")
+
+    def set_iw(self, iw: int) -> None:
+        dev = f"{self.prefix}srv-eth0"
+        self.srv.cmd(f"ip route change 10.0.0.0/24 dev {dev} proto kernel scope link src {SERVER_IP} "
+                     f"initcwnd {iw}")
+
+    def set_tcp(self, cc: str) -> None:
+        for h in (self.srv, self.cli):
+            h.cmd(f"sysctl -qw net.ipv4.tcp_congestion_control={cc} net.ipv4.tcp_no_metrics_save=1 "
+                  "net.ipv4.tcp_sack=1")
+
+    # -- teardown -----------------------------------------------------------------
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        self.procs.clear()
+        if self.net is not None:
+            p = self.prefix
+            subprocess.run(["ip", "link", "del", f"{p}br"], capture_output=True)
+            try:
+                self.net.stop()
+            except Exception as e:  # noqa: BLE001 - keep tearing down
+                LOG.warning("mininet stop: %s", e)
+            for intf in (self.ports.server, self.ports.client, self.ports.monitor):
+                subprocess.run(["ip", "link", "del", intf], capture_output=True)
+            self.net = None
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise RuntimeError(f"{name} not found: run 'make setup'")
+    return path
