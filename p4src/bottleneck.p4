@@ -72,6 +72,7 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
+        bit<64> length = (bit<64>)standard_metadata.packet_length;
         meta.track.cls = CLASS_OTHER;
         meta.track.flags = 0;
         meta.track.progress = 0;
@@ -81,8 +82,6 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         if (!forward.apply().hit) {
             return;
         }
-        bit<64> length = (bit<64>)standard_metadata.packet_length;
-
         // TCP payload from the IP header; inconsistent lengths mark the segment malformed.
         meta.tcp_ok = false;
         meta.tcp_payload = 0;

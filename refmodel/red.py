@@ -13,7 +13,11 @@ division is needed. Integer forms:
   entry). The link counts as idle when nothing is ahead (``backlog == 0``),
   since it went idle at ``tat``.
 * ``p_b = max_p (avg - th_min) / (th_max - th_min)`` in Q32;
-  ``count1 = count_bytes / mean_pktsize`` (integer division, as ns-2);
+  ``count1 = count_bytes / mean_pktsize`` (integer division, as ns-2) is kept
+  incrementally as quotient and remainder (the P4 target cannot divide at run
+  time): each packet adds its length to the remainder, which gives up
+  ``mean_pktsize`` at most twice, exact whenever frames are at most twice
+  ``mean_pktsize`` (1514 B frames with the seeds' 1500);
   ns-2 drops when ``u <= p_b / (1 - count1 p_b) * size / mean_pktsize``; here
   with a 16-bit uniform ``u`` (the top half of the packet's random draw), as
   the overflow-free product ``u * mps * (1 - count1 p_b) <= p_b * size``.
@@ -37,12 +41,25 @@ def idle_factor(p: RedParams, idle_ns: int) -> int:
     return 1 << RED_W_FRAC  # default action: no decay
 
 
+def add_bytes(count1: int, rem: int, length: int, mps: int) -> tuple[int, int]:
+    """count_bytes as (count_bytes // mps, count_bytes % mps), plus ``length``, without division."""
+    rem = (rem + length) & 0xFFFFFFFF
+    for _ in range(2):
+        if rem >= mps:
+            rem -= mps
+            count1 = (count1 + 1) & 0xFFFFFFFF
+    return count1, rem
+
+
 class Red:
     def __init__(self) -> None:
         self.avg = 0  # ns of backlog
-        self.count = 0
-        self.count_bytes = 0
+        self.count1 = 0  # count_bytes // mean_pktsize
+        self.rem = 0  # count_bytes % mean_pktsize
         self.old = 0
+
+    def count_bytes(self, p: RedParams) -> int:
+        return self.count1 * p.mean_pktsize + self.rem
 
     def decide(self, p: RedParams, q: Prediction, rand: int) -> Verdict:
         avg = self.avg
@@ -54,15 +71,16 @@ class Red:
         else:
             avg = avg - (((avg - q.backlog_ns) * p.wq_q24) >> RED_W_FRAC)
         self.avg = avg
-        self.count = (self.count + 1) & 0xFFFFFFFF
-        self.count_bytes = (self.count_bytes + q.length) & 0xFFFFFFFF
+        self.count1, self.rem = add_bytes(self.count1, self.rem, q.length, p.mean_pktsize)
 
         forced = early = False
         if avg >= p.thmin_ns and q.backlog_ns > 0:
             if avg >= p.thmax_ns:
                 forced = True
             elif self.old == 0:
-                self.count, self.count_bytes, self.old = 1, q.length, 1
+                # just crossed th_min: count_bytes = this packet's size
+                self.count1, self.rem = add_bytes(0, 0, q.length, p.mean_pktsize)
+                self.old = 1
             else:
                 early = self._drop_early(p, avg, q.length, rand)
         else:
@@ -70,13 +88,13 @@ class Red:
         if q.over_limit:
             forced = True
         if forced or early:
-            self.count = self.count_bytes = 0
+            self.count1 = self.rem = 0
         reason = Reason.LIMIT if q.over_limit else Reason.RED_FORCED if forced else Reason.RED_EARLY
-        return Verdict(forced or early, reason if (forced or early) else Reason.NONE, avg, self.count_bytes)
+        return Verdict(forced or early, reason if (forced or early) else Reason.NONE, avg, self.count_bytes(p))
 
     def _drop_early(self, p: RedParams, avg: int, size: int, rand: int) -> bool:
         pb = ((avg - p.thmin_ns) * p.slope_q56) >> (RED_SLOPE_FRAC - PROB_FRAC)
-        cp = (self.count_bytes // p.mean_pktsize) * pb
+        cp = self.count1 * pb
         if cp >= ONE_Q32:
             return True
         u16 = rand >> 16

@@ -58,14 +58,14 @@ def test_first_crossing_of_th_min_never_drops():
     r, p = Red(), hspa_red()
     r.avg = 60 * MS
     v = r.decide(p, pred(60 * MS), rand=0)  # rand 0 would drop if eligible
-    assert not v.drop and r.old == 1 and r.count == 1 and r.count_bytes == 1500
+    assert not v.drop and r.old == 1 and r.count_bytes(p) == 1500
 
 
 def test_forced_drop_above_th_max():
     r, p = Red(), hspa_red()
     r.avg, r.old = 130 * MS, 1
     v = r.decide(p, pred(130 * MS), rand=0xFFFFFFFF)
-    assert v.drop and v.reason == Reason.RED_FORCED and r.count == 0
+    assert v.drop and v.reason == Reason.RED_FORCED and r.count_bytes(p) == 0
 
 
 @pytest.mark.parametrize("count_bytes", [0, 3000, 40000])
@@ -81,7 +81,8 @@ def test_early_drop_probability_is_ns2_modify_p(count_bytes):
 
     def run(u16):
         r = Red()
-        r.avg, r.old, r.count, r.count_bytes = avg, 1, 5, count_bytes
+        r.avg, r.old = avg, 1
+        r.count1, r.rem = divmod(count_bytes, 1500)
         return r.decide(p, pred(avg), rand=u16 << 16)
 
     if p_drop >= 1:
@@ -98,7 +99,7 @@ def test_small_packets_are_dropped_less_in_byte_mode():
         drops = 0
         for u in range(0, 65536, 64):
             r = Red()
-            r.avg, r.old, r.count_bytes = 75 * MS, 1, 0
+            r.avg, r.old = 75 * MS, 1
             drops += r.decide(p, pred(75 * MS, length=size), rand=u << 16).drop
         return drops / 1024
 

@@ -54,15 +54,15 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, ou
                 ok_to_drop = t >= first_above;
             }
 
+            // The control law (a table) is applied once, after either branch:
+            // drop_next = law_base + interval / sqrt(count).
+            bit<64> law_base = drop_next;
             if (dropping == 1) {
                 if (!ok_to_drop) {
                     dropping = 0;
                 } else if (t >= drop_next) {
                     v.drop = true;
                     count = count + 1;
-                    law_count = count;
-                    codel_control_law.apply();
-                    drop_next = drop_next + law_step;
                 }
             } else if (ok_to_drop) {
                 v.drop = true;
@@ -74,10 +74,13 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, ou
                 } else {
                     count = 1;
                 }
+                law_base = t;
+                lastcount = count;
+            }
+            if (v.drop) {
                 law_count = count;
                 codel_control_law.apply();
-                drop_next = t + law_step;
-                lastcount = count;
+                drop_next = law_base + law_step;
             }
             if (v.drop) {
                 v.early = true;

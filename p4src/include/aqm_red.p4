@@ -7,8 +7,8 @@
 
 control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verdict_t v) {
     register<bit<64>>(1) red_avg;
-    register<bit<32>>(1) red_count;
-    register<bit<32>>(1) red_count_bytes;
+    register<bit<32>>(1) red_count1;   // count_bytes / mean_pktsize (quotient)
+    register<bit<32>>(1) red_rem;      // count_bytes % mean_pktsize (remainder)
     register<bit<8>>(1)  red_old;
 
     bit<64> decay_q24 = 1 << RED_W_FRAC;
@@ -25,12 +25,13 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verd
 
     apply {
         bit<64> avg;
-        bit<32> count;
-        bit<32> count_bytes;
+        bit<32> count1;
+        bit<32> rem;
         bit<8>  old;
+        bit<32> mps = (bit<32>)cfg.mean_pktsize;
         red_avg.read(avg, 0);
-        red_count.read(count, 0);
-        red_count_bytes.read(count_bytes, 0);
+        red_count1.read(count1, 0);
+        red_rem.read(rem, 0);
         red_old.read(old, 0);
 
         // The link has been idle since tat: decay the average as ns-2 does.
@@ -49,8 +50,11 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verd
         } else {
             avg = avg - (((avg - pred.backlog_ns) * (bit<64>)cfg.wq_q24) >> RED_W_FRAC);
         }
-        count = count + 1;
-        count_bytes = count_bytes + (bit<32>)pred.length;
+        // count_bytes += length, kept as quotient and remainder: no run-time division
+        // (exact while frames are at most 2 * mean_pktsize)
+        rem = rem + (bit<32>)pred.length;
+        if (rem >= mps) { rem = rem - mps; count1 = count1 + 1; }
+        if (rem >= mps) { rem = rem - mps; count1 = count1 + 1; }
 
         bool forced = false;
         bool early = false;
@@ -58,15 +62,16 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verd
             if (avg >= (bit<64>)cfg.thmax_ns) {
                 forced = true;
             } else if (old == 0) {
-                // just crossed th_min: start counting from this packet
-                count = 1;
-                count_bytes = (bit<32>)pred.length;
+                // just crossed th_min: count_bytes = this packet's size
+                count1 = 0;
+                rem = (bit<32>)pred.length;
+                if (rem >= mps) { rem = rem - mps; count1 = count1 + 1; }
+                if (rem >= mps) { rem = rem - mps; count1 = count1 + 1; }
                 old = 1;
             } else {
                 // p_b in Q32, then ns-2's modify_p as an overflow-free comparison
                 bit<64> pb = ((avg - (bit<64>)cfg.thmin_ns) * cfg.slope_q56) >> RED_SLOPE_TO_PROB;
-                bit<64> count1 = (bit<64>)(count_bytes / (bit<32>)cfg.mean_pktsize);
-                bit<64> cp = count1 * pb;
+                bit<64> cp = (bit<64>)count1 * pb;
                 if (cp >= 4294967296) {
                     early = true;
                 } else {
@@ -81,13 +86,13 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verd
         }
         if (pred.over_limit) { forced = true; }
         if (forced || early) {
-            count = 0;
-            count_bytes = 0;
+            count1 = 0;
+            rem = 0;
         }
 
         red_avg.write(0, avg);
-        red_count.write(0, count);
-        red_count_bytes.write(0, count_bytes);
+        red_count1.write(0, count1);
+        red_rem.write(0, rem);
         red_old.write(0, old);
 
         v.drop = forced || early;
@@ -101,7 +106,7 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verd
             v.reason = REASON_RED_EARLY;
         }
         v.s1 = avg;
-        v.s2 = (bit<64>)count_bytes;
+        v.s2 = (bit<64>)count1 * (bit<64>)mps + (bit<64>)rem;   // count_bytes
     }
 }
 

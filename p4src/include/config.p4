@@ -10,7 +10,17 @@ const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
 
 control BottleneckConfig(out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c, out pie_cfg_t p,
                          out iwa_cfg_t i) {
-    action unconfigured() { q.configured = 0; }
+    action unconfigured() {
+        q.configured = 0;
+        q.byte_time_q16 = 0;
+        q.bucket_ns = 0;
+        q.limit_ns = 0;
+        q.limit_pkts = 0;
+        q.mtu_ns = 0;
+        q.aqm = AQM_FIFO;
+        q.ecn = 0;
+        q.telemetry = 0;
+    }
     action set_bottleneck(bit<40> byte_time_q16, bit<32> bucket_ns, bit<48> limit_ns, bit<16> limit_pkts,
                           bit<32> mtu_ns, bit<8> aqm, bit<1> ecn, bit<1> telemetry) {
         q.configured = 1;
