@@ -34,6 +34,10 @@ from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 LOG = logging.getLogger("iwlab.run")
 AUDIO_PORT, WEB_PORT = 5004, 8080
 PY = sys.executable
+# Traffic endpoints run at a real-time priority so that CPU load (BMv2, a
+# compile job) does not delay their timestamps: the audio's OWD must measure
+# the network, not the scheduler.
+REALTIME = ["chrt", "-r", "20"]
 
 
 class Interrupted(Exception):
@@ -94,12 +98,12 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
     }
     switch = pick_switch(case, want_switch, seed)
     meta["switch"] = switch.kind
-    net = AccessNet("i0", case.profile)
+    net = AccessNet("i0", case.profile, logdir=tmp)
     procs: list[subprocess.Popen] = []
 
     def spawn(node, args, name):
         f = open(tmp / f"{name}.out", "wb")
-        p = node.popen([PY, "-m", *args], stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
+        p = node.popen([*REALTIME, PY, "-m", *args], stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
         procs.append(p)
         return p
@@ -163,6 +167,11 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             if sender.poll() is not None and not clients:
                 break
             time.sleep(0.1)
+        # Stop the audio sender first and let its last packets arrive before anything else stops.
+        if sender.poll() is None:
+            sender.send_signal(signal.SIGTERM)
+            sender.wait(timeout=10)
+        time.sleep(2 * (case.profile.delay_ms + case.profile.server_delay_ms) / 1000 + 0.3)
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)

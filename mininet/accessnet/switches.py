@@ -21,6 +21,9 @@ from pathlib import Path
 from .topology import ROOT, AccessNet
 
 P4_PREFIX_DEFAULT = "/opt/p4"
+# The switch process runs at a real-time priority (below the delay lines' 10..20): packets must not
+# wait for the CPU where the model does not expect them to wait.
+REALTIME = ["chrt", "-r", "15"]
 
 
 def find_p4_tool(name: str) -> str | None:
@@ -79,7 +82,7 @@ class Bmv2Switch(Switch):
         exe = find_p4_tool("simple_switch_grpc")
         log = open(rundir / "switch.log", "wb")
         self.proc = subprocess.Popen(
-            [exe, "--device-id", "1", *net.ports.bmv2_args(), "--thrift-port", str(self.thrift_port), "--no-p4",
+            [*REALTIME, exe, "--device-id", "1", *net.ports.bmv2_args(), "--thrift-port", str(self.thrift_port), "--no-p4",
              "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"],
             stdout=log, stderr=subprocess.STDOUT)
         wait_port(self.grpc_port, alive=self.alive)
@@ -114,7 +117,7 @@ class ModelSwitch(Switch):
         cfg_path.write_text(json.dumps(cfg, indent=1))
         log = open(rundir / "switch.log", "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "accessnet.modelswitch", "--if", f"1={net.ports.server}",
+            [*REALTIME, sys.executable, "-m", "accessnet.modelswitch", "--if", f"1={net.ports.server}",
              "--if", f"2={net.ports.client}", "--monitor", net.ports.monitor, "--config", str(cfg_path),
              "--seed", str(self.seed)], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         time.sleep(0.5)

@@ -72,8 +72,9 @@ class Ports:
 
 
 class AccessNet:
-    def __init__(self, prefix: str, prof: Profile, netem: bool | None = None) -> None:
+    def __init__(self, prefix: str, prof: Profile, netem: bool | None = None, logdir: Path | None = None) -> None:
         self.prefix = prefix
+        self.logdir = logdir
         self.prof = prof
         self.netem = has_netem() if netem is None else netem
         self.net: Mininet | None = None
@@ -132,8 +133,9 @@ class AccessNet:
             else:
                 if not DELAYLINE.exists():
                     raise RuntimeError(f"{DELAYLINE} is missing: run 'make setup' (it builds the delay line)")
-                proc = node.popen([str(DELAYLINE), a, b, str(us), str(us)], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE)
+                log = open(self.logdir / f"delay_{node.name[len(self.prefix):]}.log", "wb") if self.logdir \
+                    else subprocess.DEVNULL
+                proc = node.popen([str(DELAYLINE), a, b, str(us), str(us)], stdout=subprocess.DEVNULL, stderr=log)
                 self.procs.append(proc)
 
     def _drain_shaper(self) -> None:
