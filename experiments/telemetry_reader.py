@@ -27,12 +27,33 @@ _ORDER = ["version", "aqm", "decision", "reason", "cls", "tflags", "length", "se
           "backlog_ns", "src", "dst", "sport", "dport", "proto", "s1", "s2"]
 
 
+def check_complete(path: Path) -> None:
+    """dpkt yields a partial last record without a word: walk the record headers to catch it."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(24)
+        if len(head) < 24:
+            raise MetricsError(f"{path}: truncated capture (no pcap header)")
+        endian = "<" if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        pos = 24
+        while pos < size:
+            f.seek(pos)
+            rh = f.read(16)
+            if len(rh) < 16:
+                raise MetricsError(f"{path}: truncated capture (partial record header at byte {pos})")
+            caplen = struct.unpack(endian + "IIII", rh)[2]
+            pos += 16 + caplen
+        if pos != size:
+            raise MetricsError(f"{path}: truncated capture (last record cut by {pos - size} bytes)")
+
+
 def read_telemetry(path: Path) -> tuple[pd.DataFrame, int]:
     """(records, number of skipped non-telemetry frames)."""
     path = Path(path)
     rows = []
     skipped = 0
     try:
+        check_complete(path)
         with open(path, "rb") as f:
             for _ts, buf in dpkt.pcap.Reader(f):
                 if len(buf) < 14 + SIZE or int.from_bytes(buf[12:14], "big") != TELEMETRY_ETHERTYPE:
