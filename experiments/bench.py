@@ -43,6 +43,30 @@ def model_rate(aqm: str, frames: list[bytes]) -> float:
     return len(frames) / (time.perf_counter() - t)
 
 
+def parse_rates(n: int = 20000) -> tuple[float, float]:
+    import tempfile
+    from pathlib import Path
+
+    import dpkt
+
+    from experiments.telemetry_reader import read_telemetry, read_telemetry_scapy
+    from refmodel.telemetry import Record, encode_frame
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "t.pcap"
+        with open(path, "wb") as f:
+            w = dpkt.pcap.Writer(f)
+            for i in range(n):
+                w.writepkt(encode_frame(Record(4, 0, 0, 3, 2, 1514, i, i, i * 1000, 5, 6, 1, 2, 80, 4000, 6, 7, 8)),
+                           ts=i / 1000)
+        t = time.perf_counter()
+        assert len(read_telemetry(path)[0]) == n
+        fast = n / (time.perf_counter() - t)
+        t = time.perf_counter()
+        assert len(read_telemetry_scapy(path)) == n
+        slow = n / (time.perf_counter() - t)
+    return fast, slow
+
+
 def bmv2_rate(sw, frames: list[bytes], seconds: float = 3.0) -> float:
     """Offer frames as fast as one raw socket can for ``seconds``; rate = frames out of port 2 / time."""
     sw.listen()
@@ -70,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         r = model_rate(aqm, frames * 5)
         base = base or r
         print(f"  model {aqm:<6} {r:>10.0f} pkt/s   ratio to fifo {r / base:.2f}")
+
+    print("== telemetry capture parsing (records/s, same file)")
+    fast, slow = parse_rates()
+    print(f"  dpkt reader {fast:>10.0f} rec/s   scapy rdpcap {slow:>10.0f} rec/s   ratio {fast / slow:.1f}x")
 
     from accessnet.bmv2_veth import Bmv2, build_p4, missing_toolchain
     why = missing_toolchain()

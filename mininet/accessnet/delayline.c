@@ -70,7 +70,10 @@ static void receive(struct dir *d, unsigned char *buf) {
         struct sockaddr_ll from;
         socklen_t fl = sizeof from;
         ssize_t n = recvfrom(d->in, buf, MAX_FRAME, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
-        if (n < 0) return;
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EINTR) running = 0; /* interface gone: stop */
+            return;
+        }
         if (from.sll_pkttype == PACKET_OUTGOING) continue;
         /* Full (never at these rates) or larger than a slot (impossible with offloads off, MTU 1500). */
         if (d->q.tail - d->q.head >= QCAP || n > SLOT) { d->dropped++; continue; }
@@ -116,6 +119,8 @@ int main(int argc, char **argv) {
     }
     unsigned char *buf = malloc(MAX_FRAME);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlive the lab that started us */
+    if (getppid() == 1) return 1;
     struct sched_param sp = {.sched_priority = 10};
     sched_setscheduler(0, SCHED_FIFO, &sp); /* best effort */
     signal(SIGTERM, on_signal);
@@ -131,6 +136,9 @@ int main(int argc, char **argv) {
         struct timespec ts = {wait / 1000000000, wait % 1000000000};
         int r = ppoll(fds, 2, &ts, NULL);
         if (r > 0) {
+            /* an interface that disappeared (its namespace was removed) ends the line,
+               rather than spinning at real-time priority */
+            if ((fds[0].revents | fds[1].revents) & (POLLERR | POLLHUP | POLLNVAL)) break;
             if (fds[0].revents & POLLIN) receive(&dirs[0], buf);
             if (fds[1].revents & POLLIN) receive(&dirs[1], buf);
         }

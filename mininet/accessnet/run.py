@@ -103,9 +103,11 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
 
     def spawn(node, args, name):
         f = open(tmp / f"{name}.out", "wb")
-        p = node.popen([*REALTIME, PY, "-m", *args], stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
+        argv = [*REALTIME, PY, "-m", *args]
+        p = node.popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
         procs.append(p)
+        net.registry.process(p.pid, [PY, "-m", *args])
         return p
 
     started = time.time()
@@ -115,6 +117,8 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
         net.set_tcp(sc.cc)
         net.set_iw(case.iw)
         switch.start(net, case.switch_cfg, tmp)
+        if switch.proc is not None:
+            net.registry.process(switch.proc.pid)
         caps = [
             net.srv.popen(["tcpdump", "-i", f"{net.prefix}srv-eth0", "-s", "128", "-U", "-w",
                            str(tmp / "server.pcap")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
@@ -125,7 +129,9 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
         ]
         procs.extend(caps)
-        time.sleep(1.0)  # captures up
+        time.sleep(1.0)  # captures up (and exec'd: their command lines are final)
+        for c in caps:
+            net.registry.process(c.pid)
 
         duration = sc.duration_s
         t0 = time.time_ns() + 1_000_000_000

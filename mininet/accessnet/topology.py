@@ -31,6 +31,7 @@ from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Host, Node
 
+from .leftovers import Registry, sweep
 from .profiles import Profile
 
 LOG = logging.getLogger("iwlab.net")
@@ -79,12 +80,18 @@ class AccessNet:
         self.netem = has_netem() if netem is None else netem
         self.net: Mininet | None = None
         self.procs: list[subprocess.Popen] = []
+        self.registry = Registry(prefix)
         p = prefix
         self.ports = Ports(f"{p}sw-eth1", f"{p}sw-eth2", f"{p}sw-eth3")
 
     # -- build ------------------------------------------------------------------------
     def start(self) -> "AccessNet":
         p = self.prefix
+        stale = sweep(p)
+        if stale:
+            LOG.warning("removed leftovers of a killed run: %s", ", ".join(stale))
+        self.registry.links([f"{p}srv-eth0", f"{p}d1-eth1", self.ports.server, self.ports.client,
+                             f"{p}d2-eth1", self.ports.monitor, f"{p}br"])
         net = Mininet(topo=None, build=False, controller=None, switch=None, host=Host, link=Link,
                       autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
@@ -101,6 +108,8 @@ class AccessNet:
             net.addLink(self.d2, self.cli, intfName1=f"{p}d2-eth1", intfName2=f"{p}cli-eth0")
             net.addLink(self.sw, self.mon, intfName1=self.ports.monitor, intfName2=f"{p}mon-eth0")
             net.build()
+            for node in (self.srv, self.cli, self.d1, self.d2, self.mon, self.sw):
+                self.registry.process(node.pid)
             for node in (self.srv, self.cli, self.d1, self.d2, self.mon, self.sw):
                 for intf in node.intfNames():
                     if intf != "lo":
@@ -135,8 +144,10 @@ class AccessNet:
                     raise RuntimeError(f"{DELAYLINE} is missing: run 'make setup' (it builds the delay line)")
                 log = open(self.logdir / f"delay_{node.name[len(self.prefix):]}.log", "wb") if self.logdir \
                     else subprocess.DEVNULL
-                proc = node.popen([str(DELAYLINE), a, b, str(us), str(us)], stdout=subprocess.DEVNULL, stderr=log)
+                argv = [str(DELAYLINE), a, b, str(us), str(us)]
+                proc = node.popen(argv, stdout=subprocess.DEVNULL, stderr=log)
                 self.procs.append(proc)
+                self.registry.process(proc.pid, argv)
 
     def _drain_shaper(self) -> None:
         rate = int(self.prof.rate_bps)
@@ -183,6 +194,7 @@ class AccessNet:
             for intf in (self.ports.server, self.ports.client, self.ports.monitor):
                 subprocess.run(["ip", "link", "del", intf], capture_output=True)
             self.net = None
+        self.registry.clear()
 
 
 def tool(name: str) -> str:
