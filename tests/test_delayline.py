@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from accessnet.keepawake import KeepAwake
+
 ROOT = Path(__file__).resolve().parent.parent
 DELAYLINE = ROOT / "build" / "delayline"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
@@ -30,6 +32,11 @@ def sh(*args, check=True):
 
 @pytest.fixture(scope="module")
 def line():
+    with KeepAwake():  # as in the lab: see accessnet/keepawake.py
+        yield from _line()
+
+
+def _line():
     subprocess.run(["bash", str(ROOT / "mininet/accessnet/build_native.sh")], check=True)
     for ns in NS:
         sh("ip", "netns", "del", ns, check=False)

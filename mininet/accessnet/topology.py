@@ -31,6 +31,7 @@ from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Host, Node
 
+from .keepawake import KeepAwake
 from .leftovers import Registry, sweep
 from .profiles import Profile
 
@@ -81,6 +82,7 @@ class AccessNet:
         self.net: Mininet | None = None
         self.procs: list[subprocess.Popen] = []
         self.registry = Registry(prefix)
+        self.awake = KeepAwake()
         p = prefix
         self.ports = Ports(f"{p}sw-eth1", f"{p}sw-eth2", f"{p}sw-eth3")
 
@@ -90,6 +92,7 @@ class AccessNet:
         stale = sweep(p)
         if stale:
             LOG.warning("removed leftovers of a killed run: %s", ", ".join(stale))
+        self.awake.start(self.registry)
         self.registry.links([f"{p}srv-eth0", f"{p}d1-eth1", self.ports.server, self.ports.client,
                              f"{p}d2-eth1", self.ports.monitor, f"{p}br"])
         net = Mininet(topo=None, build=False, controller=None, switch=None, host=Host, link=Link,
@@ -184,6 +187,7 @@ class AccessNet:
                 except subprocess.TimeoutExpired:
                     proc.kill()
         self.procs.clear()
+        self.awake.stop()
         if self.net is not None:
             p = self.prefix
             subprocess.run(["ip", "link", "del", f"{p}br"], capture_output=True)
