@@ -1,0 +1,60 @@
+"""The IWA tuning policy on synthetic statistics (no switch)."""
+
+from controller.policy import MSS, NS, Observation, TunerState, allowance_for, frame_ns, target_for, tune
+
+MS = 1_000_000
+
+
+def run(obs, state=None):
+    s = state or TunerState()
+    out = []
+    for o in obs:
+        d = tune(s, o)
+        s = d.state
+        out.append(d)
+    return out
+
+
+def quiet(t, rate=2e6, **kw):
+    return Observation(t_ns=t, rate_bps=rate, jitter_budget_ns=40 * MS, new_flows=0, audio_p99_sojourn_ns=2 * MS,
+                       **kw)
+
+
+def test_target_from_the_jitter_budget_at_each_profile():
+    assert target_for(2e6, 40 * MS) == 40 * MS - 2 * frame_ns(2e6)  # two frames of margin (12.1 ms)
+    assert target_for(50e6, 40 * MS) == 35 * MS  # margin at least 5 ms
+    assert target_for(160e3, 40 * MS) == 75_700_000  # EDGE: one frame already exceeds the budget
+
+
+def test_six_parallel_starts_shrink_the_allowance_to_fit_the_target():
+    t = 0
+    o = Observation(t, 2e6, 40 * MS, new_flows=6, audio_p99_sojourn_ns=None)
+    d = tune(TunerState(allowance_bytes=5 * MSS), o)
+    target_bytes = d.state.target_ns * 2e6 / 8 / NS
+    assert d.state.allowance_bytes * 6 <= max(6 * MSS, target_bytes)
+    assert "6 flows started" in d.reason
+
+
+def test_audio_violation_halves_then_recovers_after_a_second():
+    s = TunerState(allowance_bytes=4 * MSS, target_ns=target_for(50e6, 40 * MS))
+    bad = Observation(0, 50e6, 40 * MS, 0, 80 * MS)
+    d = tune(s, bad)
+    assert d.state.allowance_bytes == 2 * MSS and "halved" in d.reason
+    ds = run([quiet(k * 100 * MS, rate=50e6) for k in range(1, 30)], d.state)
+    assert ds[5].state.allowance_bytes == 2 * MSS  # still within the second after the violation
+    assert ds[-1].state.allowance_bytes > 2 * MSS
+
+
+def test_rate_change_mid_run_settles_within_a_second():
+    before = run([quiet(k * 100 * MS, rate=50e6) for k in range(20)])[-1].state
+    assert before.allowance_bytes == allowance_for(50e6, target_for(50e6, 40 * MS), 1)  # 10 MSS at LTE
+    after = [d.state for d in run([quiet(2 * NS + k * 100 * MS, rate=2e6) for k in range(10)], before)]
+    want = (target_for(2e6, 40 * MS), allowance_for(2e6, target_for(2e6, 40 * MS), 1))
+    assert (after[0].target_ns, after[0].allowance_bytes) == want  # in the first period (100 ms)
+    assert all((s.target_ns, s.allowance_bytes) == want for s in after)  # and it stays there
+
+
+def test_allowance_never_below_one_mss():
+    s = TunerState(allowance_bytes=MSS)
+    d = tune(s, Observation(0, 160e3, 40 * MS, 18, 500 * MS))
+    assert d.state.allowance_bytes == MSS
