@@ -34,10 +34,11 @@ from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 LOG = logging.getLogger("iwlab.run")
 AUDIO_PORT, WEB_PORT = 5004, 8080
 PY = sys.executable
-# Traffic endpoints run at a real-time priority so that CPU load (BMv2, a
-# compile job) does not delay their timestamps: the audio's OWD must measure
-# the network, not the scheduler.
-REALTIME = ["chrt", "-r", "20"]
+# The audio endpoints run at a real-time priority (10: below the switch, 20,
+# and the delay lines, 30) so that CPU load does not delay their timestamps:
+# the audio's OWD must measure the network, not the scheduler. Bulk TCP
+# endpoints stay at normal priority: they must never starve the wire.
+REALTIME = ["chrt", "-r", "10"]
 
 
 class Interrupted(Exception):
@@ -103,7 +104,7 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
 
     def spawn(node, args, name):
         f = open(tmp / f"{name}.out", "wb")
-        argv = [*REALTIME, PY, "-m", *args]
+        argv = [*(REALTIME if args[0] == "accessnet.audio" else []), PY, "-m", *args]
         p = node.popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
         procs.append(p)

@@ -21,9 +21,9 @@ from pathlib import Path
 from .topology import ROOT, AccessNet
 
 P4_PREFIX_DEFAULT = "/opt/p4"
-# The switch process runs at a real-time priority (below the delay lines' 10..20): packets must not
-# wait for the CPU where the model does not expect them to wait.
-REALTIME = ["chrt", "-r", "15"]
+# The switch process runs at a real-time priority, below the delay lines (30, they are the wire) and
+# above the audio endpoints (10): packets must not wait for the CPU where the model does not expect it.
+REALTIME = ["chrt", "-r", "20"]
 
 
 def find_p4_tool(name: str) -> str | None:
