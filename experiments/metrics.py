@@ -1,13 +1,29 @@
-"""The seeds' metrics from one replication's raw data (definitions: ../shared/BRIEF.md).
+"""The seeds' metrics from one replication's raw data (definitions: BRIEF.md, "Metrics (exact definitions)").
 
-Input files are those of docs/data-formats.md. Every function names the BRIEF
-definition it implements. Bad input raises ``MetricsError`` naming the file;
-nothing here returns numbers for a run it could not read.
+Input files are those of docs/data-formats.md (meta.json, audio_tx.csv,
+audio_rx.csv, flows.csv). Every function names the BRIEF definition it
+implements. Bad input (missing, empty, truncated or unparseable file, a run whose
+meta.json says "failed") raises ``MetricsError`` naming the file; nothing here
+returns numbers for a run it could not read. ``summarize_sweep`` lists such runs
+as failed instead.
+
+Choices where the BRIEF leaves room (see also the function docstrings):
+
+* percentiles (IPDV table, OWD p99) use numpy's default linear interpolation
+  (Hyndman-Fan type 7);
+* the base delay of a run without TCP is the minimum OWD over the whole run;
+* loss period levels are computed over the whole audio stream and then filtered
+  by the overlap filter, so a run of losses keeps its full length at the edges
+  of the overlap window;
+* the 95 % confidence interval uses a Student t quantile from a table (scipy is
+  not a pinned dependency), see ``t_quantile_975``.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,80 +32,140 @@ import pandas as pd
 
 NS = 1_000_000_000
 MS = 1_000_000
-JITTER_BUFFERS_MS = tuple(range(20, 201, 20))
+JITTER_BUFFERS_MS: tuple[float, ...] = tuple(range(20, 201, 20))
 IPDV_PERCENTILES = (25, 50, 75, 90, 95, 96, 97, 98, 99)
+AUDIO_TX_COLUMNS = ["seq", "send_ns"]
+AUDIO_RX_COLUMNS = ["seq", "send_ns", "recv_ns"]
+FLOW_COLUMNS = ["flow", "burst", "start_ns", "end_ns", "bytes", "retrans", "rtos", "completed"]
 
 
 class MetricsError(ValueError):
-    pass
+    """Raw data that cannot give metrics; the message names the file."""
 
 
 # ----------------------------------------------------------------------------- reading
 
 
-def read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
+def read_csv(path: Path, columns: Sequence[str], required: Sequence[str] | None = None) -> pd.DataFrame:
+    """Read one CSV of docs/data-formats.md; ``required`` columns (default: all) must hold integers on every
+    row, the others integers or nothing. Anything else raises MetricsError naming the file and line."""
+    path = Path(path)
     if not path.exists():
         raise MetricsError(f"{path}: missing")
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise MetricsError(f"{path}: unreadable: {e}") from None
+        raise MetricsError(f"{path}: empty or unreadable: {e}".rstrip()) from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise MetricsError(f"{path}: missing column(s) {missing}")
-    return df
+    required = list(columns) if required is None else list(required)
+    out = pd.DataFrame(index=df.index)
+    for c in columns:
+        raw = df[c].str.strip()
+        valid = raw.str.fullmatch(r"[+-]?\d{1,19}")
+        bad = ~valid & ((raw != "") | (c in required))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise MetricsError(f"{path}: line {i + 2}: column {c!r} is {df[c].iloc[i]!r}, not an integer"
+                               " (truncated or corrupt file?)")
+        ok = valid.to_numpy(dtype=bool)
+        vals = np.zeros(len(df), dtype=np.int64)
+        if ok.any():
+            vals[ok] = pd.to_numeric(raw[ok]).to_numpy(dtype=np.int64)
+        out[c] = vals if c in required else pd.arrays.IntegerArray(vals, ~ok)  # exact ns, no float detour
+    return out
 
 
-def read_meta(rep: Path) -> dict:
-    path = rep / "meta.json"
+def read_meta(rep: Path, require_ok: bool = True) -> dict:
+    """meta.json of a replication; a run with status other than "ok" raises MetricsError (if require_ok)."""
+    path = Path(rep) / "meta.json"
     try:
         meta = json.loads(path.read_text())
     except FileNotFoundError:
         raise MetricsError(f"{path}: missing") from None
-    except json.JSONDecodeError as e:
-        raise MetricsError(f"{path}: not JSON: {e}") from None
-    if meta.get("status") != "ok":
-        raise MetricsError(f"{path}: the run failed: {meta.get('error', 'unknown error')}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise MetricsError(f"{path}: not JSON (truncated?): {e}") from None
+    if not isinstance(meta, dict):
+        raise MetricsError(f"{path}: not a JSON object")
+    if require_ok and meta.get("status") != "ok":
+        raise MetricsError(f"{path}: the run failed: {meta.get('error', 'status ' + repr(meta.get('status')))}")
     return meta
 
 
 @dataclass
 class Audio:
-    """Per sent audio packet: seq, send_ns, recv_ns (NaN if never received)."""
+    """Per sent audio packet, ordered by seq: seq, send_ns, recv_ns (NaN if never received)."""
 
     df: pd.DataFrame
+    source: str = "audio_rx.csv"
 
 
 def read_audio(rep: Path) -> Audio:
-    tx = read_csv(rep / "audio_tx.csv", ["seq", "send_ns"])
-    rx = read_csv(rep / "audio_rx.csv", ["seq", "send_ns", "recv_ns"])
+    """audio_tx.csv joined with audio_rx.csv (duplicates in rx ignored after the first)."""
+    rep = Path(rep)
+    tx_path, rx_path = rep / "audio_tx.csv", rep / "audio_rx.csv"
+    tx = read_csv(tx_path, AUDIO_TX_COLUMNS)
+    rx = read_csv(rx_path, AUDIO_RX_COLUMNS)
     if tx.empty:
-        raise MetricsError(f"{rep / 'audio_tx.csv'}: no packets")
-    for name, df in (("audio_tx.csv", tx), ("audio_rx.csv", rx)):
-        if df.isna().any().any():
-            raise MetricsError(f"{rep / name}: incomplete rows")
-    rx = rx.drop_duplicates("seq", keep="first")
-    df = tx.merge(rx[["seq", "recv_ns"]], on="seq", how="left").sort_values("seq", ignore_index=True)
-    return Audio(df)
+        raise MetricsError(f"{tx_path}: no packets")
+    if tx["seq"].duplicated().any():
+        raise MetricsError(f"{tx_path}: duplicate sequence numbers")
+    rx = rx.drop_duplicates("seq", keep="first").astype("Int64")  # Int64: a left join keeps ns exact
+    unknown = ~rx["seq"].isin(tx["seq"])
+    if unknown.any():
+        raise MetricsError(f"{rx_path}: seq {int(rx['seq'][unknown].iloc[0])} was never sent (audio_tx.csv cut?)")
+    df = tx.merge(rx.rename(columns={"send_ns": "rx_send_ns"}), on="seq", how="left")
+    df = df.sort_values("seq", ignore_index=True)
+    got = df["rx_send_ns"].notna()
+    if (df.loc[got, "rx_send_ns"] != df.loc[got, "send_ns"]).any():
+        raise MetricsError(f"{rx_path}: send_ns differs from audio_tx.csv for the same seq")
+    return Audio(df[["seq", "send_ns", "recv_ns"]], str(rx_path))
 
 
 def read_flows(rep: Path) -> pd.DataFrame:
-    df = read_csv(rep / "flows.csv", ["flow", "burst", "start_ns", "end_ns", "bytes", "retrans", "rtos", "completed"])
+    """flows.csv; end_ns is <NA> for a flow that did not complete; retrans/rtos <NA> when the server logged
+    nothing for the flow. A completed flow without end_ns, or end before start, raises MetricsError."""
+    path = Path(rep) / "flows.csv"
+    df = read_csv(path, FLOW_COLUMNS, required=["flow", "burst", "start_ns", "bytes", "completed"])
     if df.empty:
-        raise MetricsError(f"{rep / 'flows.csv'}: no flows")
+        raise MetricsError(f"{path}: no flows")
+    done = df["completed"] == 1
+    if (done & df["end_ns"].isna()).any():
+        raise MetricsError(f"{path}: a completed flow without end_ns")
+    df.loc[~done, "end_ns"] = pd.NA
+    if (df["end_ns"] < df["start_ns"]).fillna(False).any():
+        raise MetricsError(f"{path}: end_ns before start_ns")
     return df
 
 
-# ----------------------------------------------------------------------------- audio
+# ----------------------------------------------------------------------------- audio: delay
 
 
 def owd_ns(a: Audio) -> np.ndarray:
-    """One-way delay (BRIEF: receive time - send time), NaN for packets that never arrived."""
-    return (a.df["recv_ns"] - a.df["send_ns"]).to_numpy(dtype=float)
+    """One-way delay (BRIEF "One-way delay"): receive time - send time, NaN for packets that never arrived."""
+    return (a.df["recv_ns"] - a.df["send_ns"]).to_numpy(dtype=float, na_value=np.nan)
+
+
+def cdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical CDF (BRIEF "One-way delay": report CDFs): sorted finite values x and F(x) = rank / n."""
+    v = np.sort(np.asarray(values, dtype=float)[np.isfinite(values)])
+    return v, np.arange(1, v.size + 1) / max(v.size, 1)
+
+
+def owd_stats(d_ns: np.ndarray) -> dict:
+    """Median, 99 % and max OWD in seconds (BRIEF "One-way delay") of the packets that arrived."""
+    v = np.asarray(d_ns, dtype=float)
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        return {"owd_median_s": None, "owd_p99_s": None, "owd_max_s": None}
+    return {"owd_median_s": float(np.median(v)) / NS, "owd_p99_s": float(np.percentile(v, 99)) / NS,
+            "owd_max_s": float(v.max()) / NS}
 
 
 def ipdv_ns(a: Audio) -> np.ndarray:
-    """IPDV (RFC 3393): OWD(i) - OWD(i-1) for consecutive packets i-1, i that both arrived."""
+    """IPDV (BRIEF "IPDV", RFC 3393): OWD(i) - OWD(i-1) for consecutive packets i-1, i (seq differs by 1)
+    that both arrived."""
     d = owd_ns(a)
     seq = a.df["seq"].to_numpy()
     ok = ~np.isnan(d[1:]) & ~np.isnan(d[:-1]) & (np.diff(seq) == 1)
@@ -97,145 +173,350 @@ def ipdv_ns(a: Audio) -> np.ndarray:
 
 
 def ipdv_table(values_ns: np.ndarray) -> dict:
-    """The seeds' Table 1 columns, in seconds: min, 25 ... 99 %, max."""
-    if values_ns.size == 0:
+    """The seeds' Table 1 columns (BRIEF "IPDV"), in seconds: min, p25, p50, p75, p90, p95..p99, max
+    (linear interpolation); empty dict when there is no pair."""
+    v = np.asarray(values_ns, dtype=float)
+    if v.size == 0:
         return {}
-    out = {"min": float(values_ns.min()) / NS}
+    out = {"min": float(v.min()) / NS}
     for p in IPDV_PERCENTILES:
-        out[f"p{p}"] = float(np.percentile(values_ns, p)) / NS
-    out["max"] = float(values_ns.max()) / NS
+        out[f"p{p}"] = float(np.percentile(v, p)) / NS
+    out["max"] = float(v.max()) / NS
     return out
 
 
 def base_delay_ns(a: Audio, tcp_start_ns: int | None, window_s: float = 2.0) -> float:
-    """Base delay: the minimum OWD over the ``window_s`` seconds (by send time) before the first TCP
-    start; without TCP, over the whole run."""
+    """Base delay (BRIEF "Base delay"): the minimum OWD of the packets sent in [tcp_start - window_s,
+    tcp_start); without TCP (tcp_start_ns None), over the whole run."""
     d = owd_ns(a)
-    send = a.df["send_ns"].to_numpy()
     if tcp_start_ns is not None:
-        sel = (send >= tcp_start_ns - window_s * NS) & (send < tcp_start_ns)
-        d = d[sel]
+        send = a.df["send_ns"].to_numpy()
+        d = d[(send >= tcp_start_ns - window_s * NS) & (send < tcp_start_ns)]
     d = d[~np.isnan(d)]
     if d.size == 0:
-        raise MetricsError("no audio packet arrived in the base-delay window")
+        raise MetricsError(f"{a.source}: no audio packet arrived in the {window_s:g} s base-delay window")
     return float(d.min())
 
 
-def lost_mask(a: Audio, base_ns: float, jitter_buffer_ms: float) -> np.ndarray:
-    """Pure loss (never arrived) or delay-based loss (OWD > base delay + jitter buffer, strictly)."""
+# ----------------------------------------------------------------------------- audio: loss
+
+
+def pure_loss_mask(a: Audio) -> np.ndarray:
+    """Pure loss (BRIEF "Pure loss"): the packet never arrived."""
+    return np.isnan(owd_ns(a))
+
+
+def delay_loss_mask(a: Audio, base_ns: float, jitter_buffer_ms: float) -> np.ndarray:
+    """Delay-based loss (BRIEF): arrived with OWD > base delay + jitter buffer (exactly at it: not lost)."""
     d = owd_ns(a)
-    return np.isnan(d) | (d > base_ns + jitter_buffer_ms * MS)
+    with np.errstate(invalid="ignore"):
+        return ~np.isnan(d) & (d > base_ns + jitter_buffer_ms * MS)
+
+
+def lost_mask(a: Audio, base_ns: float, jitter_buffer_ms: float) -> np.ndarray:
+    """Lost after the jitter filter (BRIEF "Loss rate after the jitter filter"): pure or delay-based loss."""
+    return pure_loss_mask(a) | delay_loss_mask(a, base_ns, jitter_buffer_ms)
+
+
+def run_level(run: int) -> int:
+    """Loss period level of a run of ``run`` consecutive lost packets (BRIEF "Loss period level")."""
+    return 0 if run <= 0 else 1 if run == 1 else 2 if run <= 3 else 3 if run <= 5 else 4 if run <= 9 else 5
 
 
 def loss_levels(lost: np.ndarray) -> np.ndarray:
-    """Loss period level of every packet (seeds' 003 Table 2) from runs of consecutive losses:
-    0 not lost; run length 1 -> 1; 2-3 -> 2; 4-5 -> 3; 6-9 -> 4; >= 10 -> 5."""
-    levels = np.zeros(lost.size, dtype=int)
-    i = 0
-    n = lost.size
-    while i < n:
-        if not lost[i]:
-            i += 1
-            continue
-        j = i
-        while j < n and lost[j]:
-            j += 1
-        run = j - i
-        levels[i:j] = 1 if run == 1 else 2 if run <= 3 else 3 if run <= 5 else 4 if run <= 9 else 5
-        i = j
+    """Loss period level 0..5 of every packet (BRIEF "Loss period level", seeds' 003 Table 2), from runs of
+    consecutive lost packets in ``lost`` (ordered by seq)."""
+    lost = np.asarray(lost, dtype=bool)
+    levels = np.zeros(lost.size, dtype=np.int8)
+    if lost.size == 0:
+        return levels
+    edges = np.diff(np.r_[0, lost.astype(np.int8), 0])
+    for s, e in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+        levels[s:e] = run_level(int(e - s))
     return levels
 
 
-def active_mask(send_ns: np.ndarray, flows: pd.DataFrame, run_end_ns: int) -> np.ndarray:
-    """Overlap filter: packets sent while at least one TCP flow is active ([start, end];
-    a flow that did not complete is active until the end of the run)."""
-    keep = np.zeros(send_ns.size, dtype=bool)
+def level_shares(levels: np.ndarray) -> list[float]:
+    """Share of packets at each loss period level 0..5 (BRIEF "Loss period level")."""
+    n = max(int(levels.size), 1)
+    return [float(np.count_nonzero(levels == k)) / n for k in range(6)]
+
+
+def good_quality(levels: np.ndarray) -> float:
+    """BRIEF "Good quality": share of packets at levels 0 and 1 together."""
+    return float(np.count_nonzero(levels <= 1)) / max(int(levels.size), 1)
+
+
+# ----------------------------------------------------------------------------- overlap filter
+
+
+def active_mask(send_ns: np.ndarray, flows: pd.DataFrame, run_end_ns: float = math.inf) -> np.ndarray:
+    """Overlap filter (BRIEF "Overlap filter"): packets sent inside the union of the flows' [start_ns, end_ns];
+    a flow that did not complete (end_ns empty/NA) is active until ``run_end_ns`` (default: the end of the
+    run, i.e. every later packet)."""
+    send = np.asarray(send_ns)
+    keep = np.zeros(send.size, dtype=bool)
     for s, e in zip(flows["start_ns"], flows["end_ns"]):
-        end = run_end_ns if pd.isna(e) or e == "" else int(e)
-        keep |= (send_ns >= int(s)) & (send_ns <= end)
+        end = run_end_ns if e is None or pd.isna(e) or e == "" else int(e)
+        keep |= (send >= int(s)) & (send <= end)
     return keep
+
+
+def time_since_tcp_start_s(send_ns: np.ndarray, tcp_start_ns: int) -> np.ndarray:
+    """Time axis of the overlap filter (BRIEF: "time axes start at the TCP flows' start"), in seconds."""
+    return (np.asarray(send_ns, dtype=np.int64) - int(tcp_start_ns)) / NS
+
+
+def levels_over_time(t_s: np.ndarray, levels: np.ndarray, bin_s: float = 0.02) -> pd.DataFrame:
+    """Per time bin since TCP start: number of samples and the share of each loss period level among them
+    (BRIEF "Overlap filter": plots normalise by the number of samples at each time)."""
+    b = np.floor(np.asarray(t_s) / bin_s).astype(np.int64)
+    df = pd.DataFrame({"bin": b, "level": np.asarray(levels)})
+    counts = df.groupby("bin").size()
+    shares = df.groupby(["bin", "level"]).size().unstack(fill_value=0).reindex(columns=range(6), fill_value=0)
+    out = shares.div(counts, axis=0).add_prefix("level")
+    out.insert(0, "samples", counts)
+    out.insert(0, "t_s", out.index * bin_s)
+    return out.reset_index(drop=True)
 
 
 # ----------------------------------------------------------------------------- TCP
 
 
-def jain(x: np.ndarray) -> float:
-    """Jain's fairness index: (sum x)^2 / (n sum x^2)."""
+def jain(x: Sequence[float] | np.ndarray) -> float | None:
+    """Jain's fairness index (BRIEF "TCP"): (sum x)^2 / (n sum x^2); None for no or all-zero values."""
     x = np.asarray(x, dtype=float)
     if x.size == 0 or not np.any(x):
-        return float("nan")
+        return None
     return float(x.sum() ** 2 / (x.size * (x ** 2).sum()))
 
 
 def tfs(tcp_throughput: float, total_throughput: float, n_flows: int) -> float:
-    """TFS (seeds' 002): TCP throughput / (total throughput / number of flows)."""
+    """TFS (BRIEF "TFS", seeds' 002): TCP throughput / (total throughput / number of flows)."""
+    if total_throughput <= 0 or n_flows <= 0:
+        raise ValueError("TFS needs a positive total throughput and number of flows")
     return tcp_throughput / (total_throughput / n_flows)
 
 
+def _int_col(s: pd.Series) -> pd.Series:
+    """Nullable exact integers from a column of ints, Int64, or objects with "" / None for missing."""
+    if pd.api.types.is_integer_dtype(s.dtype):
+        return s.astype("Int64")
+    vals = [None if v is None or (isinstance(v, str) and not v.strip()) or pd.isna(v) else int(v) for v in s]
+    return pd.Series(pd.array(vals, dtype="Int64"), index=s.index)
+
+
+def _opt(v: float) -> float | None:
+    return None if v is None or pd.isna(v) else float(v)
+
+
 def tcp_metrics(flows: pd.DataFrame) -> dict:
-    """Per-flow and per-burst completion time, goodput, Jain's index within/between bursts, RTOs."""
-    f = flows.copy()
-    f["done"] = f["completed"].astype(int) == 1
-    f["ct_s"] = (pd.to_numeric(f["end_ns"], errors="coerce") - f["start_ns"]) / NS
-    f["goodput_bps"] = f["bytes"] * 8 / f["ct_s"]
-    bursts = {}
-    for b, g in f.groupby("burst"):
-        end = pd.to_numeric(g["end_ns"], errors="coerce")
+    """BRIEF "TCP": per-flow completion time (end - start) and goodput (bytes*8 / completion time); per burst
+    completion time (last end - first start; None unless every flow of the burst completed) and Jain's index
+    of its flows' goodput (None unless all completed); Jain's index between bursts = over the bursts' mean
+    per-flow goodput; retransmissions and RTOs (flows the server logged nothing for are counted in
+    ``rtos_unknown_flows``)."""
+    f = flows.sort_values("flow").reset_index(drop=True)
+    start = _int_col(f["start_ns"])
+    end = _int_col(f["end_ns"])
+    done = (pd.to_numeric(f["completed"]) == 1).to_numpy()
+    end = end.where(done, pd.NA)
+    nbytes = pd.to_numeric(f["bytes"]).to_numpy(dtype=float)
+    ct = ((end - start) / NS).to_numpy(dtype=float, na_value=np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gp = np.where(ct > 0, nbytes * 8 / ct, np.nan)
+    bursts: dict[int, dict] = {}
+    burst_means = []
+    for b in sorted(f["burst"].unique()):
+        m = (f["burst"] == b).to_numpy()
+        all_done = bool(done[m].all())
+        g = gp[m]
+        span = float(end[m].max() - start[m].min()) / NS if all_done else None
         bursts[int(b)] = {
-            "completion_s": float((end.max() - g["start_ns"].min()) / NS) if g["done"].all() else None,
-            "completed": int(g["done"].sum()), "flows": int(len(g)),
-            "jain": jain(g.loc[g["done"], "goodput_bps"].to_numpy()),
+            "flows": int(m.sum()), "completed": int(done[m].sum()), "completion_s": span,
+            "goodput_bps": float(nbytes[m].sum() * 8 / span) if span else None,
+            "jain": jain(g) if all_done and not np.isnan(g).any() else None,
         }
-    per_burst_goodput = [g.loc[g["done"], "goodput_bps"].mean() for _, g in f.groupby("burst")]
+        burst_means.append(float(np.nanmean(g)) if np.isfinite(g).any() else np.nan)
+    rtos = _int_col(f["rtos"])
+    retrans = _int_col(f["retrans"])
     return {
-        "flows": int(len(f)), "completed": int(f["done"].sum()),
-        "flow_completion_s": [None if np.isnan(v) else float(v) for v in f["ct_s"]],
+        "flows": int(len(f)), "completed": int(done.sum()),
+        "flow_completion_s": [_opt(v) for v in ct],
+        "flow_goodput_bps": [_opt(v) for v in gp],
         "bursts": bursts,
-        "jain_between_bursts": jain(np.array(per_burst_goodput)) if len(per_burst_goodput) > 1 else None,
-        "retrans": int(pd.to_numeric(f["retrans"], errors="coerce").fillna(0).sum()),
-        "rtos": int(pd.to_numeric(f["rtos"], errors="coerce").fillna(0).sum()),
+        "jain_between_bursts": jain(burst_means) if len(burst_means) > 1 and not np.isnan(burst_means).any()
+        else None,
+        "retrans": int(retrans.fillna(0).sum()),
+        "rtos": int(rtos.fillna(0).sum()),
+        "rtos_unknown_flows": int(rtos.isna().sum()),
     }
 
 
 # ----------------------------------------------------------------------------- one replication
 
 
-def summarize_rep(rep: Path, jitter_buffers_ms=JITTER_BUFFERS_MS, base_window_s: float = 2.0) -> dict:
+def _jb_key(jb: float) -> str:
+    return f"{jb:g}"
+
+
+def audio_packets(rep: Path, jitter_buffers_ms: Iterable[float] = JITTER_BUFFERS_MS,
+                  base_window_s: float = 2.0) -> tuple[pd.DataFrame, dict, pd.DataFrame | None]:
+    """Per sent audio packet: seq, send_ns, recv_ns, owd_ns, pure_loss, kept (overlap filter), t_s (since
+    the first flow's start; NaN without TCP) and, per jitter buffer J, ``delay_loss_J`` and ``level_J``
+    (levels over the whole stream). Also returns meta.json with ``base_delay_ns`` added, and flows.csv (None
+    without TCP)."""
     rep = Path(rep)
     meta = read_meta(rep)
     audio = read_audio(rep)
     tcp_start = meta.get("tcp_start_ns")
     base = base_delay_ns(audio, tcp_start, base_window_s)
-    d = owd_ns(audio)
-    send = audio.df["send_ns"].to_numpy()
-    out: dict = {"case": meta.get("case"), "rep": meta.get("rep"), "aqm": meta.get("aqm"), "iw": meta.get("iw"),
-                 "switch": meta.get("switch"), "base_delay_s": base / NS}
+    df = audio.df.copy()
+    df["owd_ns"] = owd_ns(audio)
+    df["pure_loss"] = pure_loss_mask(audio)
+    send = df["send_ns"].to_numpy()
     flows = None
     if tcp_start is not None:
         flows = read_flows(rep)
-        run_end = int(np.nanmax(np.r_[send, d + send]))
-        keep = active_mask(send, flows, run_end)
-        out["tcp"] = tcp_metrics(flows)
+        df["kept"] = active_mask(send, flows)
+        df["t_s"] = time_since_tcp_start_s(send, int(flows["start_ns"].min()))
     else:
-        keep = np.ones(send.size, dtype=bool)
-    arrived = d[keep & ~np.isnan(d)]
-    out["audio"] = {
-        "sent": int(keep.sum()), "pure_losses": int((keep & np.isnan(d)).sum()),
-        "owd_median_s": float(np.median(arrived)) / NS if arrived.size else None,
-        "owd_p99_s": float(np.percentile(arrived, 99)) / NS if arrived.size else None,
-        "owd_max_s": float(arrived.max()) / NS if arrived.size else None,
-    }
-    sub = Audio(audio.df[keep].reset_index(drop=True))
-    out["ipdv"] = ipdv_table(ipdv_ns(sub))
-    per_jb = {}
+        df["kept"] = True
+        df["t_s"] = np.nan
     for jb in jitter_buffers_ms:
-        lost = lost_mask(sub, base, jb)
-        lv = loss_levels(lost)
-        n = max(1, lost.size)
-        per_jb[str(jb)] = {
-            "loss_rate": float(lost.sum() / n),
-            "levels": [float((lv == k).sum() / n) for k in range(6)],
-            "good_quality": float((lv <= 1).sum() / n),
-        }
+        k = _jb_key(jb)
+        df[f"delay_loss_{k}"] = delay_loss_mask(audio, base, jb)
+        df[f"level_{k}"] = loss_levels(df["pure_loss"].to_numpy() | df[f"delay_loss_{k}"].to_numpy())
+    return df, {**meta, "base_delay_ns": base}, flows
+
+
+def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_MS,
+                  base_window_s: float = 2.0) -> dict:
+    """All BRIEF metrics of one replication directory, JSON-ready. Audio metrics ("audio", "ipdv",
+    "jitter_buffers_ms") are over the packets kept by the overlap filter (all packets without TCP);
+    "audio_whole_run" is unfiltered. Raises MetricsError naming the file on bad input."""
+    jbs = list(jitter_buffers)
+    df, meta, flows = audio_packets(Path(path), jbs, base_window_s)
+    kept = df[df["kept"]].reset_index(drop=True)
+    out: dict = {k: meta.get(k) for k in ("case", "rep", "aqm", "iw", "n_flows", "switch")}
+    out["path"] = str(path)
+    out["base_delay_s"] = meta["base_delay_ns"] / NS
+    out["audio"] = {"sent": int(len(kept)), "received": int((~kept["pure_loss"]).sum()),
+                    "pure_losses": int(kept["pure_loss"].sum()), **owd_stats(kept["owd_ns"].to_numpy())}
+    out["audio_whole_run"] = {"sent": int(len(df)), "pure_losses": int(df["pure_loss"].sum()),
+                              **owd_stats(df["owd_ns"].to_numpy())}
+    out["ipdv"] = ipdv_table(ipdv_ns(Audio(kept)))
+    per_jb = {}
+    n = max(len(kept), 1)
+    for jb in jbs:
+        k = _jb_key(jb)
+        lv = kept[f"level_{k}"].to_numpy()
+        delay = int(kept[f"delay_loss_{k}"].sum())
+        pure = int(kept["pure_loss"].sum())
+        per_jb[k] = {"loss_rate": (pure + delay) / n, "pure_losses": pure, "delay_losses": delay,
+                     "levels": level_shares(lv), "good_quality": good_quality(lv)}
     out["jitter_buffers_ms"] = per_jb
+    if flows is not None:
+        out["tcp"] = tcp_metrics(flows)
     return out
+
+
+# ----------------------------------------------------------------------------- over replications
+
+# Student t quantile t(0.975, df): exact values (to 6 decimals) for df 1..30 and at 40, 50, 60, 80, 100, 120,
+# infinity; in between, linear interpolation in 1/df (error < 1e-4). scipy is not a pinned dependency.
+_T975 = {1: 12.706205, 2: 4.302653, 3: 3.182446, 4: 2.776445, 5: 2.570582, 6: 2.446912, 7: 2.364624,
+         8: 2.306004, 9: 2.262157, 10: 2.228139, 11: 2.200985, 12: 2.178813, 13: 2.160369, 14: 2.144787,
+         15: 2.131450, 16: 2.119905, 17: 2.109816, 18: 2.100922, 19: 2.093024, 20: 2.085963, 21: 2.079614,
+         22: 2.073873, 23: 2.068658, 24: 2.063899, 25: 2.059539, 26: 2.055529, 27: 2.051831, 28: 2.048407,
+         29: 2.045230, 30: 2.042272, 40: 2.021075, 50: 2.008559, 60: 2.000298, 80: 1.990063, 100: 1.983972,
+         120: 1.979930}
+_Z975 = 1.959964
+
+
+def t_quantile_975(df: int) -> float:
+    """Two-sided 95 % Student t quantile for ``df`` degrees of freedom (table, 1/df interpolation)."""
+    if df < 1:
+        raise ValueError("need at least 1 degree of freedom")
+    if df in _T975:
+        return _T975[df]
+    keys = sorted(_T975) + [math.inf]
+    hi = next(k for k in keys if k > df)
+    lo = max(k for k in keys if k < df)
+    t_hi = _Z975 if hi == math.inf else _T975[hi]
+    x, x0, x1 = 1 / df, 1 / lo, 0.0 if hi == math.inf else 1 / hi
+    return t_hi + (_T975[lo] - t_hi) * (x - x1) / (x0 - x1)
+
+
+def mean_ci95(values: Iterable[float | None]) -> dict:
+    """Mean and 95 % confidence interval (Student t, sample standard deviation) over replications; None
+    values are left out and counted in n_missing; half width None with fewer than 2 values."""
+    vals = list(values)
+    v = np.array([x for x in vals if x is not None and not (isinstance(x, float) and math.isnan(x))], float)
+    out = {"n": int(v.size), "n_missing": len(vals) - int(v.size), "mean": None, "ci95": None, "lo": None,
+           "hi": None}
+    if v.size == 0:
+        return out
+    m = float(v.mean())
+    out["mean"] = m
+    if v.size >= 2:
+        h = t_quantile_975(v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
+        out.update(ci95=h, lo=m - h, hi=m + h)
+    return out
+
+
+_NOT_AGGREGATED = {"rep", "iw", "n_flows", "flow_completion_s", "flow_goodput_bps"}
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for k, v in d.items():
+        if k in _NOT_AGGREGATED:
+            continue
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        elif isinstance(v, list):
+            out.update({f"{key}.{i}": x for i, x in enumerate(v) if x is None or isinstance(x, (int, float))})
+        elif v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+            out[key] = v
+    return out
+
+
+def find_reps(path: Path) -> list[Path]:
+    """Replication directories under ``path``: itself if it holds meta.json, else ``rep<k>`` or
+    ``<case>/rep<k>`` directories (``.tmp`` leftovers of unfinished replications excluded)."""
+    path = Path(path)
+    if (path / "meta.json").exists():
+        return [path]
+    found = [p for pat in ("rep[0-9]*", "*/rep[0-9]*") for p in path.glob(pat)]
+    return sorted(p for p in found if p.is_dir() and not p.name.endswith(".tmp"))
+
+
+def summarize_sweep(paths: Iterable[Path], jitter_buffers: Iterable[float] = JITTER_BUFFERS_MS,
+                    base_window_s: float = 2.0) -> dict:
+    """Per case (meta.json "case", else the parent directory's name): number of good replications and
+    mean / 95 % CI (``mean_ci95``) of every scalar metric of ``summarize_rep``; runs that failed or could not
+    be read are listed under "failed" with the reason, never averaged."""
+    jbs = list(jitter_buffers)
+    groups: dict[str, list[dict]] = {}
+    failed: list[dict] = []
+    for p in paths:
+        p = Path(p)
+        try:
+            s = summarize_rep(p, jbs, base_window_s)
+        except MetricsError as e:
+            failed.append({"path": str(p), "case": p.parent.name, "error": str(e)})
+            continue
+        groups.setdefault(str(s.get("case") or p.parent.name), []).append(s)
+    cases = {}
+    for case, reps in sorted(groups.items()):
+        flat = [_flatten(r) for r in reps]
+        keys = sorted({k for f in flat for k in f})
+        cases[case] = {
+            **{k: reps[0].get(k) for k in ("aqm", "iw", "n_flows", "switch")},
+            "reps": len(reps),
+            "failed": sum(1 for f in failed if f["case"] == case),
+            "metrics": {k: mean_ci95(f.get(k) for f in flat) for k in keys},
+        }
+    return {"cases": cases, "failed": failed}

@@ -1,80 +1,127 @@
-"""Read the switch's telemetry capture (telemetry.pcap) fast, with dpkt.
+"""Read the switch's telemetry capture (telemetry.pcap, docs/data-formats.md) into a DataFrame.
 
-``read_telemetry(path)`` returns a pandas DataFrame with one row per record
-(the columns of ``refmodel.telemetry.Record``). Frames of other ethertypes are
-skipped and counted. A truncated or corrupt capture raises ``MetricsError``
-naming the file. ``read_telemetry_scapy`` is the slow reference (Scapy's
-rdpcap), kept for the benchmark.
+``read_telemetry(path)`` is the fast reader: dpkt walks the classic pcap
+(Ethernet link type), the 64-byte records of frames with ethertype 0x88B5 are
+joined and decoded at once with a numpy structured dtype equivalent to
+``refmodel.telemetry.FORMAT``. It returns ``(records, skipped)``: one row per
+record with the columns of ``refmodel.telemetry.Record`` (in its field order),
+and the number of frames of other ethertypes, which are skipped. A missing,
+truncated or corrupt capture, a telemetry frame too short for a record, or a
+record of another telemetry version raises ``MetricsError`` naming the file.
+
+``read_telemetry_scapy(path)`` reads the same with Scapy's ``rdpcap`` and
+``Record.decode`` per frame: the slow reference for the benchmark.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import fields
+from dataclasses import astuple, fields
 from pathlib import Path
 
 import dpkt
+import numpy as np
 import pandas as pd
 
 from refmodel.constants import TELEMETRY_ETHERTYPE, TELEMETRY_VERSION
-from refmodel.telemetry import FORMAT, SIZE, Record
+from refmodel.telemetry import ETH_HEADER, SIZE, Record
 
 from .metrics import MetricsError
 
 COLUMNS = [f.name for f in fields(Record)]
-_REC = struct.Struct(FORMAT)
-_ORDER = ["version", "aqm", "decision", "reason", "cls", "tflags", "length", "seq", "rand", "ts_ns", "sojourn_ns",
-          "backlog_ns", "src", "dst", "sport", "dport", "proto", "s1", "s2"]
+# refmodel.telemetry.FORMAT = "!BBBBBBHIIQIIIIHHBxxxQQ", field by field (network byte order).
+DTYPE = np.dtype([
+    ("version", "u1"), ("aqm", "u1"), ("decision", "u1"), ("reason", "u1"), ("cls", "u1"), ("tflags", "u1"),
+    ("length", ">u2"), ("seq", ">u4"), ("rand", ">u4"), ("ts_ns", ">u8"), ("sojourn_ns", ">u4"),
+    ("backlog_ns", ">u4"), ("src", ">u4"), ("dst", ">u4"), ("sport", ">u2"), ("dport", ">u2"), ("proto", "u1"),
+    ("_pad", "V3"), ("s1", ">u8"), ("s2", ">u8"),
+])
+assert DTYPE.itemsize == SIZE and set(COLUMNS) <= set(DTYPE.names or ())
+_ETHERTYPE = struct.pack("!H", TELEMETRY_ETHERTYPE)
+_MAGICS = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}
+_DLT_EN10MB = 1
 
 
 def check_complete(path: Path) -> None:
-    """dpkt yields a partial last record without a word: walk the record headers to catch it."""
+    """Classic pcap, Ethernet, and every record whole: dpkt would yield a cut last record without a word."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         head = f.read(24)
         if len(head) < 24:
-            raise MetricsError(f"{path}: truncated capture (no pcap header)")
-        endian = "<" if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+            raise MetricsError(f"{path}: truncated capture (no complete pcap header)")
+        endian = _MAGICS.get(head[:4])
+        if endian is None:
+            raise MetricsError(f"{path}: not a classic pcap file (magic {head[:4].hex()})")
+        linktype = struct.unpack(endian + "I", head[20:24])[0] & 0x0FFFFFFF
+        if linktype != _DLT_EN10MB:
+            raise MetricsError(f"{path}: link type {linktype}, expected Ethernet ({_DLT_EN10MB})")
         pos = 24
         while pos < size:
             f.seek(pos)
             rh = f.read(16)
             if len(rh) < 16:
                 raise MetricsError(f"{path}: truncated capture (partial record header at byte {pos})")
-            caplen = struct.unpack(endian + "IIII", rh)[2]
-            pos += 16 + caplen
+            pos += 16 + struct.unpack(endian + "IIII", rh)[2]
         if pos != size:
             raise MetricsError(f"{path}: truncated capture (last record cut by {pos - size} bytes)")
 
 
+def _frame_payload(path: Path, buf: bytes) -> bytes | None:
+    """The 64-byte record of a telemetry frame, None for a frame of another ethertype."""
+    if buf[12:14] != _ETHERTYPE:
+        return None
+    if len(buf) < ETH_HEADER + SIZE:
+        raise MetricsError(f"{path}: telemetry frame of {len(buf)} bytes, shorter than a record")
+    return buf[ETH_HEADER:ETH_HEADER + SIZE]
+
+
+def _frame(path: Path, records: list) -> pd.DataFrame:
+    return pd.DataFrame(records, columns=COLUMNS) if records else pd.DataFrame(
+        {c: pd.Series(dtype="int64") for c in COLUMNS})
+
+
 def read_telemetry(path: Path) -> tuple[pd.DataFrame, int]:
-    """(records, number of skipped non-telemetry frames)."""
+    """(records with the columns of Record, number of skipped non-telemetry frames); see the module doc."""
     path = Path(path)
-    rows = []
+    if not path.exists():
+        raise MetricsError(f"{path}: missing")
+    check_complete(path)
+    chunks: list[bytes] = []
     skipped = 0
     try:
-        check_complete(path)
         with open(path, "rb") as f:
             for _ts, buf in dpkt.pcap.Reader(f):
-                if len(buf) < 14 + SIZE or int.from_bytes(buf[12:14], "big") != TELEMETRY_ETHERTYPE:
+                rec = _frame_payload(path, buf)
+                if rec is None:
                     skipped += 1
-                    continue
-                rows.append(_REC.unpack_from(buf, 14))
-    except FileNotFoundError:
-        raise MetricsError(f"{path}: missing") from None
+                else:
+                    chunks.append(rec)
     except (dpkt.dpkt.NeedData, dpkt.dpkt.UnpackError, ValueError, struct.error) as e:
+        if isinstance(e, MetricsError):
+            raise
         raise MetricsError(f"{path}: truncated or corrupt capture ({e})") from None
-    df = pd.DataFrame(rows, columns=_ORDER)
-    if len(df) and (df["version"] != TELEMETRY_VERSION).any():
-        raise MetricsError(f"{path}: telemetry version other than {TELEMETRY_VERSION}")
+    arr = np.frombuffer(b"".join(chunks), dtype=DTYPE)
+    if arr.size and (arr["version"] != TELEMETRY_VERSION).any():
+        bad = int(arr["version"][arr["version"] != TELEMETRY_VERSION][0])
+        raise MetricsError(f"{path}: telemetry version {bad}, expected {TELEMETRY_VERSION}")
+    df = pd.DataFrame({c: arr[c].astype(np.uint64 if c in ("s1", "s2") else np.int64) for c in COLUMNS})
     return df, skipped
 
 
 def read_telemetry_scapy(path: Path) -> pd.DataFrame:
+    """The same records read with Scapy's rdpcap and Record.decode (slow reference for the benchmark)."""
     from scapy.all import rdpcap
+
+    path = Path(path)
+    if not path.exists():
+        raise MetricsError(f"{path}: missing")
+    check_complete(path)
     rows = []
     for pkt in rdpcap(str(path)):
-        buf = bytes(pkt)
-        if len(buf) >= 14 + SIZE and int.from_bytes(buf[12:14], "big") == TELEMETRY_ETHERTYPE:
-            rows.append(_REC.unpack_from(buf, 14))
-    return pd.DataFrame(rows, columns=_ORDER)
+        rec = _frame_payload(path, bytes(pkt))
+        if rec is not None:
+            try:
+                rows.append(astuple(Record.decode(rec)))
+            except ValueError as e:
+                raise MetricsError(f"{path}: {e}") from None
+    return _frame(path, rows)

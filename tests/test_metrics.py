@@ -1,18 +1,25 @@
-"""The seeds' metrics against hand-computed answers on synthetic traces."""
+"""BRIEF metrics against hand-computed answers on synthetic traces (experiments.metrics, telemetry_reader)."""
+
+from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
 
 import dpkt
 import numpy as np
+import pandas as pd
 import pytest
 
-from experiments.metrics import (Audio, MetricsError, active_mask, base_delay_ns, ipdv_ns, ipdv_table, jain,
-                                 lost_mask, loss_levels, summarize_rep, tcp_metrics)
-from experiments.telemetry_reader import read_telemetry
+from experiments import metrics_cli
+from experiments.metrics import (Audio, MetricsError, active_mask, base_delay_ns, cdf, ipdv_ns, ipdv_table, jain,
+                                 levels_over_time, loss_levels, lost_mask, mean_ci95, read_flows, summarize_rep,
+                                 summarize_sweep, t_quantile_975, tcp_metrics, tfs, time_since_tcp_start_s)
+from experiments.telemetry_reader import COLUMNS, read_telemetry, read_telemetry_scapy
 from refmodel.telemetry import Record, encode_frame
 
 MS = 1_000_000
-import pandas as pd  # noqa: E402
+T0 = 1_700_000_000_123_456_789  # realistic CLOCK_REALTIME ns: float64 cannot hold these exactly
 
 
 def audio(owd_ms, start_ns=0):
@@ -22,6 +29,31 @@ def audio(owd_ms, start_ns=0):
     return Audio(pd.DataFrame({"seq": np.arange(n), "send_ns": send, "recv_ns": recv}))
 
 
+def write_rep(rep: Path, owd_ns, flows=(), tcp_start_ns=None, status="ok", case="caseA"):
+    """Audio every 20 ms from T0 with the given OWDs (None = never arrived); flows as (start, end|None, bytes)."""
+    rep.mkdir(parents=True)
+    (rep / "meta.json").write_text(json.dumps({"status": status, "error": "switch died", "case": case, "rep": 0,
+                                               "aqm": "fifo", "iw": 10, "n_flows": len(flows), "switch": "model",
+                                               "audio_start_ns": T0, "tcp_start_ns": tcp_start_ns}))
+    send = [T0 + i * 20 * MS for i in range(len(owd_ns))]
+    (rep / "audio_tx.csv").write_text("seq,send_ns\n" + "".join(f"{i},{s}\n" for i, s in enumerate(send)))
+    rx = [f"{i},{s},{s + d}\n" for i, (s, d) in enumerate(zip(send, owd_ns)) if d is not None]
+    (rep / "audio_rx.csv").write_text("seq,send_ns,recv_ns\n" + "".join(rx) + rx[0])  # + a duplicate, ignored
+    (rep / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n" + "".join(
+        f"{i},0,{s},{'' if e is None else e},{b},0,0,{0 if e is None else 1}\n" for i, (s, e, b) in enumerate(flows)))
+    return rep
+
+
+# Packets 0..19, 20 ms apart. TCP starts at packet 10's send time; one flow to packet 18's send time (inclusive).
+# Jitter buffer 40 ms on a 30 ms base: the threshold is OWD 70 ms, exactly; 70 ms + 1 ns is lost.
+OWD = [30 * MS] * 10 + [30 * MS, 70 * MS + 1, 72 * MS, None, 30 * MS, 70 * MS, 30 * MS, 80 * MS, 90 * MS, None]
+TCP_START = T0 + 200 * MS
+FLOWS = [(TCP_START, T0 + 360 * MS, 20_000)]
+
+
+# ----------------------------------------------------------------------------- loss period levels
+
+
 @pytest.mark.parametrize("run,level", [(1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (6, 4), (9, 4), (10, 5), (11, 5)])
 def test_loss_run_lengths_map_to_levels(run, level):
     lost = np.array([False] * 3 + [True] * run + [False] * 3)
@@ -29,87 +61,213 @@ def test_loss_run_lengths_map_to_levels(run, level):
     assert (lv[3:3 + run] == level).all() and (lv[:3] == 0).all() and (lv[3 + run:] == 0).all()
 
 
-def test_ipdv_signs_and_table():
+def test_levels_of_several_runs_including_the_stream_edges():
+    lost = np.array([1, 0, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1], dtype=bool)
+    assert loss_levels(lost).tolist() == [1, 0, 2, 2, 0, 0, 4, 4, 4, 4, 4, 4]
+    assert loss_levels(np.zeros(0, dtype=bool)).size == 0
+
+
+# ----------------------------------------------------------------------------- OWD, IPDV, base delay
+
+
+def test_ipdv_signs_and_pairs_around_a_loss():
     a = audio([10, 30, 20, None, 50, 40])
-    v = ipdv_ns(a) / MS
-    assert v.tolist() == [20, -10, -10]  # pairs (0,1) (1,2) (4,5); pairs around the loss are skipped
-    t = ipdv_table(ipdv_ns(a))
-    assert t["min"] == -0.010 and t["max"] == 0.020 and t["p50"] == -0.010
+    assert (ipdv_ns(a) / MS).tolist() == [20, -10, -10]  # pairs (0,1) (1,2) (4,5); (2,3), (3,4) skipped
+
+
+def test_ipdv_table_percentiles():
+    steps = [3, -5, 0, 5, -1, 2, -4, 1, 4, -3, -2]  # IPDV -5..5 ms, shuffled
+    owd = np.cumsum([100] + steps).tolist()
+    t = ipdv_table(ipdv_ns(audio(owd)))
+    assert list(t) == ["min", "p25", "p50", "p75", "p90", "p95", "p96", "p97", "p98", "p99", "max"]
+    expect = {"min": -5, "p25": -2.5, "p50": 0, "p75": 2.5, "p90": 4, "p95": 4.5, "p96": 4.6, "p97": 4.7,
+              "p98": 4.8, "p99": 4.9, "max": 5}  # linear interpolation over 11 sorted values
+    assert t == pytest.approx({k: v / 1000 for k, v in expect.items()})
+    assert ipdv_table(np.array([])) == {}
+
+
+def test_cdf():
+    x, f = cdf(np.array([3.0, np.nan, 1.0, 2.0, 2.0]))
+    assert x.tolist() == [1, 2, 2, 3] and f.tolist() == [0.25, 0.5, 0.75, 1.0]
 
 
 def test_base_delay_uses_the_window_before_tcp_start():
-    a = audio([5] + [30] * 99 + [90] * 50)  # packet 0 at t=0 is outside a 2 s window before t = 2.0 s
+    a = audio([5] + [30] * 99 + [1] + [90] * 49)  # packet 100 (OWD 1 ms) is sent exactly at TCP start: excluded
     assert base_delay_ns(a, tcp_start_ns=2_000 * MS, window_s=1.0) == 30 * MS
-    assert base_delay_ns(a, tcp_start_ns=2_000 * MS, window_s=2.0) == 5 * MS
+    assert base_delay_ns(a, tcp_start_ns=2_000 * MS, window_s=2.0) == 5 * MS  # packet 0 at start - 2 s: in
+    assert base_delay_ns(a, tcp_start_ns=2_000 * MS + 1, window_s=2.0) == 1 * MS  # packet 0 out, 100 in
+    assert base_delay_ns(a, tcp_start_ns=None) == 1 * MS  # no TCP: the whole run
+    with pytest.raises(MetricsError, match="base-delay window"):
+        base_delay_ns(audio([None] * 10 + [30] * 10), tcp_start_ns=200 * MS)
 
 
 def test_delay_based_loss_at_the_exact_threshold():
     a = audio([30, 70, 70.000001, None])
-    lost = lost_mask(a, base_ns=30 * MS, jitter_buffer_ms=40)
-    assert lost.tolist() == [False, False, True, True]
+    assert lost_mask(a, base_ns=30 * MS, jitter_buffer_ms=40).tolist() == [False, False, True, True]
 
 
-def test_overlap_filter():
+# ----------------------------------------------------------------------------- overlap filter, TCP
+
+
+def test_overlap_filter_is_the_union_of_flow_intervals():
     send = np.array([0, 10, 20, 30, 40, 50]) * MS
-    flows = pd.DataFrame({"start_ns": [10 * MS, 35 * MS], "end_ns": [20 * MS, ""]})
+    flows = pd.DataFrame({"start_ns": [10 * MS, 15 * MS, 35 * MS], "end_ns": [20 * MS, 12 * MS, ""]})
     assert active_mask(send, flows, run_end_ns=45 * MS).tolist() == [False, True, True, False, True, False]
+    assert active_mask(send, flows).tolist() == [False, True, True, False, True, True]  # not completed: to the end
+    assert time_since_tcp_start_s(send, 10 * MS).tolist() == [-0.01, 0, 0.01, 0.02, 0.03, 0.04]
+    lot = levels_over_time(np.array([0.0, 0.001, 0.021, 0.022, 0.025]), np.array([0, 1, 5, 5, 0]), bin_s=0.02)
+    assert lot["samples"].tolist() == [2, 3] and lot["level5"].tolist() == pytest.approx([0, 2 / 3])
 
 
-def test_completion_goodput_jain_from_flow_logs():
-    f = pd.DataFrame({"flow": [0, 1, 2], "burst": [0, 0, 1], "start_ns": [0, 0, 1000 * MS],
-                      "end_ns": [1000 * MS, 2000 * MS, 1500 * MS], "bytes": [125000, 125000, 62500],
-                      "retrans": [1, 0, 2], "rtos": [0, 1, 0], "completed": [1, 1, 1]})
-    m = tcp_metrics(f)
-    assert m["flow_completion_s"] == [1.0, 2.0, 0.5]
-    assert m["bursts"][0]["completion_s"] == 2.0 and m["bursts"][1]["completion_s"] == 0.5
-    assert m["bursts"][0]["jain"] == pytest.approx((1e6 + 0.5e6) ** 2 / (2 * (1e12 + 0.25e12)))
-    assert m["rtos"] == 1 and m["retrans"] == 3
-    assert jain(np.array([1.0, 1.0, 1.0])) == 1.0
-
-
-def write_rep(tmp_path, status="ok"):
+def test_completion_goodput_jain_from_flow_logs(tmp_path):
     rep = tmp_path / "rep0"
     rep.mkdir()
-    (rep / "meta.json").write_text(json.dumps({"status": status, "error": "switch died", "tcp_start_ns": None,
-                                               "aqm": "fifo", "iw": 10, "case": "c", "rep": 0}))
-    n = 200
-    (rep / "audio_tx.csv").write_text("seq,send_ns\n" + "".join(f"{i},{i * 20 * MS}\n" for i in range(n)))
-    (rep / "audio_rx.csv").write_text("seq,send_ns,recv_ns\n" + "".join(
-        f"{i},{i * 20 * MS},{i * 20 * MS + (81 if i % 50 else 200) * MS}\n" for i in range(n)))
-    return rep
+    (rep / "flows.csv").write_text(
+        "flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n"
+        f"0,0,{T0},{T0 + 1000 * MS},125000,1,0,1\n"
+        f"1,0,{T0},{T0 + 2000 * MS},125000,0,1,1\n"
+        f"2,1,{T0 + 1000 * MS},{T0 + 1500 * MS + 1},62500,2,,1\n"
+        f"3,1,{T0 + 1000 * MS},,1000,,,0\n")
+    m = tcp_metrics(read_flows(rep))
+    assert m["flow_completion_s"] == [1.0, 2.0, 0.500000001, None]
+    assert m["flow_goodput_bps"][:2] == [1e6, 0.5e6] and m["flow_goodput_bps"][3] is None
+    b0, b1 = m["bursts"][0], m["bursts"][1]
+    assert b0["completion_s"] == 2.0 and b0["goodput_bps"] == 250000 * 8 / 2.0
+    assert b0["jain"] == pytest.approx((1e6 + 0.5e6) ** 2 / (2 * (1e12 + 0.25e12)))  # 0.9
+    assert b1["completion_s"] is None and b1["jain"] is None and b1["completed"] == 1  # a flow did not finish
+    assert m["jain_between_bursts"] == pytest.approx(jain([0.75e6, 62500 * 8 / 0.500000001]))
+    assert m["retrans"] == 3 and m["rtos"] == 1 and m["rtos_unknown_flows"] == 2
+    assert jain([1.0, 1.0, 1.0]) == 1.0 and jain([1.0, 0.0]) == 0.5 and jain([]) is None
 
 
-def test_summary_of_a_rep(tmp_path):
-    s = summarize_rep(write_rep(tmp_path))
-    assert s["base_delay_s"] == pytest.approx(0.081)
-    assert s["jitter_buffers_ms"]["40"]["loss_rate"] == pytest.approx(4 / 200)
-    assert s["jitter_buffers_ms"]["40"]["levels"][1] == pytest.approx(4 / 200)
+def test_tfs():
+    assert tfs(688.5, 3593, 6) == pytest.approx(688.5 / (3593 / 6))
+    with pytest.raises(ValueError):
+        tfs(1, 0, 2)
 
 
-def test_failed_run_and_truncated_file_name_the_file(tmp_path):
-    with pytest.raises(MetricsError, match="meta.json: the run failed: switch died"):
-        summarize_rep(write_rep(tmp_path, status="failed"))
-    rep = tmp_path / "rep0"
-    (rep / "meta.json").write_text(json.dumps({"status": "ok", "tcp_start_ns": None}))
-    (rep / "audio_rx.csv").write_text("seq,send_ns,recv_ns\n1,2")
-    with pytest.raises(MetricsError, match="audio_rx.csv"):
+# ----------------------------------------------------------------------------- one replication, a sweep
+
+
+def test_summary_of_a_rep_by_hand(tmp_path):
+    rep = write_rep(tmp_path / "caseA" / "rep0", OWD, FLOWS, TCP_START)
+    s = summarize_rep(rep, jitter_buffers=[40, 60])
+    assert s["base_delay_s"] == 0.030
+    assert s["audio"] == {"sent": 9, "received": 8, "pure_losses": 1, "owd_median_s": pytest.approx(0.0700000005),
+                          "owd_p99_s": pytest.approx(0.0893), "owd_max_s": 0.090}  # kept: packets 10..18
+    # kept pairs (10,11) (11,12) (14,15) (15,16) (16,17) (17,18): 40+1ns, 2, 40, -40, 50, 10 ms
+    assert s["ipdv"]["min"] == -0.040 and s["ipdv"]["max"] == 0.050
+    assert s["ipdv"]["p50"] == pytest.approx(0.025)
+    j40 = s["jitter_buffers_ms"]["40"]
+    # lost at 40 ms: 11 (70 ms + 1 ns), 12, 13 (pure), 17, 18 -- 15 at exactly 70 ms is not lost; 17, 18 are a
+    # run of 3 with packet 19 (outside the filter): level 2
+    assert (j40["pure_losses"], j40["delay_losses"]) == (1, 4) and j40["loss_rate"] == pytest.approx(5 / 9)
+    assert j40["levels"] == pytest.approx([4 / 9, 0, 5 / 9, 0, 0, 0]) and j40["good_quality"] == pytest.approx(4 / 9)
+    j60 = s["jitter_buffers_ms"]["60"]  # threshold 90 ms: only the pure loss
+    assert j60["loss_rate"] == pytest.approx(1 / 9) and j60["levels"][1] == pytest.approx(1 / 9)
+    assert j60["good_quality"] == 1.0
+    assert s["tcp"]["flow_completion_s"] == [0.16] and s["tcp"]["flow_goodput_bps"] == [pytest.approx(1e6)]
+    assert s["audio_whole_run"]["sent"] == 20 and s["audio_whole_run"]["pure_losses"] == 2
+
+
+def test_sweep_and_cli(tmp_path, capsys):
+    run = tmp_path / "run"
+    write_rep(run / "caseA" / "rep0", OWD, FLOWS, TCP_START)
+    write_rep(run / "caseA" / "rep1", [d and d + 10 * MS for d in OWD], FLOWS, TCP_START)  # base 40 ms
+    write_rep(run / "caseA" / "rep2", OWD, FLOWS, TCP_START, status="failed")
+    (run / "caseA" / "rep3.tmp").mkdir()  # an unfinished replication: not a run
+    s = summarize_sweep(sorted((run / "caseA").glob("rep[0-9]")), jitter_buffers=[40])
+    case = s["cases"]["caseA"]
+    assert case["reps"] == 2 and case["failed"] == 1 and len(s["failed"]) == 1
+    assert "rep2/meta.json: the run failed: switch died" in s["failed"][0]["error"]
+    base = case["metrics"]["base_delay_s"]
+    assert base["n"] == 2 and base["mean"] == pytest.approx(0.035)
+    assert base["ci95"] == pytest.approx(12.706205 * 0.005 * math.sqrt(2) / math.sqrt(2))
+    assert case["metrics"]["jitter_buffers_ms.40.loss_rate"]["mean"] == pytest.approx(5 / 9)
+
+    assert metrics_cli.main([str(run), "--jitter-buffers", "40,60", "--base-window", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cases"]["caseA"]["reps"] == 2 and out["failed"][0]["path"].endswith("rep2")
+    assert "jitter_buffers_ms.60.loss_rate" in out["cases"]["caseA"]["metrics"]
+    assert metrics_cli.main([str(run / "caseA" / "rep0"), "--jitter-buffers", "40"]) == 0
+    assert json.loads(capsys.readouterr().out)["jitter_buffers_ms"]["40"]["delay_losses"] == 4
+    assert metrics_cli.main([str(run / "caseA" / "rep2")]) == 1
+    assert "the run failed" in json.loads(capsys.readouterr().out)["failed"][0]["error"]
+
+
+def test_mean_ci95_student_t():
+    r = mean_ci95([1, 2, 3, 4, 5, None])
+    sd = math.sqrt(2.5)
+    assert r["n"] == 5 and r["n_missing"] == 1 and r["mean"] == 3
+    assert r["ci95"] == pytest.approx(2.776445 * sd / math.sqrt(5)) and r["lo"] == pytest.approx(3 - r["ci95"])
+    assert mean_ci95([7.0])["ci95"] is None and mean_ci95([])["mean"] is None
+    assert t_quantile_975(30) == 2.042272 and 2.021075 < t_quantile_975(35) < 2.042272
+    assert t_quantile_975(1000) == pytest.approx(1.962339, abs=1e-4)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_failed_run_and_truncated_files_name_the_file(tmp_path):
+    with pytest.raises(MetricsError, match=r"meta.json: the run failed: switch died"):
+        summarize_rep(write_rep(tmp_path / "bad", OWD, FLOWS, TCP_START, status="failed"))
+    rep = write_rep(tmp_path / "rep0", OWD, FLOWS, TCP_START)
+    good = {p.name: p.read_text() for p in rep.iterdir()}
+
+    def broken(name, text, pattern):
+        (rep / name).write_text(text)
+        with pytest.raises(MetricsError, match=pattern):
+            summarize_rep(rep)
+        (rep / name).write_text(good[name])
+
+    rx = good["audio_rx.csv"]
+    broken("audio_rx.csv", rx[:rx.rindex(",")] + "\n", r"audio_rx.csv: line \d+: column 'recv_ns'")  # cut row
+    broken("audio_rx.csv", rx[:rx.rindex(",") - 3], r"audio_rx.csv: line \d+")  # cut in the middle of a number
+    broken("audio_rx.csv", "", r"audio_rx.csv: empty")
+    broken("audio_tx.csv", "seq,send_ns\n0,12x\n", r"audio_tx.csv: line 2: column 'send_ns' is '12x'")
+    broken("audio_tx.csv", "seq,send_ns\n", r"audio_tx.csv: no packets")
+    broken("flows.csv", good["flows.csv"].replace(",1\n", ",\n"), r"flows.csv: line 2: column 'completed'")
+    broken("flows.csv", good["flows.csv"].replace(str(T0 + 360 * MS), ""), r"flows.csv: a completed flow without")
+    broken("meta.json", good["meta.json"][:30], r"meta.json: not JSON")
+    (rep / "flows.csv").unlink()
+    with pytest.raises(MetricsError, match=r"flows.csv: missing"):
         summarize_rep(rep)
-    (rep / "audio_rx.csv").write_text("")
-    with pytest.raises(MetricsError, match="audio_rx.csv"):
-        summarize_rep(rep)
+    assert summarize_rep(write_rep(tmp_path / "again", OWD, FLOWS, TCP_START))["audio"]["sent"] == 9
+
+
+# ----------------------------------------------------------------------------- telemetry
+
+
+def write_pcap(path: Path, frames: list[bytes]) -> None:
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f)
+        for i, fr in enumerate(frames):
+            w.writepkt(fr, ts=i / 1000)
 
 
 def test_telemetry_pcap_roundtrip_and_truncation(tmp_path):
-    recs = [Record(4, 0, 0, 1, 0, 94, i, 7, i * 1000, 5, 6, 1, 2, 3, 4, 17, 8, 9) for i in range(5)]
-    path = tmp_path / "t.pcap"
-    with open(path, "wb") as f:
-        w = dpkt.pcap.Writer(f)
-        for i, r in enumerate(recs):
-            w.writepkt(encode_frame(r), ts=i)
-        w.writepkt(b"\xff" * 12 + b"\x08\x00" + b"\x00" * 40, ts=9)
+    recs = [Record(4, i % 3, 2, 1, 3, 94 + i, i, 7 * i, T0 + i * 1000, 5 * i, 6, 0x0A000001, 0x0A000002, 5004,
+                   40000 + i, 17, 2**64 - 1 - i, i) for i in range(5)]
+    path = tmp_path / "telemetry.pcap"
+    other = b"\xff" * 12 + b"\x08\x00" + b"\x45" + b"\x00" * 39  # an IPv4 frame
+    write_pcap(path, [encode_frame(r) for r in recs[:2]] + [other] + [encode_frame(r) for r in recs[2:]])
     df, skipped = read_telemetry(path)
-    assert skipped == 1 and df["seq"].tolist() == list(range(5)) and (df["sojourn_ns"] == 5).all()
+    assert skipped == 1 and list(df.columns) == COLUMNS
+    assert [Record(**{k: int(v) for k, v in row.items()}) for row in df.to_dict("records")] == recs
+    slow = read_telemetry_scapy(path)
+    assert slow.astype(object).equals(df.astype(object))
+
     data = path.read_bytes()
     path.write_bytes(data[:-30])
-    with pytest.raises(MetricsError, match="t.pcap"):
+    with pytest.raises(MetricsError, match="telemetry.pcap: truncated"):
         read_telemetry(path)
+    path.write_bytes(data[:20])
+    with pytest.raises(MetricsError, match="telemetry.pcap: truncated"):
+        read_telemetry(path)
+    write_pcap(path, [encode_frame(recs[0])[:40]])
+    with pytest.raises(MetricsError, match="telemetry.pcap: telemetry frame of 40 bytes"):
+        read_telemetry(path)
+    empty = tmp_path / "empty.pcap"
+    write_pcap(empty, [])
+    df, skipped = read_telemetry(empty)
+    assert df.empty and skipped == 0 and list(df.columns) == COLUMNS
