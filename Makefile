@@ -30,15 +30,11 @@ setup:
 doctor:
 	@$(P4ENV); /usr/bin/python3 tools/doctor.py
 
-$(BUILD)/bottleneck.json: p4src/bottleneck.p4 $(P4SRC)
+# One rule for every program in p4src/: build/<name>.json and build/<name>.p4info.txtpb
+$(BUILD)/%.json: p4src/%.p4 $(P4SRC)
 	@mkdir -p $(BUILD)
 	@$(P4ENV); command -v p4c-bm2-ss >/dev/null || { echo "make build: p4c-bm2-ss not found on PATH or in $$P4_PREFIX/bin (see 'make setup')" >&2; exit 1; }
-	$(P4ENV); p4c-bm2-ss $(P4C_FLAGS) -o $@ --p4runtime-files $(BUILD)/bottleneck.p4info.txtpb p4src/bottleneck.p4
-
-$(BUILD)/plain_forward.json: p4src/plain_forward.p4 $(P4SRC)
-	@mkdir -p $(BUILD)
-	@$(P4ENV); command -v p4c-bm2-ss >/dev/null || { echo "make build: p4c-bm2-ss not found on PATH or in $$P4_PREFIX/bin (see 'make setup')" >&2; exit 1; }
-	$(P4ENV); p4c-bm2-ss $(P4C_FLAGS) -o $@ --p4runtime-files $(BUILD)/plain_forward.p4info.txtpb p4src/plain_forward.p4
+	$(P4ENV); p4c-bm2-ss $(P4C_FLAGS) -o $@ --p4runtime-files $(BUILD)/$*.p4info.txtpb $<
 
 build: $(BUILD)/bottleneck.json $(BUILD)/plain_forward.json
 
