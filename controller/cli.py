@@ -42,6 +42,8 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-ca", type=Path, help="enable TLS: CA certificate of the switch")
     p.add_argument("--tls-cert", type=Path, help="client certificate (mutual TLS)")
     p.add_argument("--tls-key", type=Path, help="client key (mutual TLS)")
+    p.add_argument("--attempts", type=int, default=8, help="connection attempts (exponential backoff) before giving up; 'tune' waits 5 s per attempt "
+                   "for the first connection, then reconnects for ever")
 
 
 def target_from(args) -> SwitchTarget:
@@ -55,7 +57,7 @@ def target_from(args) -> SwitchTarget:
 async def cmd_install(args) -> int:
     params = config.load(args.config, args.aqm)
     state = DesiredState(params, parse_routes(args.routes), args.monitor_port)
-    ctx, sw = await connect_with_backoff(lambda: BottleneckSwitch(target_from(args), state))
+    ctx, sw = await connect_with_backoff(lambda: BottleneckSwitch(target_from(args), state), args.attempts)
     try:
         await sw.wait_applied()
         print(f"installed: aqm={params.queue.aqm.name.lower()} on {args.address}")
@@ -81,6 +83,31 @@ async def cmd_counters(args) -> int:
     return 0
 
 
+async def cmd_tune(args) -> int:
+    from . import shaper, tuner
+
+    cfg = config.load_table(args.config)
+    schedule = tuner.parse_rate_schedule(args.rate_schedule)
+    log = tuner.open_log(args.log)
+    try:
+        loop = tuner.ClosedLoop(cfg, jitter_budget_ns=int(args.jitter_budget_ms * 1e6),
+                                period_ns=int(args.period_ms * 1e6), rate_schedule=schedule, t0_ns=args.t0_ns,
+                                log=log)
+        state = DesiredState(loop.params, parse_routes(args.routes), args.monitor_port)
+        dev = args.shaper_dev
+
+        def ready() -> None:
+            print(f"installed: aqm={loop.params.queue.aqm.name.lower()} on {args.address}; tuning", flush=True)
+
+        return await tuner.run_bmv2(BottleneckSwitch(target_from(args), state), loop, args.monitor_if,
+                                    connect_timeout_s=5.0 * args.attempts,
+                                    shaper=(lambda r: shaper.set_rate(dev, r)) if dev else None,
+                                    duration_s=args.duration, ready=ready)
+    finally:
+        if log is not None:
+            log.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m controller", description=__doc__)
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -103,6 +130,25 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("counters", help="read the class x decision counters")
     add_target_args(p)
 
+    p = sub.add_parser("tune", help="install, then run the closed loop (IWA knobs from telemetry) until Ctrl-C",
+                       description="Installs like 'install', then every period reads the telemetry records the "
+                       "switch clones to its monitor port (and, every 10 periods, the counters), asks the policy "
+                       "(controller/policy.py) for the IWA knobs, writes them when they change and logs every "
+                       "period to --log (CSV, docs/data-formats.md). With another AQM it observes and logs only. "
+                       "On SIGTERM/Ctrl-C it leaves the switch with the configured parameters.")
+    p.add_argument("--config", required=True, type=Path, help="TOML or JSON with [link], [buffer], [aqm]")
+    p.add_argument("--routes", default="1>2:down,2>1:up")
+    p.add_argument("--monitor-port", type=int, default=3, help="telemetry clone port")
+    p.add_argument("--monitor-if", help="interface of the monitor port to read telemetry from (needs root)")
+    p.add_argument("--period-ms", type=float, default=100.0)
+    p.add_argument("--jitter-budget-ms", type=float, default=40.0, help="the interactive flows' jitter buffer")
+    p.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...]: change the link rate AT_S seconds after --t0-ns")
+    p.add_argument("--t0-ns", type=int, help="time origin of --rate-schedule (default: now)")
+    p.add_argument("--shaper-dev", help="interface whose tbf drain shaper follows rate changes")
+    p.add_argument("--log", type=Path, help="tuning time series (CSV)")
+    p.add_argument("--duration", type=float, help="stop after this many seconds (default: until signalled)")
+    add_target_args(p)
+
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -111,10 +157,12 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(cmd_install(args))
         if args.cmd == "counters":
             return asyncio.run(cmd_counters(args))
+        if args.cmd == "tune":
+            return asyncio.run(cmd_tune(args))
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
-    except ConnectionError as e:
+    except (ConnectionError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
     return 1

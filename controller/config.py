@@ -76,12 +76,19 @@ def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
         raise ConfigError(f"aqm.{e}" if section in ("red", "codel", "pie", "iwa") else str(e)) from None
 
 
-def load(path: str | Path, aqm: str | None = None) -> PipelineParams:
-    """From a TOML file (or JSON, as the lab writes it for each run)."""
+def load_table(path: str | Path) -> dict:
+    """The configuration table of a TOML file (or JSON, as the lab writes it for each run), unvalidated."""
     path = Path(path)
     try:
         text = path.read_text()
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (OSError, ValueError) as e:
         raise ConfigError(f"{path}: {e}") from None
-    return params_from_dict(data.get("switch", data), aqm)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a table at the top level")
+    return data.get("switch", data)
+
+
+def load(path: str | Path, aqm: str | None = None) -> PipelineParams:
+    """Validated parameters from a TOML or JSON file."""
+    return params_from_dict(load_table(path), aqm)

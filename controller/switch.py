@@ -82,7 +82,7 @@ class BottleneckSwitch:
         await sw.insert(entries.lookup_tables(st.params))
         await sw.modify(entries.config_defaults(st.params))
 
-    async def wait_applied(self, timeout: float = 30.0) -> None:
+    async def wait_applied(self, timeout: float | None = 30.0) -> None:
         await asyncio.wait_for(self._applied.wait(), timeout)
 
     async def reconfigure(self, params: PipelineParams) -> None:

@@ -65,6 +65,20 @@ def test_audio_arrives_with_the_configured_delay(rep):
     assert abs(np.median(owd_ms[:100]) - PROPAGATION_MS) < 1.0
 
 
+def test_the_closed_loop_ran_on_the_switch_telemetry(rep):
+    import pandas as pd
+    from controller.tuner import COLUMNS
+    t = pd.read_csv(rep / "tuning.csv")
+    assert list(t.columns) == COLUMNS
+    dt = t["t_ns"].diff().dropna() / 1e6
+    assert len(t) > 50 and dt.median() == pytest.approx(100, abs=5)  # one row per 100 ms period
+    assert t["audio_pkts"].sum() > 100  # the telemetry reached the controller
+    assert t["new_flows"].sum() >= 1  # the web flow's SYN-ACK was seen
+    if (rep / "controller.log").exists():  # BMv2: the P4Runtime controller installed, tuned, restored
+        log = (rep / "controller.log").read_text()
+        assert "applied pipeline and state" in log and "leaving the switch with the configured parameters" in log
+
+
 def test_web_flow_completes(rep):
     flows = read_flows(rep)
     assert flows["completed"].tolist() == [1] and flows["bytes"].tolist() == [100000]

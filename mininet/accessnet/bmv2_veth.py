@@ -101,11 +101,19 @@ class Bmv2:
                 subprocess.run(["ethtool", "-K", i, "tx", "off", "tso", "off", "gso", "off", "gro", "off"],
                                capture_output=True)
                 subprocess.run(["ip", "link", "set", i, "up"], check=True)
+        self._launch()
+        for p, (a, _) in self.ifs.items():
+            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            tx.bind((a, 0))
+            self.tx[p] = tx
+        return self
+
+    def _launch(self) -> None:
         args = [find_tool("simple_switch_grpc"), "--device-id", "1"]
         for p, (_, b) in self.ifs.items():
             args += ["-i", f"{p}@{b}"]
         args += ["--thrift-port", str(self.thrift), "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc}"]
-        self.proc = subprocess.Popen(args, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(args, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -114,11 +122,13 @@ class Bmv2:
                 if s.connect_ex(("127.0.0.1", self.grpc)) == 0:
                     break
             time.sleep(0.1)
-        for p, (a, _) in self.ifs.items():
-            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-            tx.bind((a, 0))
-            self.tx[p] = tx
-        return self
+
+    def restart(self, down_s: float = 1.0) -> None:
+        """Kill the switch (state and pipeline lost) and start a fresh one on the same ports and address."""
+        self.proc.kill()
+        self.proc.wait()
+        time.sleep(down_s)
+        self._launch()
 
     def close(self) -> None:
         for s in self.sniffers.values():

@@ -6,7 +6,10 @@ It reads frames from raw sockets on the switch ports, runs each through
 ``refmodel.Pipeline`` (the same decisions, sojourn and telemetry the P4
 program computes), sends admitted frames out of their egress port (where the
 tbf drain shaper does the waiting) and each telemetry record to the monitor
-port. Stops cleanly on SIGTERM/SIGINT and prints its counters.
+port. With ``--tune-log`` it also runs the controller's closed loop
+(``controller.tuner.ClosedLoop``) on its own telemetry, exactly as the
+P4Runtime controller does for BMv2. Stops cleanly on SIGTERM/SIGINT and
+prints its counters.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 
+from controller import shaper
 from controller.config import params_from_dict
+from controller.tuner import ClosedLoop, open_log, parse_rate_schedule
 from refmodel.pipeline import Pipeline, Route
 from refmodel.telemetry import encode_frame
 
@@ -41,7 +47,8 @@ def open_port(ifname: str) -> socket.socket:
     return s
 
 
-def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: str | None, seed: int) -> int:
+def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: str | None, seed: int,
+          loop: ClosedLoop | None = None, shaper_dev: str | None = None) -> int:
     pipeline = Pipeline(routes, params_from_dict(cfg), seed=seed)
     socks = {port: open_port(name) for port, name in ifaces.items()}
     mon = open_port(monitor) if monitor else None
@@ -58,7 +65,13 @@ def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: 
     signal.signal(signal.SIGINT, stop)
     n_in = n_out = errors = 0
     while running:
-        for key, _ in sel.select(timeout=0.2):
+        if loop is not None:
+            act = loop.tick(time.time_ns())
+            if act is not None:
+                if act.rate_changed and shaper_dev:
+                    shaper.set_rate(shaper_dev, act.rate_bps)
+                pipeline.configure(act.params)
+        for key, _ in sel.select(timeout=0.01):
             s = key.fileobj
             while True:
                 try:
@@ -73,8 +86,11 @@ def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: 
                     if res.egress is not None:
                         socks[res.egress].send(res.frame)
                         n_out += 1
-                    if mon is not None and res.record is not None:
-                        mon.send(encode_frame(res.record))
+                    if res.record is not None:
+                        if loop is not None:
+                            loop.add(res.record)
+                        if mon is not None:
+                            mon.send(encode_frame(res.record))
                 except OSError:
                     errors += 1
     c = pipeline.counters
@@ -92,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--monitor", help="interface of the monitor (telemetry) port")
     ap.add_argument("--config", required=True, help="JSON file: the switch table ([link], [buffer], [aqm])")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tune-log", type=Path, help="run the controller's closed loop in-process, log it here")
+    ap.add_argument("--jitter-budget-ms", type=float, default=40.0)
+    ap.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...] after --t0-ns")
+    ap.add_argument("--t0-ns", type=int)
+    ap.add_argument("--shaper-dev", help="interface whose tbf follows rate changes")
     a = ap.parse_args(argv)
     ifaces = {int(k): v for k, v in (s.split("=", 1) for s in a.ifs)}
     routes = {}
@@ -101,7 +122,16 @@ def main(argv: list[str] | None = None) -> int:
         routes[int(i)] = Route(int(o), d == "down")
     with open(a.config) as f:
         cfg = json.load(f)
-    return serve(ifaces, routes, cfg, a.monitor, a.seed)
+    log = open_log(a.tune_log)
+    loop = None
+    if log is not None:
+        loop = ClosedLoop(cfg, jitter_budget_ns=int(a.jitter_budget_ms * 1e6), t0_ns=a.t0_ns, log=log,
+                          rate_schedule=parse_rate_schedule(a.rate_schedule))
+    try:
+        return serve(ifaces, routes, cfg, a.monitor, a.seed, loop, a.shaper_dev)
+    finally:
+        if log is not None:
+            log.close()
 
 
 if __name__ == "__main__":

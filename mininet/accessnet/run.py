@@ -28,7 +28,7 @@ from pathlib import Path
 from refmodel.params import ConfigError
 
 from . import scenario as scen
-from .switches import Bmv2Switch, KernelSwitch, ModelSwitch, Switch, bmv2_available
+from .switches import Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 
 LOG = logging.getLogger("iwlab.run")
@@ -39,6 +39,7 @@ PY = sys.executable
 # the audio's OWD must measure the network, not the scheduler. Bulk TCP
 # endpoints stay at normal priority: they must never starve the wire.
 REALTIME = ["chrt", "-r", "10"]
+STARTUP_BUDGET_S = 10.0  # switch + pipeline + controller + captures, before the audio starts
 
 
 class Interrupted(Exception):
@@ -117,9 +118,15 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
         meta["delay"] = "netem" if net.netem else "delayline"
         net.set_tcp(sc.cc)
         net.set_iw(case.iw)
-        switch.start(net, case.switch_cfg, tmp)
-        if switch.proc is not None:
-            net.registry.process(switch.proc.pid)
+        # The audio starts at t0, fixed before the switch starts so the controller knows the origin of the
+        # scenario's link-rate schedule; switch, controller and captures must be up by then.
+        t0 = time.time_ns() + int(STARTUP_BUDGET_S * 1e9)
+        tune = TuneSpec(t0, float(run_cfg.get("jitter_budget_ms", 40.0)),
+                        tuple((float(a), float(r)) for a, r in run_cfg.get("rate_changes", [])))
+        meta["rate_changes"] = [list(x) for x in tune.rate_changes]
+        switch.start(net, case.switch_cfg, tmp, tune)
+        for pid in switch.pids():
+            net.registry.process(pid)
         caps = [
             net.srv.popen(["tcpdump", "-i", f"{net.prefix}srv-eth0", "-s", "128", "-U", "-w",
                            str(tmp / "server.pcap")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
@@ -135,7 +142,10 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             net.registry.process(c.pid)
 
         duration = sc.duration_s
-        t0 = time.time_ns() + 1_000_000_000
+        slack = (t0 - time.time_ns()) / 1e9
+        if slack < 0.2:
+            raise RuntimeError(f"switch start-up took {STARTUP_BUDGET_S - slack:.1f} s, more than the "
+                               f"{STARTUP_BUDGET_S} s budget")
         meta["audio_start_ns"] = t0
         spawn(net.cli, ["accessnet.audio", "recv", "--port", str(AUDIO_PORT), "--log", str(tmp / "audio_rx.csv"),
                         "--duration", str(duration + 5)], "audio_rx")

@@ -34,7 +34,7 @@ KERNEL_AQMS = ("pfifo", "kred", "kcodel", "kfq_codel", "kpie")
 
 TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm"}
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
-            "tail_s"}
+            "tail_s", "jitter_budget_ms", "rate_changes"}
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,12 @@ def load(name_or_path: str) -> Scenario:
     bad = set(run) - RUN_KEYS
     if bad:
         raise ConfigError(f"{path.name}: [run] unknown key(s) {sorted(bad)}; allowed {sorted(RUN_KEYS)}")
+    for item in run.get("rate_changes", []):
+        if (not isinstance(item, list) or len(item) != 2 or not all(isinstance(x, (int, float)) for x in item)
+                or item[0] < 0 or item[1] <= 0):
+            raise ConfigError(f"{path.name}: [run] rate_changes item {item!r}: expected [at_s >= 0, rate_bps > 0]")
+    if not 0 < float(run.get("jitter_budget_ms", 40)) <= 1000:
+        raise ConfigError(f"{path.name}: [run] jitter_budget_ms must be in (0, 1000]")
     prof = profile(run.get("profile", "hspa"))
     buf = buffer_packets(run.get("buffer", "2bdp"), prof)
     aqms = [str(a).lower() for a in run.get("aqms", ["fifo"])]

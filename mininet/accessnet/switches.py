@@ -16,9 +16,25 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .topology import ROOT, AccessNet
+
+
+@dataclass(frozen=True)
+class TuneSpec:
+    """What the closed loop needs from the run: the jitter budget and the link-rate schedule."""
+
+    t0_ns: int  # the audio's start: origin of the rate schedule
+    jitter_budget_ms: float = 40.0
+    rate_changes: tuple[tuple[float, float], ...] = ()  # (seconds after t0, new rate in bit/s)
+
+    def args(self) -> list[str]:
+        out = ["--t0-ns", str(self.t0_ns), "--jitter-budget-ms", f"{self.jitter_budget_ms:g}"]
+        if self.rate_changes:
+            out += ["--rate-schedule", ",".join(f"{a:g}:{r:g}" for a, r in self.rate_changes)]
+        return out
 
 P4_PREFIX_DEFAULT = "/opt/p4"
 # The switch process runs at a real-time priority, below the delay lines (30, they are the wire) and
@@ -54,20 +70,27 @@ class Switch:
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
 
-    def start(self, net: AccessNet, cfg: dict, rundir: Path) -> None:
+    def start(self, net: AccessNet, cfg: dict, rundir: Path, tune: TuneSpec) -> None:
         raise NotImplementedError
+
+    def pids(self) -> list[int]:
+        return [self.proc.pid] if self.proc is not None else []
 
     def alive(self) -> bool:
         return self.proc is None or self.proc.poll() is None
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        _terminate(self.proc)
+
+
+def _terminate(proc: subprocess.Popen | None, timeout: float = 10) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 class Bmv2Switch(Switch):
@@ -77,8 +100,19 @@ class Bmv2Switch(Switch):
         super().__init__()
         self.grpc_port = 9559 + 10 * slot
         self.thrift_port = 9090 + 10 * slot
+        self.controller: subprocess.Popen | None = None
 
-    def start(self, net: AccessNet, cfg: dict, rundir: Path) -> None:
+    def pids(self) -> list[int]:
+        return super().pids() + ([self.controller.pid] if self.controller is not None else [])
+
+    def alive(self) -> bool:
+        return super().alive() and (self.controller is None or self.controller.poll() is None)
+
+    def stop(self) -> None:
+        _terminate(self.controller, timeout=15)  # first: it leaves the switch in its configured state
+        super().stop()
+
+    def start(self, net: AccessNet, cfg: dict, rundir: Path, tune: TuneSpec) -> None:
         exe = find_p4_tool("simple_switch_grpc")
         log = open(rundir / "switch.log", "wb")
         self.proc = subprocess.Popen(
@@ -88,13 +122,23 @@ class Bmv2Switch(Switch):
         wait_port(self.grpc_port, alive=self.alive)
         cfg_path = rundir / "switch.json"
         cfg_path.write_text(json.dumps(cfg, indent=1))
-        with open(rundir / "controller.log", "ab") as clog:
-            subprocess.run(
-                [sys.executable, "-m", "controller", "-v", "install", "--config", str(cfg_path),
-                 "--address", f"127.0.0.1:{self.grpc_port}", "--monitor-port", "3",
-                 "--p4info", str(ROOT / "build" / "bottleneck.p4info.txtpb"),
-                 "--p4blob", str(ROOT / "build" / "bottleneck.json")],
-                stdout=clog, stderr=subprocess.STDOUT, check=True, timeout=120, cwd=ROOT)
+        # The controller lives as long as the run: it installs, then tunes in a closed loop (tuning.csv),
+        # re-applies everything if the switch restarts, and restores the configured state when stopped.
+        clog_path = rundir / "controller.log"
+        self.controller = subprocess.Popen(
+            [sys.executable, "-m", "controller", "-v", "tune", "--config", str(cfg_path),
+             "--address", f"127.0.0.1:{self.grpc_port}", "--monitor-port", "3", "--monitor-if", net.ports.monitor,
+             "--shaper-dev", net.ports.client, "--log", str(rundir / "tuning.csv"), *tune.args(),
+             "--p4info", str(ROOT / "build" / "bottleneck.p4info.txtpb"),
+             "--p4blob", str(ROOT / "build" / "bottleneck.json")],
+            stdout=open(clog_path, "ab"), stderr=subprocess.STDOUT, cwd=ROOT)
+        deadline = time.monotonic() + 120
+        while b"installed:" not in clog_path.read_bytes():
+            if self.controller.poll() is not None:
+                raise RuntimeError(f"the controller exited during installation: see {clog_path}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the controller did not install the pipeline within 120 s: see {clog_path}")
+            time.sleep(0.1)
         self._queue_depth()
 
     def _queue_depth(self) -> None:
@@ -112,14 +156,16 @@ class ModelSwitch(Switch):
         super().__init__()
         self.seed = seed
 
-    def start(self, net: AccessNet, cfg: dict, rundir: Path) -> None:
+    def start(self, net: AccessNet, cfg: dict, rundir: Path, tune: TuneSpec) -> None:
         cfg_path = rundir / "switch.json"
         cfg_path.write_text(json.dumps(cfg, indent=1))
         log = open(rundir / "switch.log", "wb")
+        # The same closed loop as the P4Runtime controller (controller.tuner), run in-process.
         self.proc = subprocess.Popen(
             [*REALTIME, sys.executable, "-m", "accessnet.modelswitch", "--if", f"1={net.ports.server}",
              "--if", f"2={net.ports.client}", "--monitor", net.ports.monitor, "--config", str(cfg_path),
-             "--seed", str(self.seed)], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+             "--seed", str(self.seed), "--tune-log", str(rundir / "tuning.csv"), "--shaper-dev", net.ports.client,
+             *tune.args()], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         time.sleep(0.5)
         if not self.alive():
             raise RuntimeError(f"model switch exited at start: see {rundir / 'switch.log'}")
@@ -141,6 +187,8 @@ class KernelSwitch(Switch):
         super().__init__()
         self.qdisc = KERNEL_QDISCS[qdisc](buffer)
 
-    def start(self, net: AccessNet, cfg: dict, rundir: Path) -> None:
+    def start(self, net: AccessNet, cfg: dict, rundir: Path, tune: TuneSpec) -> None:
+        if tune.rate_changes:
+            raise ValueError("rate changes are not supported on the kernel backend (tc change would drop its AQM)")
         net.kernel_aqm(self.qdisc)
         (rundir / "switch.log").write_text(f"linux bridge, qdisc under tbf: {self.qdisc}\n")

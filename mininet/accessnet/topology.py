@@ -31,6 +31,8 @@ from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Host, Node
 
+from controller import shaper
+
 from .keepawake import KeepAwake
 from .leftovers import Registry, sweep
 from .profiles import Profile
@@ -39,7 +41,6 @@ LOG = logging.getLogger("iwlab.net")
 ROOT = Path(__file__).resolve().parents[2]
 DELAYLINE = ROOT / "build" / "delayline"
 SERVER_IP, CLIENT_IP = "10.0.0.1", "10.0.0.2"
-TBF_LIMIT_BYTES = 8_000_000  # far above any modelled buffer
 
 
 def offloads_off(node: Node, intf: str) -> None:
@@ -153,9 +154,7 @@ class AccessNet:
                 self.registry.process(proc.pid, argv)
 
     def _drain_shaper(self) -> None:
-        rate = int(self.prof.rate_bps)
-        self.sw.cmd(f"tc qdisc replace dev {self.ports.client} root handle 1: tbf rate {rate}bit "
-                    f"burst 1514 limit {TBF_LIMIT_BYTES}")
+        self.sw.cmd(" ".join(shaper.tbf_args(self.ports.client, self.prof.rate_bps)))
 
     def kernel_aqm(self, qdisc: str) -> None:
         """Kernel backend: the switch is a Linux bridge and the AQM a child of the tbf."""

@@ -1,0 +1,289 @@
+"""The closed loop: telemetry in, policy, IWA knobs out, every period logged.
+
+``ClosedLoop`` is the part both switches share: it is fed the telemetry
+records one by one (``add``) and, once per period (``tick``), turns what the
+period showed into a ``policy.Observation``, asks ``policy.tune`` for the
+knobs, writes one row to ``tuning.csv`` (inputs and decision) and returns the
+parameters to write when they changed. It does no switch I/O: the BMv2 driver
+(``run_bmv2``, P4Runtime) and the model switch (``accessnet.modelswitch``,
+in-process) apply what it returns.
+
+A link-rate change (``rate_schedule``) is part of the loop because the
+controller owns the switch's idea of the rate: at the scheduled time it
+re-derives every rate-dependent parameter (drain time per byte, RED
+thresholds in ns, ...) and the drivers also retune the drain shaper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import dataclasses
+import logging
+import signal
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from refmodel.constants import TELEMETRY_ETHERTYPE, Aqm, Decision, TrackFlag, TrafficClass
+from refmodel.params import PipelineParams
+from refmodel.telemetry import ETH_HEADER, Record, TelemetryError
+
+from . import policy
+from .config import params_from_dict
+
+LOG = logging.getLogger("iwlab.tuner")
+NS = 1_000_000_000
+COLUMNS = ["t_ns", "rate_bps", "aqm", "target_ns", "allowance_bytes", "window_ns", "audio_pkts",
+           "audio_p99_sojourn_ns", "new_flows", "starts", "drops", "reason"]
+
+
+def parse_rate_schedule(spec: str | None) -> list[tuple[float, float]]:
+    """'20:1e6,30:2e6' -> [(20.0, 1e6), (30.0, 2e6)]: (seconds after t0, new rate in bit/s)."""
+    out = []
+    for item in (spec or "").split(","):
+        if not item.strip():
+            continue
+        try:
+            at, rate = (float(x) for x in item.split(":"))
+        except ValueError:
+            raise ValueError(f"rate schedule item {item!r}: expected AT_S:RATE_BPS, e.g. 20:1e6") from None
+        if at < 0 or rate <= 0:
+            raise ValueError(f"rate schedule item {item!r}: time must be >= 0 and rate > 0")
+        out.append((at, rate))
+    return sorted(out)
+
+
+@dataclass
+class PeriodStats:
+    """What one period's telemetry showed."""
+
+    audio_sojourn_ns: list[int] = field(default_factory=list)
+    new_flows: int = 0
+    drops: int = 0
+    records: int = 0
+
+    def add(self, r: Record) -> None:
+        self.records += 1
+        if r.decision == Decision.DROP:
+            self.drops += 1
+        elif r.cls == TrafficClass.UDP:
+            self.audio_sojourn_ns.append(r.sojourn_ns)
+        if r.tflags & TrackFlag.NEW_FLOW:
+            self.new_flows += 1
+
+    def p99(self) -> int | None:
+        if not self.audio_sojourn_ns:
+            return None
+        return int(np.percentile(np.asarray(self.audio_sojourn_ns), 99, method="higher"))
+
+
+@dataclass
+class Action:
+    params: PipelineParams
+    rate_changed: bool
+    rate_bps: float
+
+
+class ClosedLoop:
+    def __init__(self, cfg: dict, *, jitter_budget_ns: int = 40_000_000, period_ns: int = 100_000_000,
+                 rate_schedule: list[tuple[float, float]] | None = None, t0_ns: int | None = None,
+                 log: IO[str] | None = None, now: Callable[[], int] = time.time_ns) -> None:
+        self.cfg = cfg
+        self.base = params_from_dict(cfg)  # validated before anything is written
+        self.params = self.base
+        self.rate_bps = float(cfg["link"]["rate_bps"])
+        self.budget_ns = jitter_budget_ns
+        self.period_ns = period_ns
+        self.t0_ns = now() if t0_ns is None else t0_ns
+        self.schedule = list(rate_schedule or [])
+        self.tuning = self.base.queue.aqm == Aqm.IWA  # other AQMs: observed and logged, never written
+        self.state = policy.TunerState(target_ns=self.base.iwa.target_ns,
+                                       allowance_bytes=self.base.iwa.allowance_bytes)
+        self.stats = PeriodStats()
+        self.next_tick_ns: int | None = None
+        self.rows = 0
+        self._csv = csv.writer(log, lineterminator="\n") if log is not None else None
+        self._log = log
+        if self._csv is not None:
+            self._csv.writerow(COLUMNS)
+
+    def add(self, rec: Record) -> None:
+        self.stats.add(rec)
+
+    def _with_rate(self, rate_bps: float) -> PipelineParams:
+        return params_from_dict({**self.cfg, "link": {**self.cfg.get("link", {}), "rate_bps": rate_bps}})
+
+    def tick(self, now_ns: int) -> Action | None:
+        """Call often; acts once per period. Returns the parameters to write, or None."""
+        if self.next_tick_ns is None:
+            self.next_tick_ns = now_ns + self.period_ns
+            return None
+        if now_ns < self.next_tick_ns:
+            return None
+        self.next_tick_ns += self.period_ns * max(1, (now_ns - self.next_tick_ns) // self.period_ns + 1)
+        rate_changed = False
+        while self.schedule and now_ns >= self.t0_ns + self.schedule[0][0] * NS:
+            _, self.rate_bps = self.schedule.pop(0)
+            self.base = self._with_rate(self.rate_bps)
+            rate_changed = True
+        st, self.stats = self.stats, PeriodStats()
+        obs = policy.Observation(t_ns=now_ns, rate_bps=self.rate_bps, jitter_budget_ns=self.budget_ns,
+                                 new_flows=st.new_flows, audio_p99_sojourn_ns=st.p99(), surplus_drops=st.drops)
+        reason = f"link rate -> {self.rate_bps / 1e6:g} Mbit/s; " if rate_changed else ""
+        new = self.params
+        if self.tuning:
+            d = policy.tune(self.state, obs, self.period_ns)
+            self.state = d.state
+            reason += d.reason
+            new = dataclasses.replace(self.base, iwa=dataclasses.replace(
+                self.base.iwa, target_ns=d.state.target_ns, allowance_bytes=d.state.allowance_bytes))
+        else:
+            new = self.base
+            reason += "observe only (aqm is not iwa)"
+        self._row(obs, new, st, reason)
+        changed = rate_changed or new != self.params
+        self.params = new
+        return Action(new, rate_changed, self.rate_bps) if changed else None
+
+    def defined_state(self) -> PipelineParams:
+        """What the switch is left with when the controller stops: the configured knobs at the current rate."""
+        return self.base
+
+    def _row(self, obs: policy.Observation, p: PipelineParams, st: PeriodStats, reason: str) -> None:
+        self.rows += 1
+        if self._csv is None:
+            return
+        self._csv.writerow([obs.t_ns, int(self.rate_bps), p.queue.aqm.name.lower(), p.iwa.target_ns,
+                            p.iwa.allowance_bytes, p.iwa.window_ns, len(st.audio_sojourn_ns),
+                            "" if obs.audio_p99_sojourn_ns is None else obs.audio_p99_sojourn_ns, st.new_flows,
+                            f"{self.state.expected_starts:g}", st.drops, reason])
+        self._log.flush()
+
+
+# ----------------------------------------------------------------------------- telemetry source
+
+ETH_P_ALL = 0x0003
+
+
+def telemetry_socket(ifname: str) -> socket.socket:
+    """A raw socket that sees the frames the switch sends out of its monitor port (outgoing included)."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((ifname, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.setblocking(False)
+    return s
+
+
+def drain_records(s: socket.socket, loop: ClosedLoop) -> int:
+    """Feed every telemetry frame waiting on ``s`` to the loop; returns how many."""
+    n = 0
+    while True:
+        try:
+            frame = s.recv(256)
+        except BlockingIOError:
+            return n
+        if len(frame) < ETH_HEADER + 64 or struct.unpack_from("!H", frame, 12)[0] != TELEMETRY_ETHERTYPE:
+            continue
+        try:
+            loop.add(Record.decode(frame[ETH_HEADER:]))
+            n += 1
+        except TelemetryError:
+            continue
+
+
+# ----------------------------------------------------------------------------- BMv2 driver (P4Runtime)
+
+
+async def run_bmv2(switch, loop: ClosedLoop, monitor_if: str | None, *, shaper: Callable[[float], None] | None,
+                   counters_every: int = 10, duration_s: float | None = None, ready: Callable[[], None] = lambda: None,
+                   connect_timeout_s: float = 40.0) -> int:
+    """Install, then tune until SIGTERM/SIGINT (or ``duration_s``); leave the switch in a defined state.
+
+    ``switch`` is a ``BottleneckSwitch``; finsy's ``Switch.run`` keeps its channel up for the whole run
+    (reconnecting with backoff when the switch goes away), and the switch's ready handler re-pushes the
+    pipeline and re-applies the desired state, tuned knobs included, every time the channel comes back.
+    """
+    stop = asyncio.Event()
+    aio = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        aio.add_signal_handler(sig, stop.set)
+    task = asyncio.create_task(switch.sw.run())
+    sock = telemetry_socket(monitor_if) if monitor_if else None
+    try:
+        try:
+            await asyncio.wait_for(switch.wait_applied(None), connect_timeout_s)
+        except asyncio.TimeoutError:
+            raise ConnectionError(f"switch {switch.target.address} unreachable: no P4Runtime channel after "
+                                  f"{connect_timeout_s:g} s") from None
+        ready()
+        LOG.info("tuning every %d ms (aqm=%s, jitter budget %d ms)", loop.period_ns // 1_000_000,
+                 loop.params.queue.aqm.name.lower(), loop.budget_ns // 1_000_000)
+        end = None if duration_s is None else time.monotonic() + duration_s
+        periods = 0
+        while not stop.is_set() and (end is None or time.monotonic() < end):
+            if sock is not None:
+                drain_records(sock, loop)
+            act = loop.tick(time.time_ns())
+            if act is not None:
+                await _apply(switch, act, shaper)
+            if loop.rows > periods:
+                periods = loop.rows
+                if counters_every and periods % counters_every == 0:
+                    await _log_counters(switch)
+            try:
+                await asyncio.wait_for(stop.wait(), 0.01)
+            except asyncio.TimeoutError:
+                pass
+        LOG.info("stopping: leaving the switch with the configured parameters (aqm=%s, rate %g bit/s)",
+                 loop.defined_state().queue.aqm.name.lower(), loop.rate_bps)
+        try:
+            await switch.reconfigure(loop.defined_state())
+        except Exception as e:  # noqa: BLE001 - the switch may already be gone
+            LOG.warning("could not restore the configured parameters: %r", e)
+    finally:
+        if sock is not None:
+            sock.close()
+        task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - shutting down
+            pass
+    return 0
+
+
+async def _apply(sw, act: Action, shaper: Callable[[float], None] | None) -> None:
+    try:
+        if act.rate_changed:
+            if shaper is not None:
+                shaper(act.rate_bps)
+            await sw.reconfigure(act.params)
+        else:
+            await sw.set_iwa_knobs(act.params)
+    except Exception as e:  # noqa: BLE001 - kept as desired state; re-applied on reconnect
+        sw.state.params = act.params
+        LOG.warning("write failed (%r): kept as desired state, re-applied when the switch is back", e)
+
+
+async def _log_counters(sw) -> None:
+    try:
+        c = await sw.read_counters()
+    except Exception as e:  # noqa: BLE001
+        LOG.warning("counter read failed (switch down?): %r", e)
+        return
+    drops = {TrafficClass(i // 4).name: v[0] for i, v in c.items() if i % 4 == Decision.DROP and v[0]}
+    passed = sum(v[0] for i, v in c.items() if i % 4 == Decision.PASS)
+    LOG.info("counters: passed %d, drops by class %s", passed, drops or "{}")
+
+
+def open_log(path: Path | None) -> IO[str] | None:
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "w", newline="")

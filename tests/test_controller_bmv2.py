@@ -1,0 +1,176 @@
+"""The controller's command line against a real simple_switch_grpc (skipped without the P4 toolchain).
+
+Install and configure each AQM, read counters after Scapy traffic, keep tuning
+across a switch restart, leave a defined state on Ctrl-C, and refuse bad
+configurations before anything is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import finsy as fy
+import pytest
+
+from accessnet.bmv2_veth import ROUTES, Bmv2, build_p4, missing_toolchain
+from controller.switch import BottleneckSwitch, DesiredState
+from refmodel.constants import Aqm, TrafficClass
+from tests.frames import audio, tcp
+
+ROOT = Path(__file__).resolve().parent.parent
+why = missing_toolchain()
+pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
+
+CONFIGS = {
+    "fifo": '[aqm]\nname = "fifo"\n',
+    "red": '[aqm]\nname = "red"\n[aqm.red]\nw_q = 0.002\nmax_p = 0.1\nth_min = 5\nth_max = 20\n',
+    "codel": '[aqm]\nname = "codel"\n[aqm.codel]\ntarget_s = 0.005\ninterval_s = 0.1\n',
+    "pie": '[aqm]\nname = "pie"\n',
+    "iwa": '[aqm]\nname = "iwa"\n[aqm.iwa]\nallowance_bytes = 3028\n',
+}
+LINK = '[link]\nrate_bps = 2e6\n[buffer]\npackets = 48\n'
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    build_p4()
+
+
+@pytest.fixture
+def sw(compiled):
+    s = Bmv2(k=1).start()
+    yield s
+    s.close()
+
+
+def cli(sw: Bmv2, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "controller", *args, "--address", f"127.0.0.1:{sw.grpc}",
+                           "--p4info", "build/bottleneck.p4info.txtpb", "--p4blob", "build/bottleneck.json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def write_cfg(tmp_path: Path, aqm: str) -> Path:
+    p = tmp_path / f"{aqm}.toml"
+    p.write_text(LINK + CONFIGS[aqm])
+    return p
+
+
+def aqm_seen(sw: Bmv2, n: int = 3) -> set[int]:
+    """Send audio frames through the switch; the AQM field of their telemetry records."""
+    sw.listen()
+    sw.send([audio(i) for i in range(n)])
+    _, records = sw.collect(n)
+    assert len(records) == n
+    return {r.aqm for r in records}
+
+
+def read_default(sw: Bmv2, table: str) -> dict:
+    async def go():
+        b = BottleneckSwitch(sw.target(force=False), DesiredState(None, ROUTES, 3))
+        async with b:
+            async for e in b.sw.read(fy.P4TableEntry(table, is_default_action=True)):
+                return {k: v for k, v in e.action.args.items()}
+    return asyncio.run(go())
+
+
+def test_install_then_set_each_aqm_at_run_time(sw, tmp_path):
+    r = cli(sw, "install", "--config", str(write_cfg(tmp_path, "fifo")))
+    assert r.returncode == 0, r.stderr
+    assert aqm_seen(sw) == {Aqm.FIFO}
+    for name in ("red", "codel", "pie", "iwa"):
+        r = cli(sw, "set-aqm", name, "--config", str(write_cfg(tmp_path, name)))
+        assert r.returncode == 0, r.stderr
+        assert f"aqm={name}" in r.stdout
+        assert aqm_seen(sw) == {Aqm[name.upper()]}, name
+    assert read_default(sw, "iwa_cfg")["allowance_bytes"] == 3028
+
+
+def test_counters_after_scapy_traffic(sw, tmp_path):
+    assert cli(sw, "install", "--config", str(write_cfg(tmp_path, "iwa"))).returncode == 0
+    sw.listen()
+    sw.send([audio(i) for i in range(7)] + [tcp(i, payload=100) for i in range(3)])
+    sw.collect(10)
+    r = cli(sw, "counters")
+    assert r.returncode == 0, r.stderr
+    rows = {tuple(line.split()[:2]): int(line.split()[2]) for line in r.stdout.splitlines()[1:]}
+    assert rows[(TrafficClass.UDP.name, "PASS")] == 7
+    assert sum(n for (cls, _), n in rows.items() if cls.startswith("TCP")) == 3
+
+
+@pytest.mark.parametrize("bad, field", [
+    ('[link]\nrate_bps = -5\n[aqm]\nname = "fifo"\n', "rate_bps"),
+    (LINK + '[aqm]\nname = "blue"\n', "aqm"),
+    (LINK + '[aqm]\nname = "red"\n[aqm.red]\nw_q = 0.002\nmax_p = 0.1\nth_min = 20\nth_max = 5\n', "th_min"),
+    (LINK + '[aqm]\nname = "iwa"\n[aqm.iwa]\nallowance_bytes = 99999999999\n', "allowance_bytes"),
+])
+def test_bad_configs_are_refused_before_anything_is_written(sw, tmp_path, bad, field):
+    p = tmp_path / "bad.toml"
+    p.write_text(bad)
+    for cmd in ("install", "tune"):
+        r = cli(sw, cmd, "--config", str(p))
+        assert r.returncode == 2 and "config error" in r.stderr and field in r.stderr, (cmd, r.stderr)
+    # nothing reached the switch: it still has no pipeline, so it forwards nothing
+    sw.listen()
+    sw.send([audio(0)])
+    out, records = sw.collect(1, timeout=1.0)
+    assert records == [] and out[2] == []
+
+
+def test_unreachable_switch_is_reported_after_backoff(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "controller", "install", "--config", str(write_cfg(tmp_path, "fifo")),
+                        "--address", "127.0.0.1:1", "--attempts", "2"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 3 and "unreachable after 2 attempts" in r.stderr
+
+
+def test_tuner_survives_a_switch_restart_and_leaves_a_defined_state(sw, tmp_path):
+    log = tmp_path / "tuning.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller", "-v", "tune", "--config", str(write_cfg(tmp_path, "iwa")),
+         "--address", f"127.0.0.1:{sw.grpc}", "--monitor-if", sw.ifs[3][0], "--log", str(log),
+         "--p4info", "build/bottleneck.p4info.txtpb", "--p4blob", "build/bottleneck.json"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+
+    def wait_for(text: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in lines):
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
+            time.sleep(0.1)
+
+    try:
+        wait_for("installed: aqm=iwa")
+        time.sleep(2.0)  # the loop grows the allowance (no violation) above the configured 3028
+        tuned = read_default(sw, "iwa_cfg")["allowance_bytes"]
+        assert tuned > 3028
+        sw.restart()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if aqm_seen(sw, 2) == {Aqm.IWA}:
+                    break
+            except AssertionError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the switch was not re-configured after its restart:\n" + "".join(lines))
+        assert read_default(sw, "iwa_cfg")["allowance_bytes"] == tuned  # the tuned state, not the initial one
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        reader.join(timeout=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = "".join(lines)
+    assert proc.returncode == 0, out
+    assert "re-applied pipeline and state" in out
+    assert "leaving the switch with the configured parameters" in out
+    assert read_default(sw, "iwa_cfg")["allowance_bytes"] == 3028  # Ctrl-C: back to the configuration
+    assert len(log.read_text().splitlines()) > 20
