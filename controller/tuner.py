@@ -105,7 +105,8 @@ class ClosedLoop:
         self.schedule = list(rate_schedule or [])
         self.tuning = self.base.queue.aqm == Aqm.IWA  # other AQMs: observed and logged, never written
         self.state = policy.TunerState(target_ns=self.base.iwa.target_ns,
-                                       allowance_bytes=self.base.iwa.allowance_bytes)
+                                       allowance_bytes=self.base.iwa.allowance_bytes,
+                                       window_ns=self.base.iwa.window_ns)
         self.stats = PeriodStats()
         self.next_tick_ns: int | None = None
         self.rows = 0
@@ -139,11 +140,12 @@ class ClosedLoop:
         reason = f"link rate -> {self.rate_bps / 1e6:g} Mbit/s; " if rate_changed else ""
         new = self.params
         if self.tuning:
-            d = policy.tune(self.state, obs, self.period_ns)
+            d = policy.tune(self.state, obs, self.period_ns, self.base.iwa.start_bytes)
             self.state = d.state
             reason += d.reason
             new = dataclasses.replace(self.base, iwa=dataclasses.replace(
-                self.base.iwa, target_ns=d.state.target_ns, allowance_bytes=d.state.allowance_bytes))
+                self.base.iwa, target_ns=d.state.target_ns, allowance_bytes=d.state.allowance_bytes,
+                window_ns=d.state.window_ns))
         else:
             new = self.base
             reason += "observe only (aqm is not iwa)"

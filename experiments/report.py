@@ -1,12 +1,37 @@
-"""Tables across a run directory (summary printed by the main job)."""
+"""Tables and the written report of a run directory.
+
+``summary_table`` is the table the main job prints at the end of a run.
+``write_report`` (CLI: ``python -m experiments.report RUN_DIR [...] [--out DIR]``)
+builds a Markdown report with figures from the run's data files alone
+(docs/data-formats.md), Flent style: setup, a main table per AQM x IW x N
+with 95 % confidence intervals, the seeds' IPDV table, the failed
+replications, and the figures of ``experiments.plots``.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import dpkt
 import numpy as np
+import pandas as pd
 
-from .metrics import MetricsError, summarize_rep
+from refmodel.constants import TELEMETRY_ETHERTYPE
+
+from .metrics import (IPDV_PERCENTILES, JITTER_BUFFERS_MS, NS, Audio, MetricsError, _jb_key, audio_packets,
+                      find_reps, ipdv_ns, ipdv_table, levels_over_time, mean_ci95, read_csv, read_meta,
+                      summarize_rep)
+from .telemetry_reader import read_telemetry
+
+# experiments.plots (matplotlib) is imported where figures are drawn, so that the main job's summary_table
+# does not depend on matplotlib.
 
 
 def collect(rundir: Path) -> tuple[list[dict], list[tuple[str, str]]]:
@@ -45,3 +70,522 @@ def summary_table(rundir: Path) -> str:
         lines.append(f"FAILED replications ({len(failed)}):")
         lines += [f"  {name}: {why}" for name, why in failed]
     return "\n".join(lines)
+
+
+# ============================================================================= the written report
+#
+# ``write_report`` / ``python -m experiments.report``: everything below is built from the raw data files of
+# docs/data-formats.md alone (no re-running): metrics from experiments.metrics, figures from
+# experiments.plots, one Markdown file with the images beside it.
+
+JB_MAIN_MS = 40.0  # the jitter buffer of the main table and the loss-level figure (BRIEF "What better means")
+# AQMs in the order the report lists them; kernel qdiscs (k*) after the P4 ones.
+AQM_ORDER = ("fifo", "red", "redok", "codel", "pie", "iwa", "pfifo", "kred", "kcodel", "kfq_codel", "kpie")
+CLOCK_ALIGN_MIN_NS = NS  # telemetry timestamps further than this from the capture clock are switch-relative
+
+
+class ReportError(ValueError):
+    """Input that gives no report at all (no such directory, no replication in it); names the path."""
+
+
+@dataclass
+class Rep:
+    """One replication that could be read: its summarize_rep dict, per-packet frame, meta and flows."""
+
+    path: Path
+    summary: dict
+    packets: pd.DataFrame
+    meta: dict
+    flows: pd.DataFrame | None
+
+
+@dataclass
+class Case:
+    """All replications of one case (meta.json "case", else the directory name, as summarize_sweep)."""
+
+    name: str
+    aqm: str | None = None
+    iw: int | None = None
+    n_flows: int | None = None
+    reps: list[Rep] = field(default_factory=list)
+    failed: list[dict] = field(default_factory=list)
+    label: str = ""
+
+    def sort_key(self) -> tuple:
+        aqm = str(self.aqm)
+        return (AQM_ORDER.index(aqm) if aqm in AQM_ORDER else len(AQM_ORDER), aqm, self.iw or 0,
+                self.n_flows or 0, self.name)
+
+
+def _rep_number(p: Path) -> tuple:
+    m = re.fullmatch(r"rep(\d+)(\.tmp)?", p.name)
+    return (p.parent.name, int(m.group(1)) if m else 0, p.name)
+
+
+def _load_rep(rep: Path, jbs: list[float]) -> Rep:
+    """Metrics of one replication; MetricsError (naming the file) if it failed or its data are bad."""
+    summary = summarize_rep(rep, jbs)
+    packets, meta, flows = audio_packets(rep, jbs)
+    return Rep(rep, summary, packets, meta, flows)
+
+
+def _failed_entry(rep: Path, error: str) -> dict:
+    """A failed replication for the report, with its case from meta.json when that is still readable."""
+    try:
+        meta = read_meta(rep, require_ok=False)
+    except MetricsError:
+        meta = {}
+    return {"path": str(rep), "case": str(meta.get("case") or rep.parent.name), "rep": rep.name,
+            "aqm": meta.get("aqm"), "iw": meta.get("iw"), "n_flows": meta.get("n_flows"), "error": error}
+
+
+def load_cases(run_dirs: Sequence[Path], jbs: Sequence[float] = JITTER_BUFFERS_MS
+               ) -> tuple[list[Case], list[dict]]:
+    """Every replication under ``run_dirs`` (metrics.find_reps), grouped by case and sorted AQM, IW, N.
+    Replications that fail to read are kept as failed with the reason (never averaged); unfinished ``.tmp``
+    replications are listed as failed too, so a report never silently covers fewer runs than exist."""
+    jbs = list(jbs)
+    reps: list[Path] = []
+    for d in map(Path, run_dirs):
+        if not d.is_dir():
+            raise ReportError(f"{d}: no such directory")
+        found = find_reps(d)
+        unfinished = sorted(p for pat in ("rep[0-9]*.tmp", "*/rep[0-9]*.tmp") for p in d.glob(pat) if p.is_dir())
+        if not found and not unfinished:
+            raise ReportError(f"{d}: no replication directories (<case>/rep<k>/ with meta.json) found")
+        reps += found + unfinished
+    cases: dict[str, Case] = {}
+    failed: list[dict] = []
+    for rep in sorted(set(reps), key=_rep_number):
+        if rep.name.endswith(".tmp"):
+            entry = _failed_entry(rep, f"{rep}: unfinished replication (never renamed from .tmp)")
+        else:
+            try:
+                r = _load_rep(rep, jbs)
+            except MetricsError as e:
+                entry = _failed_entry(rep, str(e))
+            else:
+                s = r.summary
+                c = cases.setdefault(str(s.get("case") or rep.parent.name), Case(str(s.get("case") or rep.parent.name)))
+                c.aqm, c.iw, c.n_flows = s.get("aqm"), s.get("iw"), s.get("n_flows")
+                c.reps.append(r)
+                continue
+        failed.append(entry)
+        c = cases.setdefault(entry["case"], Case(entry["case"]))
+        c.failed.append(entry)
+        if c.aqm is None:
+            c.aqm, c.iw, c.n_flows = entry["aqm"], entry["iw"], entry["n_flows"]
+    ordered = sorted(cases.values(), key=Case.sort_key)
+    labels = [f"{c.aqm} IW{c.iw} N{c.n_flows}" for c in ordered]
+    unique = len(set(labels)) == len(labels)
+    for c, lab in zip(ordered, labels):
+        c.label = lab if unique else c.name
+    return ordered, failed
+
+
+# ----------------------------------------------------------------------------- per-case numbers
+
+
+def _burst_s(s: dict) -> float | None:
+    """A replication's web burst completion time: the mean over its bursts (one for webN), None if any
+    burst did not complete (it then counts as missing, shown in the table, never as a fast burst)."""
+    bursts = list(s.get("tcp", {}).get("bursts", {}).values())
+    if not bursts or any(b["completion_s"] is None for b in bursts):
+        return None
+    return float(np.mean([b["completion_s"] for b in bursts]))
+
+
+MAIN_KEYS = ("owd_median_s", "owd_p99_s", "level2plus", "loss_rate", "good_quality", "burst_s", "rtos")
+
+
+def rep_scalars(s: dict, jb_ms: float = JB_MAIN_MS) -> dict[str, float | None]:
+    """The main table's per-replication values (from summarize_rep): OWD median / p99 (s), share of packets
+    at loss period level >= 2, loss rate and good-quality share at ``jb_ms``, burst completion (s), RTOs."""
+    j = s["jitter_buffers_ms"][_jb_key(jb_ms)]
+    tcp = s.get("tcp")
+    return {"owd_median_s": s["audio"]["owd_median_s"], "owd_p99_s": s["audio"]["owd_p99_s"],
+            "level2plus": float(sum(j["levels"][2:])), "loss_rate": j["loss_rate"],
+            "good_quality": j["good_quality"], "burst_s": _burst_s(s) if tcp else None,
+            "rtos": float(tcp["rtos"]) if tcp else None}
+
+
+def case_stats(c: Case, jb_ms: float = JB_MAIN_MS) -> dict[str, dict]:
+    """mean_ci95 over the case's replications of every rep_scalars value."""
+    per_rep = [rep_scalars(r.summary, jb_ms) for r in c.reps]
+    return {k: mean_ci95(p[k] for p in per_rep) for k in MAIN_KEYS}
+
+
+def jb_ci(c: Case, key: str, jbs: Sequence[float]) -> dict[float, dict]:
+    """mean_ci95 over replications of a per-jitter-buffer metric ("loss_rate", "good_quality")."""
+    return {jb: mean_ci95(r.summary["jitter_buffers_ms"][_jb_key(jb)][key] for r in c.reps) for jb in jbs}
+
+
+def kept(r: Rep) -> pd.DataFrame:
+    """The audio packets of a replication that pass the overlap filter (as summarize_rep uses them)."""
+    return r.packets[r.packets["kept"]].reset_index(drop=True)
+
+
+def pooled_ipdv_ns(c: Case) -> np.ndarray:
+    """IPDV of every consecutive pair kept by the overlap filter, all replications pooled (the seeds' Table 1
+    is one CDF over its 50 replications, not a mean of per-replication percentiles)."""
+    parts = [ipdv_ns(Audio(kept(r))) for r in c.reps]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def pooled_levels_over_time(c: Case, jb_ms: float, bin_s: float) -> pd.DataFrame:
+    """metrics.levels_over_time over all replications' kept packets (time since each one's TCP start)."""
+    ks = [kept(r) for r in c.reps]
+    ks = [k for k in ks if len(k) and k["t_s"].notna().all()]
+    if not ks:
+        return levels_over_time(np.zeros(0), np.zeros(0, dtype=np.int8), bin_s)
+    t = np.concatenate([k["t_s"].to_numpy(dtype=float) for k in ks])
+    lv = np.concatenate([k[f"level_{_jb_key(jb_ms)}"].to_numpy() for k in ks])
+    return levels_over_time(t, lv, bin_s)
+
+
+def lot_bin_s(min_reps: int) -> float:
+    """Time bin of the loss-level figure: one audio interval (20 ms, the seeds' resolution) when there are
+    20 or more replications, wider with fewer (at least ~20 samples per bin), at most 100 ms."""
+    return round(min(0.1, 0.02 * math.ceil(20 / max(min_reps, 1))), 3)
+
+
+# ----------------------------------------------------------------------------- telemetry of one replication
+
+
+def capture_offset_ns(pcap: Path, records: pd.DataFrame) -> int:
+    """Shift that puts telemetry ``ts_ns`` on the shared clock. BMv2 stamps packets with its own time since
+    start (docs/telemetry.md), the reference model with CLOCK_REALTIME; the capture (tcpdump, shared clock)
+    stamps every record a little after the switch did, so the earliest capture-minus-switch time is the
+    offset. Returns 0 when the two clocks already agree within CLOCK_ALIGN_MIN_NS."""
+    cap = []
+    with open(pcap, "rb") as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            if buf[12:14] == TELEMETRY_ETHERTYPE.to_bytes(2, "big"):
+                cap.append(int(round(float(ts) * NS)))
+    if len(cap) != len(records):
+        raise MetricsError(f"{pcap}: {len(cap)} telemetry frames but {len(records)} records read")
+    if not cap:
+        return 0
+    off = int((np.asarray(cap, dtype=np.int64) - records["ts_ns"].to_numpy(dtype=np.int64)).min())
+    return off if abs(off) > CLOCK_ALIGN_MIN_NS else 0
+
+
+def read_tuning(rep: Path) -> pd.DataFrame | None:
+    """tuning.csv (the controller's closed loop) if the replication has one, else None; a malformed one
+    raises MetricsError naming it."""
+    path = Path(rep) / "tuning.csv"
+    if not path.exists():
+        return None
+    return read_csv(path, ["t_ns", "target_ns", "allowance_bytes"])
+
+
+def timeline(r: Rep, c: Case, fig_dir: Path) -> tuple[list[Path], str]:
+    """The switch-timeline figure of one replication and a caption; MetricsError names a bad file."""
+    from .plots import switch_timeline
+
+    pcap = r.path / "telemetry.pcap"
+    tel, _skipped = read_telemetry(pcap)
+    tel = tel.assign(ts_ns=tel["ts_ns"] + capture_offset_ns(pcap, tel))
+    flows = r.flows
+    if flows is not None:
+        t0 = int(flows["start_ns"].min())
+        ends = flows["end_ns"]
+        xlim = (-1.0, float(int(ends.max()) - t0) / NS + 1.0) if ends.notna().all() else None
+    else:
+        t0, xlim = int(r.meta.get("tcp_start_ns") or r.meta["audio_start_ns"]), None
+    note = ""
+    try:
+        tuning = read_tuning(r.path)
+    except MetricsError as e:
+        tuning, note = None, f" Controller panels left out: {e}."
+    name = f"timeline_{c.name}_{r.path.name}"
+    paths = switch_timeline(tel, t0, fig_dir, name, f"{c.label}, {r.path.name}: switch telemetry", tuning, xlim)
+    cap = (f"{c.label}, {r.path.name}: the switch's predicted sojourn and backlog per packet, AQM drops/marks "
+           f"by reason" + (", controller target and allowance (tuning.csv)" if tuning is not None else
+                           " (no tuning.csv: no controller panels)") + "." + note)
+    return paths, cap
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def draw_figures(cases: list[Case], fig_dir: Path, jbs: Sequence[float], jb_ms: float = JB_MAIN_MS
+                 ) -> tuple[list[tuple[Path, str]], list[str]]:
+    """All figures of the report into ``fig_dir``: (PNG path, caption) per figure and notes on figures that
+    could not be drawn (a missing or broken telemetry.pcap / tuning.csv, named)."""
+    from .plots import case_style, completion_cdf, good_quality_vs_jitter, loss_vs_jitter, owd_cdf
+    from .plots import levels_over_time as plot_levels
+
+    ok = [c for c in cases if c.reps]
+    styles = {c.label: case_style(c.aqm, c.iw) for c in ok}
+    figs: list[tuple[Path, str]] = []
+    notes: list[str] = []
+    if not ok:
+        return figs, ["No figures: no replication could be read."]
+    pooled_owd = {c.label: np.concatenate([kept(r)["owd_ns"].to_numpy(dtype=float) for r in c.reps]) for c in ok}
+    figs.append((owd_cdf(pooled_owd, fig_dir, styles)[0],
+                 "Audio one-way delay CDF per case, packets sent while TCP was active, all replications pooled."))
+    figs.append((loss_vs_jitter({c.label: jb_ci(c, "loss_rate", jbs) for c in ok}, fig_dir, styles)[0],
+                 "Audio loss rate after the jitter filter (pure + delay-based) vs jitter buffer size; mean over "
+                 "replications, 95 % CI error bars."))
+    bin_s = lot_bin_s(min(len(c.reps) for c in ok))
+    ncols = len({(c.iw, c.n_flows) for c in ok})
+    lots = {c.label: pooled_levels_over_time(c, jb_ms, bin_s) for c in ok}
+    figs.append((plot_levels(lots, fig_dir, jb_ms, ncols=ncols if ncols <= 4 else None)[0],
+                 f"Loss period level of the audio over time since TCP start, {jb_ms:g} ms jitter buffer, "
+                 f"{bin_s * 1e3:g} ms bins, all replications pooled; shares per bin (stacked), dashed: number "
+                 "of samples normalised by its maximum (flows complete, samples decline)."))
+    figs.append((good_quality_vs_jitter({c.label: jb_ci(c, "good_quality", jbs) for c in ok}, fig_dir,
+                                        styles)[0],
+                 "Share of audio packets of good quality (loss period level 0 or 1) vs jitter buffer size; mean "
+                 "over replications, 95 % CI error bars."))
+    tcp_cases = [c for c in ok if any("tcp" in r.summary for r in c.reps)]
+    if tcp_cases:
+        times = {c.label: [b["completion_s"] for r in c.reps for b in r.summary.get("tcp", {}).get(
+            "bursts", {}).values() if b["completion_s"] is not None] for c in tcp_cases}
+        incomplete = {c.label: sum(1 for r in c.reps for b in r.summary.get("tcp", {}).get("bursts", {}).values()
+                                   if b["completion_s"] is None) for c in tcp_cases}
+        figs.append((completion_cdf(times, fig_dir, incomplete, styles)[0],
+                     "Web burst completion time CDF per case (first connect() to last byte), all replications "
+                     "pooled; incomplete bursts counted in the legend."))
+    for c in ok:
+        r = c.reps[0]
+        try:
+            paths, cap = timeline(r, c, fig_dir)
+        except (MetricsError, OSError) as e:
+            notes.append(f"No switch timeline for {c.label} ({r.path}): {e}")
+            continue
+        figs.append((paths[0], cap))
+    return figs, notes
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+
+def fmt_ci(ci: dict, scale: float = 1.0, digits: int = 1, missing: str = "missing") -> str:
+    """'mean ± half-width' (half width only with >= 2 replications), '–' without values; replications
+    without a value are counted, never dropped silently."""
+    if ci["mean"] is None:
+        return "–" + (f" ({ci['n_missing']} {missing})" if ci["n_missing"] else "")
+    out = f"{ci['mean'] * scale:.{digits}f}"
+    if ci["ci95"] is not None:
+        out += f" ± {ci['ci95'] * scale:.{digits}f}"
+    if ci["n_missing"]:
+        out += f" ({ci['n_missing']} {missing})"
+    return out
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    def esc(x: str) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    return (["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+            + ["| " + " | ".join(esc(x) for x in r) + " |" for r in rows])
+
+
+MAIN_HEADER = ["case", "AQM", "IW", "N", "reps", "failed", "OWD median (ms)", "OWD p99 (ms)",
+               "level ≥ 2 @{jb} (%)", "loss rate @{jb} (%)", "good quality @{jb} (%)", "burst completion (s)",
+               "RTOs per rep"]
+
+
+def main_table(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
+    """The report's main table, one row per case (AQM x IW x N), mean ± 95 % CI over replications."""
+    rows = []
+    for c in cases:
+        st = case_stats(c, jb_ms) if c.reps else None
+        cells = ([fmt_ci(st["owd_median_s"], 1e3), fmt_ci(st["owd_p99_s"], 1e3), fmt_ci(st["level2plus"], 100),
+                  fmt_ci(st["loss_rate"], 100), fmt_ci(st["good_quality"], 100),
+                  fmt_ci(st["burst_s"], 1, 2, "incomplete"), fmt_ci(st["rtos"], 1, 1)]
+                 if st else ["–"] * 7)
+        rows.append([c.name, str(c.aqm), str(c.iw), str(c.n_flows), str(len(c.reps)), str(len(c.failed)), *cells])
+    return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in MAIN_HEADER], rows)
+
+
+IPDV_COLUMNS = [("min", "Min"), *((f"p{p}", "Median" if p == 50 else f"{p}%") for p in IPDV_PERCENTILES),
+                ("max", "Max")]
+
+
+def ipdv_md(cases: list[Case]) -> list[str]:
+    """The seeds' Table 1 (IPDV CDF in seconds) per case, replications pooled."""
+    rows = []
+    for c in cases:
+        v = pooled_ipdv_ns(c) if c.reps else np.zeros(0)
+        t = ipdv_table(v)
+        rows.append([str(c.aqm), str(c.iw), str(c.n_flows), str(len(c.reps)), str(v.size),
+                     *((f"{t[k]:.4f}" if t else "–") for k, _ in IPDV_COLUMNS)])
+    return _md_table(["AQM", "IW", "N", "reps", "pairs", *(h for _, h in IPDV_COLUMNS)], rows)
+
+
+def _distinct(values: Iterable) -> str:
+    vals = sorted({json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
+                   for v in values if v is not None and v != ""})
+    return ", ".join(vals) if vals else "unknown"
+
+
+def _span(values: Iterable) -> str:
+    """min–max of numbers (one value: itself), 'unknown' without any."""
+    v = [float(x) for x in values if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    if not v:
+        return "unknown"
+    return f"{min(v):g}" if min(v) == max(v) else f"{min(v):g}–{max(v):g}"
+
+
+def _profile(p: dict | None) -> str | None:
+    if not isinstance(p, dict):
+        return None
+    rate = p.get("rate_bps")
+    rate_s = f"{rate / 1e6:g} Mbit/s" if isinstance(rate, (int, float)) else "rate ?"
+    return (f"{p.get('name', '?')}: {rate_s}, one-way delay {p.get('delay_ms', '?')} ms"
+            f" (+{p.get('server_delay_ms', '?')} ms server side)")
+
+
+def _buffer(b: dict | None) -> str | None:
+    if not isinstance(b, dict):
+        return None
+    return ", ".join(f"{v} {k}" for k, v in b.items())
+
+
+def _run_json(d: Path) -> tuple[dict, str | None]:
+    """run.json of a run directory and a note when it is missing or broken (the report still goes on: the
+    replications' meta.json carry what the tables need)."""
+    path = d / "run.json"
+    try:
+        return json.loads(path.read_text()), None
+    except FileNotFoundError:
+        return {}, f"{path}: missing"
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return {}, f"{path}: not JSON (truncated?): {e}"
+
+
+def setup_md(run_dirs: Sequence[Path], cases: list[Case], failed: list[dict]) -> list[str]:
+    """The setup section: what was run (run.json) and what the replications say they were (meta.json)."""
+    metas = [r.meta for c in cases for r in c.reps]
+    for f in failed:
+        try:
+            metas.append(read_meta(Path(f["path"]), require_ok=False))
+        except MetricsError:
+            pass
+    out = []
+    versions: dict[str, set] = {}
+    for d in map(Path, run_dirs):
+        rj, note = _run_json(d)
+        desc = rj.get("file", {}).get("description") if isinstance(rj.get("file"), dict) else None
+        out.append(f"- run `{d}`: scenario **{rj.get('scenario', '?')}**" + (f" — {desc}" if desc else "")
+                   + (f"; command `{' '.join(map(str, rj['argv']))}`" if rj.get("argv") else "")
+                   + (f"; {rj['reps']} replications asked per case" if rj.get("reps") else "")
+                   + (f"; switch asked: {rj['switch']}" if rj.get("switch") else "")
+                   + (f" ({note})" if note else ""))
+        for k, v in (rj.get("versions") or {}).items():
+            versions.setdefault(k, set()).add(str(v))
+    for m in metas:
+        for k, v in (m.get("versions") or {}).items():
+            versions.setdefault(k, set()).add(str(v))
+    n_ok = sum(len(c.reps) for c in cases)
+    out += [
+        f"- scenario: {_distinct(m.get('scenario') for m in metas)}",
+        f"- profile: {_distinct(_profile(m.get('profile')) for m in metas)}",
+        f"- buffer: {_distinct(_buffer(m.get('buffer')) for m in metas)}",
+        f"- AQM: {', '.join(dict.fromkeys(str(c.aqm) for c in cases))}",
+        f"- initial window (segments): {_distinct(m.get('iw') for m in metas)}; "
+        f"parallel flows N: {_distinct(m.get('n_flows') for m in metas)}; "
+        f"congestion control: {_distinct(m.get('cc') for m in metas)}",
+        f"- replications: {n_ok} read, {len(failed)} failed, over {len(cases)} cases",
+        f"- switch: {_distinct(m.get('switch') for m in metas)}; delay: {_distinct(m.get('delay') for m in metas)}; "
+        f"run length: {_span(m.get('duration_s') for m in metas)} s",
+        "- versions: " + ("; ".join(f"{k} {', '.join(sorted(v))}" for k, v in sorted(versions.items()))
+                          or "unknown"),
+    ]
+    return out
+
+
+def write_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float = JB_MAIN_MS) -> Path:
+    """Compute the metrics of every replication under ``run_dirs``, draw the figures into out_dir/figures/
+    and write out_dir/report.md (setup, main table, IPDV table, failed replications, figures); returns the
+    report's path. Raises ReportError when a directory does not exist or holds no replication."""
+    return make_report(run_dirs, out_dir, jitter_buffer_ms)[0]
+
+
+def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float = JB_MAIN_MS
+                ) -> tuple[Path, int, int]:
+    """write_report, also returning how many replications were read and how many failed (for the CLI)."""
+    out_dir = Path(out_dir)
+    fig_dir = out_dir / "figures"
+    jbs = sorted(set(JITTER_BUFFERS_MS) | {float(jitter_buffer_ms)})
+    cases, failed = load_cases(run_dirs, jbs)
+    figs, notes = draw_figures(cases, fig_dir, jbs, jitter_buffer_ms)
+    jb = f"{jitter_buffer_ms:g} ms"
+    lines = [f"# Report: {', '.join(Path(d).name for d in run_dirs)}", "",
+             "Built from the run's data files alone (`python -m experiments.report`): metrics by "
+             "`experiments.metrics` (definitions in BRIEF.md, \"Metrics\"), figures by `experiments.plots`.", "",
+             "## Setup", "", *setup_md(run_dirs, cases, failed), "",
+             f"## Main results ({jb} jitter buffer)", "",
+             "Mean ± 95 % confidence interval (Student t) over replications; the ± part only with 2 or more "
+             "replications. Audio values are over the packets sent while at least one TCP flow was active (overlap "
+             f"filter). Level ≥ 2: share of audio packets in a loss period of 40 ms or more at a {jb} jitter buffer; "
+             "good quality: level 0 or 1. Burst completion: first connect() to last byte of a burst (a replication "
+             "with an incomplete burst counts as \"incomplete\", not as a time). RTOs: retransmission timeouts "
+             "seen by the server, per replication.", "",
+             *main_table(cases, jitter_buffer_ms), "",
+             "## IPDV (as the seeds' Table 1)", "",
+             "IPDV (RFC 3393) of consecutive audio packets that both arrived, sent while TCP was active; one CDF "
+             "per case over all its replications pooled; seconds.", "",
+             *ipdv_md(cases), "",
+             "## Failed replications", ""]
+    if failed:
+        lines += [f"- `{f['case']}/{f['rep']}`: {f['error']}" for f in failed]
+    else:
+        lines.append("None.")
+    lines += ["", "## Figures", ""]
+    for png, cap in figs:
+        rel = png.relative_to(out_dir).as_posix()
+        lines += [f"![{cap}]({rel})", "", f"*{cap}* ([SVG]({Path(rel).with_suffix('.svg').as_posix()}))", ""]
+    if notes:
+        lines += ["Figures not drawn:", "", *(f"- {n}" for n in notes), ""]
+    lines += ["## Notes", "",
+              "- Percentiles use linear interpolation; the base delay is the minimum OWD over the 2 s before the "
+              "first TCP start; loss period levels are computed over the whole stream, then filtered.",
+              "- Switch timelines show the first readable replication of each case. BMv2 telemetry timestamps "
+              "count from the switch's start; they are put on the shared clock by the earliest capture time of "
+              "the telemetry frames (tcpdump), so they may lag by up to that capture latency.", ""]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "report.md"
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(lines))
+    tmp.replace(path)
+    return path, sum(len(c.reps) for c in cases), len(failed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: write the report and print its path; exit 1 when nothing could be read."""
+    ap = argparse.ArgumentParser(
+        prog="python -m experiments.report",
+        description="Write the report of one or more runs (Markdown + PNG/SVG figures) from their data files "
+                    "alone: setup, main table per AQM x IW x N with 95 %% CIs, IPDV table, failed replications.")
+    ap.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
+                    help="results/<run> (holding <case>/rep<k>/), a case directory, or a replication")
+    ap.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/report/ for one RUN_DIR; "
+                                             "required with several)")
+    ap.add_argument("--jitter-buffer", type=float, default=JB_MAIN_MS, metavar="MS",
+                    help=f"jitter buffer of the main table and loss-level figure (default {JB_MAIN_MS:g})")
+    a = ap.parse_args(argv)
+    if a.out is None and len(a.run_dirs) > 1:
+        ap.error("--out is required with more than one RUN_DIR")
+    if a.jitter_buffer < 0:
+        ap.error("--jitter-buffer must be >= 0")
+    out = a.out if a.out is not None else a.run_dirs[0] / "report"
+    try:
+        path, n_ok, n_failed = make_report(a.run_dirs, out, a.jitter_buffer)
+    except ReportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(path)
+    if n_failed:
+        print(f"warning: {n_failed} replication(s) failed; listed in the report", file=sys.stderr)
+    if not n_ok:
+        print("error: no replication could be read", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -60,7 +60,7 @@ def test_audio_over_target_halves_the_allowance():
     loop.tick(0)
     loop.add(rec(sojourn_ms=90))
     act = loop.tick(100 * MS)
-    assert act.params.iwa.allowance_bytes == 2 * 1460
+    assert act.params.iwa.allowance_bytes == policy.MIN_ALLOWANCE
 
 
 def test_rate_change_rederives_the_queue_and_settles_in_one_period():
