@@ -10,8 +10,9 @@ P4C_FLAGS := --arch v1model --std p4-16
 
 SCENARIO ?= web6
 REPS ?=
+RUN ?=
 
-.PHONY: help setup doctor build test bench mininet clean
+.PHONY: help setup doctor build test bench mininet report clean
 
 help:
 	@echo "make setup     install system packages, the pinned .venv, check the P4 toolchain (idempotent)"
@@ -20,6 +21,7 @@ help:
 	@echo "make test      run the test suite (runs setup first when needed)"
 	@echo "make bench     benchmarks: BMv2 forwarding rate per AQM vs plain forwarding, model speed"
 	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/"
+	@echo "make report RUN=results/<run>         report of a run from its data files: RUN/report/report.md + figures"
 
 .setup-stamp: requirements.txt pyproject.toml tools/setup.sh mininet/accessnet/delayline.c
 	@bash tools/setup.sh
@@ -46,6 +48,12 @@ bench: .setup-stamp
 
 mininet: .setup-stamp
 	@$(P4ENV); $(PY) -m accessnet.run --scenario $(SCENARIO) $(if $(REPS),--reps $(REPS))
+
+# Analysis only (no root, no network): needs the .venv, not the rest of 'make setup'.
+report:
+	@test -n "$(RUN)" || { echo "make report: say which run, e.g. make report RUN=results/<run>" >&2; exit 1; }
+	@test -x $(PY) || { echo "make report: $(PY) not found; run 'make setup' first" >&2; exit 1; }
+	$(PY) -m experiments.report $(RUN)
 
 clean:
 	rm -rf $(BUILD)

@@ -166,7 +166,8 @@ def load_cases(run_dirs: Sequence[Path], jbs: Sequence[float] = JITTER_BUFFERS_M
                 entry = _failed_entry(rep, str(e))
             else:
                 s = r.summary
-                c = cases.setdefault(str(s.get("case") or rep.parent.name), Case(str(s.get("case") or rep.parent.name)))
+                name = str(s.get("case") or rep.parent.name)
+                c = cases.setdefault(name, Case(name))
                 c.aqm, c.iw, c.n_flows = s.get("aqm"), s.get("iw"), s.get("n_flows")
                 c.reps.append(r)
                 continue

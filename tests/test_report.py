@@ -1,0 +1,320 @@
+"""The written report (experiments.report.write_report, CLI) and its figures (experiments.plots) on small
+synthetic runs whose answers are computed by hand here, independently of experiments.metrics."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import dpkt
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments import plots, report
+from experiments.metrics import levels_over_time, mean_ci95
+from experiments.telemetry_reader import read_telemetry
+from refmodel.constants import Aqm, Decision, Reason, TrafficClass
+from refmodel.telemetry import Record, encode_frame
+
+MS = 1_000_000
+T0 = 1_795_364_758_917_594_589  # CLOCK_REALTIME ns, as in real runs
+N_PKTS = 200  # 4 s of audio, one packet every 20 ms
+TCP_PKT = 150  # TCP starts at packet 150's send time: 2 s of base-delay window before it
+TCP_START = T0 + TCP_PKT * 20 * MS
+KEPT = range(TCP_PKT, TCP_PKT + 20)  # flows end at packet 169's send time: 20 audio packets overlap
+BASE_MS = 80
+T975_1 = 12.706205  # Student t(0.975, 1 degree of freedom), from a table
+FIFO = "hspa-48p-fifo-iw10"
+IWA = "hspa-48p-iwa-iw10"
+
+
+def owd_ramp(step_ms: float) -> list[float | None]:
+    """OWD 80 ms everywhere, 80 + step*i ms on the i-th packet of the TCP overlap."""
+    owd: list[float | None] = [BASE_MS] * N_PKTS
+    for i, k in enumerate(KEPT):
+        owd[k] = BASE_MS + step_ms * i
+    return owd
+
+
+def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: str = "fifo", status: str = "ok",
+              rtos: int = 0, telemetry: bool = False, tuning: bool = False) -> Path:
+    """One replication directory as docs/data-formats.md describes it (2 flows ending with packet 169)."""
+    rep = run / case / f"rep{k}"
+    rep.mkdir(parents=True)
+    meta = {"status": status, "scenario": "web2", "case": case, "rep": k, "seed": 7 + k,
+            "profile": {"name": "hspa", "rate_bps": 2e6, "delay_ms": 70.0, "server_delay_ms": 11.0},
+            "buffer": {"packets": 48}, "aqm": aqm, "iw": 10, "cc": "cubic", "n_flows": 2,
+            "versions": {"kernel": "6.1.0-test", "python": "3.11.2"}, "switch": "bmv2", "delay": "delayline",
+            "audio_start_ns": T0, "tcp_start_ns": TCP_START, "duration_s": 4.0}
+    if status != "ok":
+        meta["error"] = "switch died"
+    (rep / "meta.json").write_text(json.dumps(meta))
+    send = [T0 + i * 20 * MS for i in range(N_PKTS)]
+    (rep / "audio_tx.csv").write_text("seq,send_ns\n" + "".join(f"{i},{s}\n" for i, s in enumerate(send)))
+    (rep / "audio_rx.csv").write_text("seq,send_ns,recv_ns\n" + "".join(
+        f"{i},{s},{s + round(d * MS)}\n" for i, (s, d) in enumerate(zip(send, owd_ms)) if d is not None))
+    end = TCP_START + 19 * 20 * MS
+    (rep / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n"
+                                   f"0,0,{TCP_START},{end},62000,3,{rtos},1\n"
+                                   f"1,0,{TCP_START + MS},{end - 80 * MS},62000,0,0,1\n")
+    if telemetry:
+        write_telemetry(rep / "telemetry.pcap")
+    if tuning:
+        (rep / "tuning.csv").write_text(
+            "t_ns,rate_bps,aqm,target_ns,allowance_bytes,window_ns,audio_pkts,audio_p99_sojourn_ns,new_flows,"
+            "starts,drops,reason\n"
+            f"{TCP_START},2000000,iwa,20000000,15140,200000000,5,,0,0,0,steady\n"
+            f"{TCP_START + 100 * MS},2000000,iwa,20000000,7570,200000000,5,45000000,2,2,3,allowance halved\n")
+    return rep
+
+
+SWITCH_CLOCK0 = 5_000_000_000  # BMv2-style telemetry time: ns since the switch started
+
+
+def tel_records() -> list[Record]:
+    """Audio packets every 20 ms around the TCP start, two IWA surplus drops, one ECN mark, one bypass."""
+    tcp = {"sport": 80, "dport": 4000, "proto": 6}
+    special = {25: dict(decision=Decision.DROP, reason=Reason.IWA_SURPLUS, cls=TrafficClass.TCP_START, **tcp),
+               26: dict(decision=Decision.DROP, reason=Reason.IWA_SURPLUS, cls=TrafficClass.TCP_START, **tcp),
+               30: dict(decision=Decision.MARK, reason=Reason.NONE, cls=TrafficClass.TCP_EST, **tcp),
+               31: dict(decision=Decision.BYPASS, reason=Reason.UPSTREAM, cls=TrafficClass.TCP_CTRL, sport=4000,
+                        dport=80, proto=6)}
+    audio = dict(decision=Decision.PASS, reason=Reason.NONE, cls=TrafficClass.UDP, sport=5004, dport=5004, proto=17)
+    recs = []
+    for i in range(40):
+        recs.append(Record(aqm=Aqm.IWA, tflags=0, length=94, seq=i, rand=0, ts_ns=SWITCH_CLOCK0 + i * 20 * MS,
+                           sojourn_ns=i * MS, backlog_ns=i * MS, src=1, dst=2, s1=0, s2=0, **special.get(i, audio)))
+    return recs
+
+
+def capture_ts_ns(i: int) -> int:
+    """Record i reaches the capture 50 us (record 7: 30 us) after the switch stamped it, on the shared clock."""
+    return TCP_START - 400 * MS + i * 20 * MS + (30_000 if i == 7 else 50_000)
+
+
+def write_telemetry(path: Path) -> None:
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, nano=True)
+        for i, r in enumerate(tel_records()):
+            w.writepkt(encode_frame(r), ts=capture_ts_ns(i) / 1e9)
+
+
+def make_run(root: Path) -> Path:
+    """fifo: rep0 and rep1 good, rep2 failed (meta.json); iwa: rep0 good with telemetry and tuning.csv,
+    rep1 with a truncated audio_rx.csv."""
+    run = root / "20260101-000000-web2"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"scenario": "web2", "argv": ["run.py", "--scenario", "web2"],
+                                              "reps": 3, "switch": "auto",
+                                              "file": {"description": "Audio + 2 web flows"}}))
+    write_rep(run, FIFO, 0, owd_ramp(5), rtos=1)
+    write_rep(run, FIFO, 1, owd_ramp(7))
+    write_rep(run, FIFO, 2, owd_ramp(5), status="failed")
+    write_rep(run, IWA, 0, [BASE_MS] * N_PKTS, aqm="iwa", telemetry=True, tuning=True)
+    bad = write_rep(run, IWA, 1, [BASE_MS] * N_PKTS, aqm="iwa")
+    text = (bad / "audio_rx.csv").read_text()
+    (bad / "audio_rx.csv").write_text(text[: text.rindex(",") + 1])  # cut inside the last line's recv_ns
+    return run
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    """A fresh synthetic run for tests that damage it."""
+    return make_run(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, Path, str]:
+    """(run, report dir, report.md text) of the undamaged synthetic run, built once for the read-only tests."""
+    root = tmp_path_factory.mktemp("built")
+    run = make_run(root)
+    out = root / "out"
+    return run, out, report.write_report([run], out).read_text()
+
+
+def table_row(md: str, case: str) -> list[str]:
+    line = next(x for x in md.splitlines() if x.startswith(f"| {case} |"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def ci_text(values: list[float], digits: int = 1) -> str:
+    """mean ± t(0.975, n-1) s / sqrt(n), by hand, for two values."""
+    v = np.array(values, float)
+    assert v.size == 2
+    h = T975_1 * v.std(ddof=1) / math.sqrt(v.size)
+    return f"{v.mean():.{digits}f} ± {h:.{digits}f}"
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def test_main_table_holds_the_hand_computed_numbers(built):
+    _run, _out, md = built
+    row = dict(zip(report.MAIN_HEADER, table_row(md, FIFO)))
+    assert (row["AQM"], row["IW"], row["N"], row["reps"], row["failed"]) == ("fifo", "10", "2", "2", "1")
+    # Overlap: packets 150..169, OWD 80 + 5i (rep0) and 80 + 7i (rep1), i = 0..19: medians 127.5 and 146.5 ms.
+    assert row["OWD median (ms)"] == ci_text([127.5, 146.5])
+    p99 = [80 + s * 18.81 for s in (5, 7)]  # linear interpolation at rank 0.99 * 19 = 18.81
+    assert row["OWD p99 (ms)"] == ci_text(p99)
+    # 40 ms jitter buffer on an 80 ms base: OWD > 120 ms is lost; one run each (level 5): i >= 9 (11 of 20)
+    # and i >= 6 (14 of 20).
+    assert row["level ≥ 2 @{jb} (%)"] == ci_text([55.0, 70.0])
+    assert row["loss rate @{jb} (%)"] == ci_text([55.0, 70.0])
+    assert row["good quality @{jb} (%)"] == ci_text([45.0, 30.0])
+    assert row["burst completion (s)"] == "0.38 ± 0.00"  # first connect() to last byte: 19 * 20 ms
+    assert row["RTOs per rep"] == ci_text([1, 0])
+    iwa = dict(zip(report.MAIN_HEADER, table_row(md, IWA)))
+    assert (iwa["reps"], iwa["failed"]) == ("1", "1")
+    assert iwa["OWD median (ms)"] == "80.0" and iwa["loss rate @{jb} (%)"] == "0.0"  # one rep: no ± part
+    # Setup section from meta.json and run.json.
+    assert "hspa: 2 Mbit/s, one-way delay 70.0 ms (+11.0 ms server side)" in md
+    assert "- buffer: 48 packets" in md and "kernel 6.1.0-test" in md and "3 replications asked" in md
+    assert "3 read, 2 failed, over 2 cases" in md
+
+
+def test_ipdv_table_pools_replications(built):
+    _run, _out, md = built
+    sec = md[md.index("## IPDV"):md.index("## Failed")]
+    row = next(x for x in sec.splitlines() if x.startswith("| fifo |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # 19 pairs of +5 ms (rep0) and 19 of +7 ms (rep1): min 5, median 6 (between ranks 18 and 19), max 7 ms.
+    assert cells[:6] == ["fifo", "10", "2", "2", "38", "0.0050"]
+    assert cells[7] == "0.0060" and cells[-1] == "0.0070"
+
+
+def test_every_figure_exists_as_png_and_svg(built):
+    _run, out, md = built
+    pngs = re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md)
+    names = {Path(p).stem for p in pngs}
+    assert {"owd_cdf", "loss_vs_jitter", "levels_over_time_40ms", "good_quality_vs_jitter", "burst_completion_cdf",
+            f"timeline_{IWA}_rep0"} <= names
+    for p in pngs:
+        png, svg = out / p, (out / p).with_suffix(".svg")
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", p
+        assert b"<svg" in svg.read_bytes()[:2000], svg
+    assert "controller target and allowance (tuning.csv)" in md  # the iwa timeline has the controller panels
+
+
+def test_failed_reps_are_listed_with_the_file_that_broke(built):
+    run, _out, md = built
+    failed = md[md.index("## Failed replications"):md.index("## Figures")]
+    assert f"`{FIFO}/rep2`" in failed and "switch died" in failed
+    bad = run / IWA / "rep1" / "audio_rx.csv"
+    assert f"`{IWA}/rep1`: {bad}: line {N_PKTS + 1}: column 'recv_ns'" in failed
+    # The fifo case has no telemetry.pcap: its timeline is not drawn, and the report says why, naming the file.
+    assert f"No switch timeline for fifo IW10 N2 ({run / FIFO / 'rep0'}): {run / FIFO / 'rep0' / 'telemetry.pcap'}: " \
+           "missing" in md
+
+
+@pytest.mark.parametrize("damage,needle", [
+    (lambda rep: (rep / "flows.csv").unlink(), "flows.csv: missing"),
+    (lambda rep: (rep / "audio_tx.csv").write_text(""), "audio_tx.csv: empty or unreadable"),
+    (lambda rep: (rep / "meta.json").write_text('{"status": "ok", "ca'), "meta.json: not JSON (truncated?)"),
+])
+def test_a_missing_or_truncated_file_fails_its_rep_by_name(run: Path, tmp_path: Path, damage, needle):
+    damage(run / FIFO / "rep1")
+    md = report.write_report([run], tmp_path / "out").read_text()
+    failed = md[md.index("## Failed replications"):md.index("## Figures")]
+    assert f"{run / FIFO / 'rep1'}/{needle}" in failed
+    assert table_row(md, FIFO)[4:6] == ["1", "2"]  # 1 good rep, 2 failed: the broken one is never averaged
+
+
+def test_a_truncated_telemetry_capture_is_named_not_plotted(run: Path, tmp_path: Path):
+    pcap = run / IWA / "rep0" / "telemetry.pcap"
+    pcap.write_bytes(pcap.read_bytes()[:-10])
+    md = report.write_report([run], tmp_path / "out").read_text()
+    assert f"{pcap}: truncated capture" in md
+    assert f"timeline_{IWA}_rep0" not in md
+
+
+def test_unfinished_tmp_replication_is_listed(run: Path, tmp_path: Path):
+    (run / FIFO / "rep3.tmp").mkdir()
+    md = report.write_report([run], tmp_path / "out").read_text()
+    assert f"`{FIFO}/rep3.tmp`" in md and "unfinished replication" in md
+
+
+def test_summary_table_still_works(built):
+    run = built[0]
+    text = report.summary_table(run)
+    assert text.splitlines()[0].startswith("aqm") and "FAILED replications (2)" in text
+    fifo = next(x for x in text.splitlines() if x.startswith("fifo"))
+    assert fifo.split()[:3] == ["fifo", "10", "2"] and "137.0" in fifo  # mean OWD median (127.5 + 146.5) / 2
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def test_cli_default_output_and_help(run: Path, capsys):
+    assert report.main([str(run)]) == 0
+    out = capsys.readouterr()
+    assert out.out.strip() == str(run / "report" / "report.md") and (run / "report" / "report.md").exists()
+    assert "2 replication(s) failed" in out.err
+    with pytest.raises(SystemExit) as e:
+        report.main(["--help"])
+    assert e.value.code == 0 and "RUN_DIR" in capsys.readouterr().out
+
+
+def test_cli_bad_input(tmp_path: Path, run: Path, capsys):
+    assert report.main([str(tmp_path / "nope")]) == 1
+    assert f"{tmp_path / 'nope'}: no such directory" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert report.main([str(tmp_path / "empty")]) == 1
+    assert "no replication directories" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        report.main([str(run), str(run)])  # several run dirs need --out
+    assert e.value.code == 2
+
+
+def test_cli_all_failed_still_writes_the_failed_list(tmp_path: Path, capsys):
+    run = tmp_path / "r"
+    write_rep(run, FIFO, 0, owd_ramp(5), status="failed")
+    assert report.main([str(run), "--out", str(tmp_path / "o")]) == 1
+    md = (tmp_path / "o" / "report.md").read_text()
+    assert f"`{FIFO}/rep0`" in md and "switch died" in md
+    assert "no replication could be read" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- pieces
+
+
+def test_bmv2_telemetry_is_put_on_the_shared_clock(built):
+    run = built[0]
+    pcap = run / IWA / "rep0" / "telemetry.pcap"
+    tel, _ = read_telemetry(pcap)
+    off = report.capture_offset_ns(pcap, tel)
+    # Earliest capture-minus-switch time: record 7's 30 us latency (1 us rounding of float pcap timestamps).
+    assert off == pytest.approx(capture_ts_ns(7) - (SWITCH_CLOCK0 + 7 * 20 * MS), abs=1000)
+    realtime = tel.assign(ts_ns=tel["ts_ns"] + off)
+    assert report.capture_offset_ns(pcap, realtime) == 0  # already on the shared clock: left alone
+
+
+def test_level_bins_widen_with_few_replications():
+    assert report.lot_bin_s(50) == 0.02 and report.lot_bin_s(20) == 0.02
+    assert report.lot_bin_s(10) == 0.04 and report.lot_bin_s(2) == 0.1
+
+
+def test_fmt_ci_counts_missing_values():
+    assert report.fmt_ci(mean_ci95([1.0, None]), 1, 2, "incomplete") == "1.00 (1 incomplete)"
+    assert report.fmt_ci(mean_ci95([None]), missing="incomplete") == "– (1 incomplete)"
+    assert report.fmt_ci(mean_ci95([])) == "–"
+
+
+def test_plot_functions_write_png_and_svg(tmp_path: Path):
+    """Each plot function on hand-made data: both files written, non-empty."""
+    ci = {jb: mean_ci95([0.5, 0.6]) for jb in (20, 40, 60)}
+    lot = levels_over_time(np.array([0.0, 0.01, 0.03, 0.05]), np.array([0, 2, 5, 1]), 0.02)
+    tel = pd.DataFrame([r.__dict__ for r in tel_records()])
+    tuning = pd.DataFrame({"t_ns": [0, 10**8], "target_ns": [2 * 10**7, 10**7], "allowance_bytes": [15140, 7570]})
+    written = [
+        *plots.owd_cdf({"a": np.array([1e6, 2e6, np.nan])}, tmp_path),
+        *plots.loss_vs_jitter({"a": ci}, tmp_path), *plots.good_quality_vs_jitter({"a": ci}, tmp_path),
+        *plots.levels_over_time({"a": lot, "b": lot.iloc[:0]}, tmp_path, 40),
+        *plots.completion_cdf({"a": [1.0, 2.0]}, tmp_path, {"a": 1}),
+        *plots.switch_timeline(tel, SWITCH_CLOCK0, tmp_path, "t1", "title", tuning),
+        *plots.switch_timeline(tel, SWITCH_CLOCK0, tmp_path, "t2", "title"),
+    ]
+    assert len(written) == 14 and {p.suffix for p in written} == {".png", ".svg"}
+    assert all(p.stat().st_size > 1000 for p in written)
