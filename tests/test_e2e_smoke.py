@@ -84,13 +84,21 @@ def test_web_flow_completes(rep):
     assert flows["completed"].tolist() == [1] and flows["bytes"].tolist() == [100000]
 
 
-@pytest.mark.xfail(strict=False, reason="open (issue 4): the switch process adds unmodelled delay now and then "
-                   "(seen p99 up to 2.6 ms in CI-like runs); the numbers are printed either way")
+WIRE_STALL_MS = 1.0
+
+
 def test_switch_is_the_only_bottleneck(rep):
-    err_ms = np.abs(sojourn_errors_ns(rep)) / 1e6
-    print(f"|audio delay - predicted sojourn|: median {np.median(err_ms):.3f} ms, "
-          f"p99 {np.percentile(err_ms, 99):.3f} ms, max {err_ms.max():.3f} ms over {err_ms.size} packets")
-    assert np.percentile(err_ms, 99) < 1.0
+    """Idle queue: OWD = base delay (propagation + transmission) within 1 ms at the 99th percentile. Queue:
+    the extra delay = the switch's predicted sojourn within 1 ms at the 99th percentile. If the delay lines
+    (the wire, at the highest real-time priority) themselves report a frame more than 1 ms late, the host
+    stalled during the run and the measurement cannot judge the switch: reported as xfail, with numbers."""
+    from experiments.bottleneck_check import summary
+    s = summary(rep)
+    print(f"single-bottleneck proof ({s['switch']}): {s}")
     tel, _ = read_telemetry(rep / "telemetry.pcap")
     assert (tel["sojourn_ns"] > 5_000_000).any(), "the web flow should have built a queue"
-
+    ok = s["idle"]["p99_ms"] < 1.0 and s["queued"]["packets"] > 0 and s["queued"]["p99_ms"] < 1.0
+    if not ok and s["wire_late_max_ms"] > WIRE_STALL_MS:
+        pytest.xfail(f"host stalled: the delay line ran {s['wire_late_max_ms']:.1f} ms late during this run")
+    assert s["idle"]["p99_ms"] < 1.0, s["idle"]
+    assert s["queued"]["packets"] > 0 and s["queued"]["p99_ms"] < 1.0, s["queued"]
