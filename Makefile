@@ -12,7 +12,7 @@ SCENARIO ?= web6
 REPS ?=
 RUN ?=
 
-.PHONY: help setup doctor build test bench mininet report clean
+.PHONY: help setup doctor build test bench mininet sweep report clean
 
 help:
 	@echo "make setup     install system packages, the pinned .venv, check the P4 toolchain (idempotent)"
@@ -21,6 +21,7 @@ help:
 	@echo "make test      run the test suite (runs setup first when needed)"
 	@echo "make bench     benchmarks: BMv2 forwarding rate per AQM vs plain forwarding, model speed"
 	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/"
+	@echo "make sweep SWEEP=web-iw [JOBS=n]      a matrix of scenarios (experiments/sweeps/), resumable: RESUME=results/<run>"
 	@echo "make report RUN=results/<run>         report of a run from its data files: RUN/report/report.md + figures"
 
 .setup-stamp: requirements.txt pyproject.toml tools/setup.sh mininet/accessnet/delayline.c
@@ -47,9 +48,13 @@ bench: .setup-stamp
 	@$(P4ENV); $(PY) -m experiments.bench
 
 mininet: .setup-stamp
-	@$(P4ENV); $(PY) -m accessnet.run --scenario $(SCENARIO) $(if $(REPS),--reps $(REPS))
+	@$(P4ENV); $(PY) -m accessnet.run --scenario $(SCENARIO) $(if $(REPS),--reps $(REPS)) $(if $(JOBS),--jobs $(JOBS))
 
 # Analysis only (no root, no network): needs the .venv, not the rest of 'make setup'.
+sweep: .setup-stamp
+	@test -n "$(SWEEP)" || { echo "make sweep: say which, e.g. make sweep SWEEP=web-iw (experiments/sweeps/)" >&2; exit 1; }
+	@$(P4ENV); $(PY) -m accessnet.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS)) $(if $(RESUME),--resume $(RESUME))
+
 report:
 	@test -n "$(RUN)" || { echo "make report: say which run, e.g. make report RUN=results/<run>" >&2; exit 1; }
 	@test -x $(PY) || { echo "make report: $(PY) not found; run 'make setup' first" >&2; exit 1; }

@@ -353,6 +353,44 @@ def tcp_metrics(flows: pd.DataFrame) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------- rtc+web (seeds' 002)
+
+RTC_TX_COLUMNS = ("seq", "send_ns", "size", "rate_bps")
+RTC_RX_COLUMNS = ("seq", "send_ns", "recv_ns", "size")
+
+
+def rtc_metrics(rep: Path, flows: pd.DataFrame | None, n_flows: int) -> dict:
+    """The adaptive real-time flow (rtc_tx.csv / rtc_rx.csv) and the seeds' TFS.
+
+    goodput: bytes received x 8 / (last - first send); loss: 1 - received / sent; OWD median and 95 %.
+    TFS = TCP throughput / (total throughput / number of flows), as in 002: TCP throughput is the mean
+    per-download goodput while downloading (bytes x 8 / elapsed, completed downloads), total throughput
+    the bytes of the real-time flow and all downloads over the real-time flow's span, number of flows the
+    web users plus the real-time flow."""
+    rep = Path(rep)
+    tx = read_csv(rep / "rtc_tx.csv", RTC_TX_COLUMNS)
+    rx = read_csv(rep / "rtc_rx.csv", RTC_RX_COLUMNS).drop_duplicates("seq")
+    if tx.empty:
+        raise MetricsError(f"{rep / 'rtc_tx.csv'}: no packets")
+    span_ns = int(tx["send_ns"].max() - tx["send_ns"].min()) or 1
+    owd = (rx["recv_ns"] - rx["send_ns"]).to_numpy(dtype=float) / NS
+    rtc_bytes = int(rx["size"].sum())
+    out: dict = {"sent": int(len(tx)), "received": int(len(rx)), "loss_rate": 1 - len(rx) / len(tx),
+                 "goodput_bps": rtc_bytes * 8 * NS / span_ns,
+                 "owd_median_s": float(np.median(owd)) if owd.size else None,
+                 "owd_p95_s": float(np.percentile(owd, 95)) if owd.size else None,
+                 "mean_rate_bps": float(tx["rate_bps"].mean())}
+    if flows is not None and len(flows):
+        t = tcp_metrics(flows)
+        gp = np.array([g for g in t["flow_goodput_bps"] if g is not None], float)
+        tcp_bytes = float(pd.to_numeric(flows["bytes"]).sum())
+        total = (rtc_bytes + tcp_bytes) * 8 * NS / span_ns
+        out["tcp_throughput_bps"] = float(gp.mean()) if gp.size else None
+        out["total_throughput_bps"] = total
+        out["tfs"] = tfs(float(gp.mean()), total, n_flows) if gp.size and total > 0 else None
+    return out
+
+
 # ----------------------------------------------------------------------------- one replication
 
 
@@ -418,6 +456,9 @@ def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_M
     out["jitter_buffers_ms"] = per_jb
     if flows is not None:
         out["tcp"] = tcp_metrics(flows)
+    if (Path(path) / "rtc_tx.csv").exists():
+        users = int(meta.get("n_flows") or 0)
+        out["rtc"] = rtc_metrics(Path(path), flows, users + 1)
     return out
 
 

@@ -174,3 +174,37 @@ def test_tuner_survives_a_switch_restart_and_leaves_a_defined_state(sw, tmp_path
     assert "leaving the switch with the configured parameters" in out
     assert read_default(sw, "iwa_cfg")["allowance_bytes"] == 3028  # Ctrl-C: back to the configuration
     assert len(log.read_text().splitlines()) > 20
+
+
+def make_certs(d: Path) -> None:
+    """A throw-away CA, a server certificate for 127.0.0.1 and a client certificate (openssl)."""
+    def ossl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+         "-subj", "/CN=iwlab test CA")
+    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+             "-subj", f"/CN=iwlab {name}")
+        ossl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", f"{name}.pem", "-days", "1", "-extfile", "san.cnf")
+
+
+def test_mutual_tls(compiled, tmp_path):
+    make_certs(tmp_path)
+    tls = ["--grpc-server-ssl", "--grpc-server-cacert", str(tmp_path / "ca.pem"), "--grpc-server-cert",
+           str(tmp_path / "server.pem"), "--grpc-server-key", str(tmp_path / "server.key"),
+           "--grpc-server-with-client-auth"]
+    sw = Bmv2(k=2, grpc_args=tls).start()
+    try:
+        cfg = str(write_cfg(tmp_path, "iwa"))
+        plain = cli(sw, "install", "--config", cfg, "--attempts", "2")
+        assert plain.returncode == 3, "a client without TLS must not get in"
+        no_cert = cli(sw, "install", "--config", cfg, "--attempts", "2", "--tls-ca", str(tmp_path / "ca.pem"))
+        assert no_cert.returncode == 3, "a client without a certificate must not get in"
+        ok = cli(sw, "install", "--config", cfg, "--tls-ca", str(tmp_path / "ca.pem"),
+                 "--tls-cert", str(tmp_path / "client.pem"), "--tls-key", str(tmp_path / "client.key"))
+        assert ok.returncode == 0, ok.stderr
+        assert aqm_seen(sw) == {Aqm.IWA}
+    finally:
+        sw.close()

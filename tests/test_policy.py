@@ -1,6 +1,8 @@
 """The IWA tuning policy on synthetic statistics (no switch)."""
 
-from controller.policy import MIN_ALLOWANCE, MSS, NS, Observation, TunerState, allowance_for, frame_ns, target_for, tune
+from dataclasses import replace
+
+from controller.policy import MIN_ALLOWANCE, MSS, NS, PRIOR_STARTS, Observation, TunerState, allowance_for, frame_ns, target_for, tune
 
 MS = 1_000_000
 
@@ -26,13 +28,22 @@ def test_target_from_the_jitter_budget_at_each_profile():
     assert target_for(160e3, 40 * MS) == 75_700_000  # EDGE: one frame already exceeds the budget
 
 
-def test_six_parallel_starts_shrink_the_allowance_to_fit_the_target():
-    t = 0
-    o = Observation(t, 2e6, 40 * MS, new_flows=6, audio_p99_sojourn_ns=None)
-    d = tune(TunerState(allowance_bytes=5 * MSS), o)
-    target_bytes = d.state.target_ns * 2e6 / 8 / NS
-    assert d.state.allowance_bytes * 6 <= max(6 * MIN_ALLOWANCE, target_bytes)
-    assert "6 flows started" in d.reason
+def test_allowance_is_sized_before_a_burst_and_held_while_its_reserve_is_live():
+    # before any burst: sized for PRIOR_STARTS parallel starts (the SYN-ACKs reserve what is in force)
+    d = tune(TunerState(allowance_bytes=5 * MSS), quiet(0))
+    assert d.state.allowance_bytes == allowance_for(2e6, target_for(2e6, 40 * MS), PRIOR_STARTS) == MIN_ALLOWANCE
+    # 18 flows start: the policy plans a smaller share but holds the value their SYN-ACKs reserved
+    s = replace(d.state, allowance_bytes=4 * MSS, planned_bytes=4 * MSS)
+    d = tune(s, Observation(100 * MS, 2e6, 40 * MS, new_flows=18, audio_p99_sojourn_ns=None))
+    assert "18 flows started" in d.reason and d.state.expected_starts == 18
+    assert d.state.allowance_bytes == 4 * MSS
+    planned = allowance_for(2e6, target_for(2e6, 40 * MS), 18)
+    assert d.state.planned_bytes == planned == MIN_ALLOWANCE and "held" in d.reason
+    ds = run([quiet(100 * MS + k * 100 * MS) for k in range(1, 80)], d.state)
+    window = d.state.window_ns
+    held = [x.state.allowance_bytes for k, x in enumerate(ds, 1) if k * 100 * MS < window]
+    assert set(held) == {4 * MSS}
+    assert ds[int(window / (100 * MS)) + 1].state.allowance_bytes == planned  # written once it closed
 
 
 def test_audio_violation_halves_then_recovers_after_a_second():
@@ -47,9 +58,9 @@ def test_audio_violation_halves_then_recovers_after_a_second():
 
 def test_rate_change_mid_run_settles_within_a_second():
     before = run([quiet(k * 100 * MS, rate=50e6) for k in range(20)])[-1].state
-    assert before.allowance_bytes == allowance_for(50e6, target_for(50e6, 40 * MS), 1)  # 10 MSS at LTE
+    assert before.allowance_bytes == allowance_for(50e6, target_for(50e6, 40 * MS), PRIOR_STARTS) == 10 * MSS
     after = [d.state for d in run([quiet(2 * NS + k * 100 * MS, rate=2e6) for k in range(10)], before)]
-    want = (target_for(2e6, 40 * MS), allowance_for(2e6, target_for(2e6, 40 * MS), 1))
+    want = (target_for(2e6, 40 * MS), allowance_for(2e6, target_for(2e6, 40 * MS), PRIOR_STARTS))
     assert (after[0].target_ns, after[0].allowance_bytes) == want  # in the first period (100 ms)
     assert all((s.target_ns, s.allowance_bytes) == want for s in after)  # and it stays there
 

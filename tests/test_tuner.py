@@ -43,16 +43,18 @@ def test_one_row_per_period_with_inputs_and_decision():
     assert int(r[0]["target_ns"]) == policy.target_for(2e6, 40 * MS)
 
 
-def test_parallel_starts_shrink_the_allowance_and_it_is_written():
+def test_allowance_fits_the_expected_starts_and_is_written_before_the_burst():
     loop, log = make()
     loop.tick(0)
+    act = loop.tick(100 * MS)  # a quiet first period: sized for PRIOR_STARTS at 2 Mbit/s
+    want = policy.allowance_for(2e6, policy.target_for(2e6, 40 * MS), policy.PRIOR_STARTS)
+    assert act is not None and not act.rate_changed and act.params.iwa.allowance_bytes == want
     for _ in range(6):
         loop.add(rec(cls=TrafficClass.TCP_CTRL, tflags=TrackFlag.NEW_FLOW))
-    act = loop.tick(100 * MS)
-    want = policy.allowance_for(2e6, policy.target_for(2e6, 40 * MS), 6)
-    assert act is not None and not act.rate_changed
-    assert act.params.iwa.allowance_bytes == min(want, loop.base.iwa.allowance_bytes)
-    assert rows(log)[0]["new_flows"] == "6" and "6 flows started" in rows(log)[0]["reason"]
+    act = loop.tick(200 * MS)  # the burst: the window grows with it, the allowance stays
+    assert act is not None and act.params.iwa.allowance_bytes == want
+    assert act.params.iwa.window_ns == policy.window_for(2e6, 6, 65536)
+    assert rows(log)[1]["new_flows"] == "6" and "6 flows started" in rows(log)[1]["reason"]
 
 
 def test_audio_over_target_halves_the_allowance():

@@ -80,8 +80,9 @@ class Sniffer(threading.Thread):
 
 
 class Bmv2:
-    def __init__(self, k: int = 0, program: str = "bottleneck") -> None:
+    def __init__(self, k: int = 0, program: str = "bottleneck", grpc_args: list[str] | None = None) -> None:
         self.k = k
+        self.grpc_args = list(grpc_args or [])  # extra P4Runtime server options (e.g. TLS)
         self.program = program
         self.ifs = {p: (f"iwt{k}{p}a", f"iwt{k}{p}b") for p in (1, 2, 3)}
         self.proc: subprocess.Popen | None = None
@@ -112,7 +113,8 @@ class Bmv2:
         args = [find_tool("simple_switch_grpc"), "--device-id", "1"]
         for p, (_, b) in self.ifs.items():
             args += ["-i", f"{p}@{b}"]
-        args += ["--thrift-port", str(self.thrift), "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc}"]
+        args += ["--thrift-port", str(self.thrift), "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc}",
+                 *self.grpc_args]
         self.proc = subprocess.Popen(args, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

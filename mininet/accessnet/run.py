@@ -32,7 +32,7 @@ from .switches import Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, b
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 
 LOG = logging.getLogger("iwlab.run")
-AUDIO_PORT, WEB_PORT = 5004, 8080
+AUDIO_PORT, WEB_PORT, RTC_PORT = 5004, 8080, 5006
 PY = sys.executable
 # The audio endpoints run at a real-time priority (10: below the switch, 20,
 # and the delay lines, 30) so that CPU load does not delay their timestamps:
@@ -46,13 +46,13 @@ class Interrupted(Exception):
     pass
 
 
-def pick_switch(case: scen.Case, want: str, seed: int) -> Switch:
+def pick_switch(case: scen.Case, want: str, seed: int, slot: int = 0) -> Switch:
     if case.aqm in scen.KERNEL_AQMS:
-        return KernelSwitch(case.aqm, case.buffer)
+        return KernelSwitch(case.aqm, case.buffer, case.profile)
     if want == "kernel":
         raise ConfigError(f"aqm {case.aqm!r} runs on the P4 switch, not on the kernel backend")
     if want == "bmv2" or (want == "auto" and bmv2_available()):
-        return Bmv2Switch()
+        return Bmv2Switch(slot)
     return ModelSwitch(seed)
 
 
@@ -80,7 +80,9 @@ def traffic_plan(spec: dict, rng: random.Random) -> dict:
     return plan
 
 
-def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_switch: str) -> dict:
+def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_switch: str, slot: int = 0) -> dict:
+    """One replication into ``outdir/rep<k>`` (atomically). ``slot`` keeps parallel replications apart:
+    interface prefix ``i<slot>`` and the switch's own P4Runtime/Thrift ports."""
     final = outdir / f"rep{rep}"
     tmp = outdir / f"rep{rep}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -91,21 +93,21 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
     run_cfg = case.spec.get("run", {})
     audio = case.spec.get("audio", {})
     meta = {
-        "status": "failed", "scenario": sc.name, "case": case.name, "rep": rep, "seed": seed,
+        "status": "failed", "scenario": sc.name, "case": outdir.name, "rep": rep, "seed": seed,
         "profile": {"name": case.profile.name, "rate_bps": case.profile.rate_bps,
                     "delay_ms": case.profile.delay_ms, "server_delay_ms": case.profile.server_delay_ms},
         "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc,
         "n_flows": sum(b["flows"] for b in plan["bursts"]), "plan": plan,
         "versions": {"kernel": platform.release(), "python": platform.python_version()},
     }
-    switch = pick_switch(case, want_switch, seed)
+    switch = pick_switch(case, want_switch, seed, slot)
     meta["switch"] = switch.kind
-    net = AccessNet("i0", case.profile, logdir=tmp)
+    net = AccessNet(f"i{slot}", case.profile, logdir=tmp)
     procs: list[subprocess.Popen] = []
 
     def spawn(node, args, name):
         f = open(tmp / f"{name}.out", "wb")
-        argv = [*(REALTIME if args[0] == "accessnet.audio" else []), PY, "-m", *args]
+        argv = [*(REALTIME if args[0] in ("accessnet.audio", "accessnet.rtc") else []), PY, "-m", *args]
         p = node.popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
         procs.append(p)
@@ -142,6 +144,7 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             net.registry.process(c.pid)
 
         duration = sc.duration_s
+        tail = float(run_cfg.get("tail_s", 2.0))
         slack = (t0 - time.time_ns()) / 1e9
         if slack < 0.2:
             raise RuntimeError(f"switch start-up took {STARTUP_BUDGET_S - slack:.1f} s, more than the "
@@ -167,8 +170,34 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
                     "--log", str(tmp / f"client_flows_{k}.csv")], f"web_client_{k}"))
         else:
             meta["tcp_start_ns"] = None
+        if "users" in case.spec:  # the rtc+web workload's web users
+            u = case.spec["users"]
+            if not plan["bursts"]:
+                spawn(net.srv, ["accessnet.web", "server", "--port", str(WEB_PORT), "--cc", sc.cc,
+                                "--log", str(tmp / "server_flows.jsonl")], "web_server")
+                time.sleep(0.3)
+            ustart = t0 + int(float(u.get("start_s", 2.0)) * 1e9)
+            meta["tcp_start_ns"] = min(ustart, meta["tcp_start_ns"] or ustart)
+            meta["n_flows"] = meta["n_flows"] + int(u.get("count", 5))
+            clients.append(spawn(net.cli, [
+                "accessnet.web", "users", "--dst", SERVER_IP, "--port", str(WEB_PORT),
+                "--users", str(int(u.get("count", 5))), "--min-bytes", str(int(u.get("min_bytes", 100_000))),
+                "--max-bytes", str(int(u.get("max_bytes", 1_500_000))),
+                "--idle-mean-s", str(float(u.get("idle_mean_s", 10.0))), "--start-at", str(ustart),
+                "--duration", str(duration - float(u.get("start_s", 2.0)) - tail), "--seed", str(seed),
+                "--log", str(tmp / "client_flows_users.csv")], "web_users"))
+        rtc_sender = None
+        if "rtc" in case.spec:  # one adaptive real-time flow (accessnet.rtc)
+            r = case.spec["rtc"]
+            rstart = float(r.get("start_s", 0.0))
+            spawn(net.cli, ["accessnet.rtc", "recv", "--port", str(RTC_PORT), "--log", str(tmp / "rtc_rx.csv"),
+                            "--duration", str(duration + 5)], "rtc_rx")
+            rtc_sender = spawn(net.srv, [
+                "accessnet.rtc", "send", "--dst", CLIENT_IP, "--port", str(RTC_PORT),
+                "--size", str(int(r.get("size", 1200))), "--start-kbps", str(float(r.get("start_kbps", 128))),
+                "--max-kbps", str(float(r.get("max_kbps", 2500))), "--duration", str(duration - rstart - tail),
+                "--start-at", str(t0 + int(rstart * 1e9)), "--log", str(tmp / "rtc_tx.csv")], "rtc_tx")
 
-        tail = float(run_cfg.get("tail_s", 2.0))
         only_audio = float(run_cfg.get("audio_only_s", 15.0))
         deadline = time.monotonic() + 1.0 + duration
         done_at = None
@@ -184,10 +213,11 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             if sender.poll() is not None and not clients:
                 break
             time.sleep(0.1)
-        # Stop the audio sender first and let its last packets arrive before anything else stops.
-        if sender.poll() is None:
-            sender.send_signal(signal.SIGTERM)
-            sender.wait(timeout=10)
+        # Stop the senders first and let their last packets arrive before anything else stops.
+        for snd in (sender, rtc_sender):
+            if snd is not None and snd.poll() is None:
+                snd.send_signal(signal.SIGTERM)
+                snd.wait(timeout=10)
         time.sleep(2 * (case.profile.delay_ms + case.profile.server_delay_ms) / 1000 + 0.3)
         for p in procs:
             if p.poll() is None:
@@ -197,7 +227,7 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
-        if plan["bursts"]:
+        if plan["bursts"] or "users" in case.spec:
             from .web import merge_flows
             merge_flows(sorted(tmp.glob("client_flows_*.csv")), tmp / "server_flows.jsonl", tmp / "flows.csv")
         meta["status"] = "ok"
@@ -229,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--switch", choices=["auto", "bmv2", "model", "kernel"], help="override the scenario's")
     ap.add_argument("--out", type=Path, default=ROOT / "results", help="where run directories go")
     ap.add_argument("--resume", type=Path, help="continue an interrupted run directory")
+    ap.add_argument("--jobs", type=int, default=1, help="replications at once (default 1: see accessnet.sweep)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     if os.geteuid() != 0:
@@ -253,33 +284,18 @@ def main(argv: list[str] | None = None) -> int:
         raise Interrupted()
 
     signal.signal(signal.SIGTERM, on_signal)
-    todo = [(c, r) for c in sc.cases for r in range(reps)]
-    done_t: list[float] = []
-    failed = 0
+    from .sweep import Unit, execute
+    units = [Unit(sc, c, r, c.name) for c in sc.cases for r in range(reps)]
     print(f"run {rundir} : {len(sc.cases)} cases x {reps} reps")
     try:
-        for i, (case, rep) in enumerate(todo, 1):
-            out = rundir / case.name
-            if (out / f"rep{rep}" / "meta.json").exists():
-                print(f"[{i}/{len(todo)}] {case.name} rep{rep}: already done")
-                continue
-            eta = ""
-            if done_t:
-                eta = f", ETA {sum(done_t) / len(done_t) * (len(todo) - i + 1) / 60:.1f} min"
-            print(f"[{i}/{len(todo)}] {case.name} rep{rep}: running{eta}", flush=True)
-            t = time.time()
-            meta = run_rep(sc, case, rep, out, want)
-            done_t.append(time.time() - t)
-            failed += meta["status"] != "ok"
-            print(f"[{i}/{len(todo)}] {case.name} rep{rep}: {meta['status']} ({meta['switch']}) "
-                  f"in {done_t[-1]:.1f}s{'  ' + meta.get('error', '') if meta['status'] != 'ok' else ''}",
-                  flush=True)
+        res = execute(units, rundir, want, jobs=a.jobs)
     except (KeyboardInterrupt, Interrupted):
         print(f"interrupted: finished replications are kept; resume with --resume {rundir}", file=sys.stderr)
         return 130
+    failed = res["failed"]
     from .summary import print_summary
     print_summary(rundir)
-    return 1 if failed == len(todo) else 0
+    return 1 if res["ran"] and failed == res["ran"] else 0
 
 
 if __name__ == "__main__":

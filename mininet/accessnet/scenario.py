@@ -32,7 +32,7 @@ REDOK_ROWS = {
 P4_AQMS = ("fifo", "red", "redok", "codel", "pie", "iwa")
 KERNEL_AQMS = ("pfifo", "kred", "kcodel", "kfq_codel", "kpie")
 
-TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm"}
+TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc", "users"}
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
             "tail_s", "jitter_budget_ms", "rate_changes"}
 
@@ -82,7 +82,8 @@ def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict) -> tuple[dict, 
     return {"link": {"rate_bps": prof.rate_bps}, "buffer": dict(buf), "aqm": a}, buf
 
 
-def load(name_or_path: str) -> Scenario:
+def load(name_or_path: str, overrides: dict | None = None) -> Scenario:
+    """Read a scenario; ``overrides`` replace keys of its [run] table (a sweep's matrix does this)."""
     path = Path(name_or_path)
     if not path.suffix:
         path = SCENARIO_DIR / f"{name_or_path}.toml"
@@ -96,6 +97,8 @@ def load(name_or_path: str) -> Scenario:
     unknown = set(data) - TOP_KEYS
     if unknown:
         raise ConfigError(f"{path.name}: unknown section(s) {sorted(unknown)}; allowed {sorted(TOP_KEYS)}")
+    if overrides:
+        data = {**data, "run": {**data.get("run", {}), **overrides}}
     run = data.get("run", {})
     bad = set(run) - RUN_KEYS
     if bad:

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .profiles import Profile
+from .scenario import RED_ROWS
 from .topology import ROOT, AccessNet
 
 
@@ -203,21 +205,31 @@ class ModelSwitch(Switch):
             raise RuntimeError(f"model switch exited at start: see {rundir / 'switch.log'}")
 
 
+def kernel_red(buf: dict, rate_bps: float, row: dict) -> str:
+    """Linux RED with the seeds' row for the profile (thresholds in 1500 B packets, as in the BRIEF)."""
+    avpkt = 1500
+    th_min, th_max = row["th_min"] * avpkt, row["th_max"] * avpkt
+    limit = max(th_max * 4, buf.get("packets", 0) * 1514, buf.get("bytes", 0))
+    burst = max(1, round((2 * th_min + th_max) / (3 * avpkt)))
+    return (f"red limit {limit} min {th_min} max {th_max} avpkt {avpkt} burst {burst} "
+            f"bandwidth {int(rate_bps)}bit probability {row['max_p']}")
+
+
 KERNEL_QDISCS = {
-    "pfifo": lambda buf: f"pfifo limit {buf.get('packets', 1000)}",
-    "kred": lambda buf: "red limit 400000 min 30000 max 90000 avpkt 1500 burst 55 bandwidth 2mbit",
-    "kcodel": lambda buf: f"codel limit {buf.get('packets', 1000)}",
-    "kfq_codel": lambda buf: f"fq_codel limit {buf.get('packets', 1000)}",
-    "kpie": lambda buf: f"pie limit {buf.get('packets', 1000)}",
+    "pfifo": lambda buf, prof: f"pfifo limit {buf.get('packets', 1000)}",
+    "kred": lambda buf, prof: kernel_red(buf, prof.rate_bps, RED_ROWS.get(prof.name, RED_ROWS["hspa"])),
+    "kcodel": lambda buf, prof: f"codel limit {buf.get('packets', 1000)}",
+    "kfq_codel": lambda buf, prof: f"fq_codel limit {buf.get('packets', 1000)}",
+    "kpie": lambda buf, prof: f"pie limit {buf.get('packets', 1000)}",
 }
 
 
 class KernelSwitch(Switch):
     kind = "kernel"
 
-    def __init__(self, qdisc: str, buffer: dict) -> None:
+    def __init__(self, qdisc: str, buffer: dict, prof: Profile) -> None:
         super().__init__()
-        self.qdisc = KERNEL_QDISCS[qdisc](buffer)
+        self.qdisc = KERNEL_QDISCS[qdisc](buffer, prof)
 
     def start(self, net: AccessNet, cfg: dict, rundir: Path, tune: TuneSpec) -> None:
         if tune.rate_changes:

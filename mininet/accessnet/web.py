@@ -147,6 +147,41 @@ def client(dst: str, port: int, flows: int, nbytes: int, start_at: int, burst: i
     return 0 if all(r["completed"] for r in rows) else 1
 
 
+def users(dst: str, port: int, n_users: int, min_bytes: int, max_bytes: int, idle_mean_s: float, start_at: int,
+          duration: float, seed: int, log_path: str) -> int:
+    """The rtc+web workload's web users: each a sequence of page downloads of U(min, max) bytes separated
+    by idle periods ~ Exp(idle_mean_s), from ``start_at`` for ``duration`` s. One row per download; the
+    "burst" column holds the user. Reproducible from ``seed``."""
+    import random
+    while (wait := start_at - time.time_ns()) > 0:
+        time.sleep(min(wait, 5_000_000) / 1e9)
+    end = time.monotonic() + duration
+    rows: list[dict] = []
+    lock = threading.Lock()
+
+    def user(k: int) -> None:
+        rng = random.Random(seed * 1009 + k)
+        time.sleep(rng.expovariate(1 / idle_mean_s) / 4)  # users do not all start at once
+        while time.monotonic() < end:
+            row = {"flow": 0, "burst": k, "start_ns": 0, "end_ns": "", "bytes": 0, "completed": 0, "lport": 0}
+            with lock:
+                row["flow"] = len(rows)
+                rows.append(row)
+            fetch(dst, port, rng.randint(min_bytes, max_bytes), max(1.0, end - time.monotonic()), row)
+            time.sleep(rng.expovariate(1 / idle_mean_s))
+
+    threads = [threading.Thread(target=user, args=(k,), daemon=True) for k in range(n_users)]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            t.join(timeout=max(0.0, end - time.monotonic()) + 1)
+    finally:
+        with lock:
+            write_client_log(log_path, list(rows))
+    return 0
+
+
 def write_client_log(log_path: str, rows: list[dict]) -> None:
     with open(log_path, "w", newline="") as f:
         w = csv.DictWriter(f, ["flow", "burst", "start_ns", "end_ns", "bytes", "completed", "lport"],
@@ -194,10 +229,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--burst", type=int, default=0)
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--log", required=True)
+    p = sub.add_parser("users", help="web users: page downloads separated by exponential idle periods")
+    p.add_argument("--dst", required=True)
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--users", type=int, default=5)
+    p.add_argument("--min-bytes", type=int, default=100_000)
+    p.add_argument("--max-bytes", type=int, default=1_500_000)
+    p.add_argument("--idle-mean-s", type=float, default=10.0)
+    p.add_argument("--start-at", type=int, default=0)
+    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--log", required=True)
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if a.cmd == "server":
         return server(a.port, a.cc, a.log)
+    if a.cmd == "users":
+        return users(a.dst, a.port, a.users, a.min_bytes, a.max_bytes, a.idle_mean_s, a.start_at, a.duration,
+                     a.seed, a.log)
     return client(a.dst, a.port, a.flows, a.bytes, a.start_at, a.burst, a.timeout, a.log)
 
 

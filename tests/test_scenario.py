@@ -1,0 +1,47 @@
+"""Scenario files as data: loading, checks, overrides, and the kernel peers' parameters per profile."""
+
+from __future__ import annotations
+
+import pytest
+
+from accessnet import scenario as scen
+from accessnet.profiles import profile
+from accessnet.switches import KERNEL_QDISCS
+from refmodel.params import ConfigError
+
+
+def test_every_shipped_scenario_loads():
+    for path in sorted(scen.SCENARIO_DIR.glob("*.toml")):
+        sc = scen.load(str(path))
+        assert sc.cases, path.name
+
+
+def test_web6_is_the_main_job_matrix():
+    sc = scen.load("web6")
+    assert {(c.aqm, c.iw) for c in sc.cases} == {(a, i) for a in ("fifo", "red", "iwa") for i in (3, 10)}
+    assert all(c.profile.name == "hspa" and c.buffer == {"packets": 48} for c in sc.cases)  # 2 x seed BDP 24
+
+
+def test_overrides_replace_run_keys():
+    sc = scen.load("web6", {"profile": "lte", "aqms": ["codel"], "iws": [10], "reps": 7})
+    assert [c.name for c in sc.cases] == ["lte-250p-codel-iw10"] and sc.reps == 7
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"rate_changes": [[5]]}, "rate_changes"),
+    ({"rate_changes": [[5, -1]]}, "rate_changes"),
+    ({"jitter_budget_ms": 0}, "jitter_budget_ms"),
+    ({"colour": 1}, "unknown key"),
+    ({"iws": [0]}, "IW must be"),
+    ({"switch": "p4"}, "switch"),
+])
+def test_bad_run_keys_are_named(bad, match):
+    with pytest.raises(ConfigError, match=match):
+        scen.load("web6", bad)
+
+
+def test_kernel_red_follows_the_profile():
+    hspa = KERNEL_QDISCS["kred"]({"packets": 48}, profile("hspa"))
+    edge = KERNEL_QDISCS["kred"]({"packets": 14}, profile("edge"))
+    assert "min 7500 max 30000" in hspa and "bandwidth 2000000bit" in hspa  # HSPA row: 5 and 20 packets
+    assert "min 4500 max 13500" in edge and "bandwidth 160000bit" in edge  # EDGE row: 3 and 9 packets

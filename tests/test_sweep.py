@@ -1,0 +1,100 @@
+"""The sweep runner's bookkeeping with a stand-in for one replication (no network needed): matrix
+expansion, atomic results, resume after an interruption, failures recorded and carried over."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from accessnet import sweep
+from accessnet.run import Interrupted
+from refmodel.params import ConfigError
+
+
+def fake_run(calls: list, fail: set[str] = frozenset(), stop_after: int | None = None):
+    def run_one(sc, case, rep, outdir: Path, want, slot):
+        key = f"{outdir.name}/rep{rep}"
+        if stop_after is not None and len(calls) >= stop_after:
+            (outdir / f"rep{rep}.tmp").mkdir(parents=True, exist_ok=True)  # what a killed replication leaves
+            raise Interrupted()
+        calls.append(key)
+        d = outdir / f"rep{rep}"
+        d.mkdir(parents=True)
+        status = "failed" if key in fail else "ok"
+        (d / "meta.json").write_text(json.dumps({"status": status, "switch": "fake", "error": "boom"}))
+        return {"status": status, "switch": "fake", "error": "switch died"}
+    return run_one
+
+
+def write_sweep(tmp: Path, **kw) -> Path:
+    body = {"scenarios": ["web1", "web6"], "profiles": ["hspa", "lte"], "aqms": ["fifo", "iwa"], "iws": [10],
+            "reps": 2, **kw}
+    lines = [f"{k} = {json.dumps(v)}" for k, v in body.items()]
+    p = tmp / "s.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_matrix_expands_scenario_profile_aqm_iw_reps(tmp_path):
+    _, units = sweep.load_sweep(str(write_sweep(tmp_path)))
+    assert len(units) == 2 * 2 * 2 * 1 * 2
+    keys = [u.key for u in units]
+    assert len(set(keys)) == len(keys)
+    assert "web6-lte-250p-iwa-iw10/rep1" in keys  # LTE 2*BDP = 250 packets (seed BDP 125)
+    assert {u.case.profile.name for u in units} == {"hspa", "lte"}
+
+
+def test_bad_sweeps_name_the_problem(tmp_path):
+    with pytest.raises(ConfigError, match="unknown key"):
+        sweep.load_sweep(str(write_sweep(tmp_path, colour=["red"])))
+    with pytest.raises(ConfigError, match="aqm 'blue' is unknown"):
+        sweep.load_sweep(str(write_sweep(tmp_path, aqms=["blue"])))
+    with pytest.raises(ConfigError, match="not found"):
+        sweep.load_sweep(str(write_sweep(tmp_path, scenarios=["nope"])))
+
+
+def test_interrupted_sweep_resumes_without_redoing_or_losing_anything(tmp_path):
+    _, units = sweep.load_sweep(str(write_sweep(tmp_path)))
+    rundir = tmp_path / "run"
+    first: list = []
+    with pytest.raises(Interrupted):
+        sweep.execute(units, rundir, "model", run_one=fake_run(first, stop_after=5), say=lambda s: None)
+    assert len(first) == 5
+    assert len(list(rundir.glob("*/rep*.tmp"))) == 1  # the killed one: not counted as done
+    second: list = []
+    said: list[str] = []
+    res = sweep.execute(units, rundir, "model", run_one=fake_run(second), say=said.append)
+    assert res == {"ran": len(units) - 5, "skipped": 5, "failed": 0}
+    assert not set(first) & set(second) and len(set(first) | set(second)) == len(units)
+    assert "5 of 16 replications already done" in said[0]
+    assert any("ETA" in s for s in said)
+
+
+def test_a_failed_replication_is_recorded_and_the_sweep_goes_on(tmp_path):
+    _, units = sweep.load_sweep(str(write_sweep(tmp_path)))
+    bad = units[3].key
+    said: list[str] = []
+    res = sweep.execute(units, tmp_path / "run", "model", run_one=fake_run([], fail={bad}), say=said.append)
+    assert res["ran"] == len(units) and res["failed"] == 1
+    assert any(bad in s and "failed" in s and "switch died" in s for s in said)
+    assert json.loads((tmp_path / "run" / bad / "meta.json").read_text())["status"] == "failed"
+
+
+def test_parallel_slots_each_run_a_share(tmp_path):
+    _, units = sweep.load_sweep(str(write_sweep(tmp_path)))
+    rundir = tmp_path / "run"
+
+    def run_one(sc, case, rep, outdir, want, slot):
+        time.sleep(0.05)  # long enough that both slots take work
+        d = outdir / f"rep{rep}"
+        d.mkdir(parents=True)
+        (d / "meta.json").write_text(json.dumps({"status": "ok", "slot": slot}))
+        return {"status": "ok", "switch": "fake"}
+
+    res = sweep.execute(units, rundir, "model", jobs=2, run_one=run_one, say=lambda s: None)
+    assert res["ran"] == len(units) and res["failed"] == 0
+    slots = {json.loads(p.read_text())["slot"] for p in rundir.glob("*/rep*/meta.json")}
+    assert slots == {0, 1}
