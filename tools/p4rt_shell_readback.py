@@ -16,7 +16,7 @@ addr = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:9559"
 # A backup client (lower election id than the controller's 10): reads only.
 sh.setup(device_id=1, grpc_addr=addr, election_id=(0, 5), config=None)
 try:
-    print("tables:", ", ".join(t.name for t in sh.context.get_objs(sh.P4Type.table)))
+    print("tables:", ", ".join(name for name, _ in sh.context.get_objs(sh.P4Type.table)))
     for e in sh.TableEntry("BottleneckIngress.forward").read():
         print("forward:", str(e).replace("\n", " "))
     for t in ("bottleneck_cfg", "red_cfg", "codel_cfg", "pie_cfg", "iwa_cfg"):
