@@ -28,7 +28,7 @@ from pathlib import Path
 from refmodel.params import ConfigError
 
 from . import scenario as scen
-from .switches import Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available
+from .switches import Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available, toolchain_versions
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 
 LOG = logging.getLogger("iwlab.run")
@@ -102,6 +102,8 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
     }
     switch = pick_switch(case, want_switch, seed, slot)
     meta["switch"] = switch.kind
+    if switch.kind == "bmv2":
+        meta["versions"].update(toolchain_versions())
     net = AccessNet(f"i{slot}", case.profile, logdir=tmp)
     procs: list[subprocess.Popen] = []
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -49,6 +50,19 @@ def find_p4_tool(name: str) -> str | None:
     import os
     return shutil.which(name) or shutil.which(name, path=os.path.join(os.environ.get("P4_PREFIX", P4_PREFIX_DEFAULT),
                                                                         "bin"))
+
+
+@functools.cache
+def toolchain_versions() -> dict[str, str]:
+    """Versions of the P4 tools a run used (recorded in meta.json), where present."""
+    out = {}
+    for key, tool in (("bmv2", "simple_switch_grpc"), ("p4c", "p4c-bm2-ss")):
+        exe = find_p4_tool(tool)
+        if exe:
+            r = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
+            text = (r.stdout + r.stderr).strip().splitlines()
+            out[key] = text[-1].strip() if text else "?"
+    return out
 
 
 def bmv2_available() -> bool:
