@@ -18,8 +18,9 @@ from .telemetry_reader import read_telemetry
 AUDIO_PORT = 5004
 
 
-def sojourn_errors_ns(rep: Path) -> np.ndarray:
-    """(OWD - base delay) - predicted sojourn, for every audio packet that passed the switch."""
+def _matched(rep: Path) -> tuple[dict, np.ndarray, np.ndarray]:
+    """meta.json, and for every audio packet that passed the switch: (OWD - base delay) - predicted
+    sojourn, and the predicted sojourn."""
     rep = Path(rep)
     meta = read_meta(rep)
     audio = read_audio(rep)
@@ -32,7 +33,13 @@ def sojourn_errors_ns(rep: Path) -> np.ndarray:
     d = owd_ns(audio)[:n]
     base = base_delay_ns(audio, meta.get("tcp_start_ns"))
     passed = (a["decision"].to_numpy() != 1) & ~np.isnan(d)
-    return (d - base)[passed] - a["sojourn_ns"].to_numpy()[passed]
+    soj = a["sojourn_ns"].to_numpy()[passed]
+    return meta, (d - base)[passed] - soj, soj
+
+
+def sojourn_errors_ns(rep: Path) -> np.ndarray:
+    """(OWD - base delay) - predicted sojourn, for every audio packet that passed the switch."""
+    return _matched(rep)[1]
 
 
 def wire_lateness_ms(rep: Path) -> float:
@@ -49,16 +56,9 @@ def wire_lateness_ms(rep: Path) -> float:
 def summary(rep: Path) -> dict:
     """|error| statistics over all audio packets, over those that waited in the queue (the burst part
     of the proof) and over those that met an empty queue (the no-cross-traffic part)."""
-    rep = Path(rep)
-    meta = read_meta(rep)
-    audio = read_audio(rep)
-    tel, _ = read_telemetry(rep / "telemetry.pcap")
-    a = tel[(tel["proto"] == 17) & (tel["dport"] == AUDIO_PORT)].sort_values("seq")
-    n = min(len(a), len(audio.df))
-    soj = a["sojourn_ns"].to_numpy()[:n]
-    passed = (a["decision"].to_numpy()[:n] != 1) & ~np.isnan(owd_ns(audio)[:n])
-    e = np.abs(sojourn_errors_ns(rep))
-    queued = soj[passed] > 0
+    meta, err, soj = _matched(rep)
+    e = np.abs(err)
+    queued = soj > 0
 
     def stats(x: np.ndarray) -> dict:
         if x.size == 0:

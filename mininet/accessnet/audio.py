@@ -66,6 +66,15 @@ def send(dst: str, port: int, interval_ms: float, payload: int, duration: float,
     return 0
 
 
+def rx_time_ns(anc: list) -> int:
+    """The kernel's receive timestamp (SO_TIMESTAMPNS) from recvmsg's ancillary data, else now."""
+    for level, kind, value in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", value[:16])
+            return sec * 1_000_000_000 + nsec
+    return time.time_ns()
+
+
 def recv(port: int, log: str, duration: float) -> int:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
@@ -80,11 +89,7 @@ def recv(port: int, log: str, duration: float) -> int:
                     data, anc, _, _ = s.recvmsg(2048, 64)
                 except TimeoutError:
                     continue
-                t = time.time_ns()
-                for level, kind, value in anc:
-                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                        sec, nsec = struct.unpack("qq", value[:16])
-                        t = sec * 1_000_000_000 + nsec
+                t = rx_time_ns(anc)
                 if len(data) < RTP.size + STAMP.size:
                     continue
                 seq, send_ns = parse(data)

@@ -28,9 +28,10 @@ import struct
 import sys
 import time
 
+from .audio import SO_TIMESTAMPNS, rx_time_ns
+
 HEAD = struct.Struct("!IQ")  # seq, send_ns
 REPORT = struct.Struct("!QdQ")  # receive rate bit/s, loss fraction, queuing delay ns
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 MIN_RATE = 64_000
 OVERUSE_NS, UNDERUSE_NS = 50_000_000, 25_000_000
 REPORT_NS, WINDOW_NS = 100_000_000, 500_000_000
@@ -105,11 +106,7 @@ def recv(port: int, log: str, duration: float) -> int:
             while time.monotonic() < end:
                 try:
                     data, anc, _, addr = s.recvmsg(2048, 64)
-                    t = time.time_ns()
-                    for level, kind, value in anc:
-                        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                            sec, nsec = struct.unpack("qq", value[:16])
-                            t = sec * 1_000_000_000 + nsec
+                    t = rx_time_ns(anc)
                     if len(data) >= HEAD.size:
                         seq, send_ns = HEAD.unpack_from(data)
                         f.write(f"{seq},{send_ns},{t},{len(data)}\n")

@@ -47,7 +47,6 @@ REALTIME = ["chrt", "-r", "20"]
 
 
 def find_p4_tool(name: str) -> str | None:
-    import os
     return shutil.which(name) or shutil.which(name, path=os.path.join(os.environ.get("P4_PREFIX", P4_PREFIX_DEFAULT),
                                                                         "bin"))
 
