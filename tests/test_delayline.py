@@ -1,9 +1,13 @@
 """The userspace delay line: accurate to 0.5 ms at the 99th percentile at 1,000 packets/s, no reordering.
 
 Three namespaces of our own: a -- [m: delayline] -- b. 1,000 audio-format
-packets/s flow a->b (70 ms) and b->a (11 ms) at once for 3 s; the one-way delay
-of each is compared with the configured delay. A short TCP transfer checks
-that segments cross intact (checksums, offloads off).
+packets/s flow a->b (70 ms) and b->a (11 ms) at once for 3 s. The element is
+measured at the wire: tcpdump on the outer veth ends (iwtdla, iwtdlb) stamps
+each packet in the kernel when it enters and when it leaves the line, so the
+error is the line's own, not the Python sender's scheduling (a sender stamps
+its packet in user space before sendto; that noise is printed beside, as the
+application-level OWD error, but not asserted at 0.5 ms). A short TCP transfer
+checks that segments cross intact (checksums, offloads off).
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ import os
 import subprocess
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+import dpkt
 import pandas as pd
 import pytest
 
@@ -70,12 +76,40 @@ def _line():
             sh("ip", "netns", "del", ns, check=False)
 
 
-def run_in(ns, *args, **kw):
-    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", *args], cwd=ROOT, **kw)
+def run_in(ns, *args, realtime=False, **kw):
+    prio = ["chrt", "-r", "10"] if realtime else []  # the audio sender's priority in the lab (accessnet.run)
+    return subprocess.Popen(["ip", "netns", "exec", ns, *prio, sys.executable, "-m", *args], cwd=ROOT, **kw)
+
+
+def capture(ns: str, ifname: str, path: Path) -> subprocess.Popen:
+    return subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-s", "96", "-U", "-n",
+                             "--time-stamp-precision=nano", "-w", str(path), "udp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wire_times(path: Path, port: int) -> dict[int, int]:
+    """seq -> kernel capture time (ns) of every audio packet to ``port`` in a pcap (first sighting)."""
+    out: dict[int, int] = {}
+    with open(path, "rb") as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.udp.UDP) or ip.data.dport != port:
+                continue
+            seq, _ = audio_seq_stamp(bytes(ip.data.data))
+            out.setdefault(seq, int(Decimal(ts) * 1_000_000_000))  # dpkt gives nano captures as Decimal
+    return out
+
+
+def audio_seq_stamp(payload: bytes) -> tuple[int, int]:
+    from accessnet.audio import parse
+    return parse(payload)
 
 
 def test_delay_accuracy_at_1000_pps(line, tmp_path):
     a, _, b = NS
+    caps = {"a": tmp_path / "a.pcap", "b": tmp_path / "b.pcap"}
+    dumps = [capture(a, "iwtdla", caps["a"]), capture(b, "iwtdlb", caps["b"])]
+    time.sleep(1.0)  # tcpdump is listening before the first packet
     start = time.time_ns() + 1_000_000_000
     procs = [
         run_in(b, "accessnet.audio", "recv", "--port", "6000", "--duration", "6", "--log", str(tmp_path / "ab_rx.csv")),
@@ -84,22 +118,33 @@ def test_delay_accuracy_at_1000_pps(line, tmp_path):
     time.sleep(0.3)
     procs += [
         run_in(a, "accessnet.audio", "send", "--dst", "10.77.0.2", "--port", "6000", "--interval-ms", "1",
-               "--duration", "3", "--start-at", str(start), "--log", str(tmp_path / "ab_tx.csv")),
+               "--duration", "3", "--start-at", str(start), "--log", str(tmp_path / "ab_tx.csv"), realtime=True),
         run_in(b, "accessnet.audio", "send", "--dst", "10.77.0.1", "--port", "6001", "--interval-ms", "1",
-               "--duration", "3", "--start-at", str(start), "--log", str(tmp_path / "ba_tx.csv")),
+               "--duration", "3", "--start-at", str(start), "--log", str(tmp_path / "ba_tx.csv"), realtime=True),
     ]
     for p in procs:
         p.wait(timeout=30)
-    for name, delay_ms in (("ab", 70.0), ("ba", 11.0)):
+    time.sleep(0.2)
+    for d in dumps:
+        d.terminate()
+        d.wait(timeout=10)
+    for name, delay_ms, port, src, dst in (("ab", 70.0, 6000, "a", "b"), ("ba", 11.0, 6001, "b", "a")):
         tx = pd.read_csv(tmp_path / f"{name}_tx.csv")
         rx = pd.read_csv(tmp_path / f"{name}_rx.csv")
         assert len(tx) == 3000 and len(rx) == len(tx), f"{name}: {len(rx)} of {len(tx)} arrived"
         assert rx["seq"].is_monotonic_increasing, f"{name}: reordered"
-        err_ms = np.abs((rx["recv_ns"] - rx["send_ns"]) / 1e6 - delay_ms)
+        app_err = np.abs((rx["recv_ns"] - rx["send_ns"]) / 1e6 - delay_ms)
+        t_in, t_out = wire_times(caps[src], port), wire_times(caps[dst], port)
+        assert len(t_in) == len(t_out) == 3000, f"{name}: captured {len(t_in)} in, {len(t_out)} out of 3000"
+        seqs = sorted(t_in)
+        assert [t_out[q] for q in seqs] == sorted(t_out[q] for q in seqs), f"{name}: reordered on the wire"
+        err_ms = np.abs(np.array([t_out[q] - t_in[q] for q in seqs]) / 1e6 - delay_ms)
         p50, p99, mx = np.percentile(err_ms, 50), np.percentile(err_ms, 99), err_ms.max()
-        print(f"delay line {name} {delay_ms} ms at 1000 pps: |error| p50 {p50:.3f} ms, p99 {p99:.3f} ms, "
-              f"max {mx:.3f} ms")
-        assert p99 <= 0.5
+        print(f"delay line {name} {delay_ms} ms at 1000 pps, at the wire: |error| p50 {p50:.3f} ms, "
+              f"p99 {p99:.3f} ms, max {mx:.3f} ms; application OWD |error| p50 {np.median(app_err):.3f} ms, "
+              f"p99 {np.percentile(app_err, 99):.3f} ms")
+        assert p99 <= 0.5, f"{name}: the delay line's p99 error {p99:.3f} ms is over 0.5 ms"
+        assert np.median(app_err) <= 0.5, f"{name}: application-level median OWD error {np.median(app_err):.3f} ms"
 
 
 def test_tcp_crosses_the_delay_line(line, tmp_path):
