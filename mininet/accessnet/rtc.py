@@ -22,27 +22,18 @@ from __future__ import annotations
 
 import argparse
 import collections
-import signal
 import socket
 import struct
 import sys
 import time
 
-from .audio import SO_TIMESTAMPNS, rx_time_ns
+from .audio import SO_TIMESTAMPNS, Stop, rx_time_ns, stop_on_signals, uninterrupted
 
 HEAD = struct.Struct("!IQ")  # seq, send_ns
 REPORT = struct.Struct("!QdQ")  # receive rate bit/s, loss fraction, queuing delay ns
 MIN_RATE = 64_000
 OVERUSE_NS, UNDERUSE_NS = 50_000_000, 25_000_000
 REPORT_NS, WINDOW_NS = 100_000_000, 500_000_000
-
-
-class Stop(Exception):
-    pass
-
-
-def _stop(*_):
-    raise Stop()
 
 
 def next_rate(rate: float, recv_rate: float, loss: float, qdelay_ns: int, max_rate: float) -> float:
@@ -80,8 +71,9 @@ def send(dst: str, port: int, size: int, start_bps: float, max_bps: float, durat
                 if now < due:
                     time.sleep(min(due - now, 2_000_000) / 1e9)
                     continue
-                s.sendto(HEAD.pack(seq, now) + pad, (dst, port))
-                f.write(f"{seq},{now},{size},{int(rate)}\n")
+                with uninterrupted():
+                    s.sendto(HEAD.pack(seq, now) + pad, (dst, port))
+                    f.write(f"{seq},{now},{size},{int(rate)}\n")
                 seq += 1
                 due += int(size * 8 * 1e9 / rate)
                 due = max(due, now - 50_000_000)  # after a stall, do not burst out more than 50 ms of media
@@ -152,8 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, required=True)
     p.add_argument("--log", required=True)
     a = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+    stop_on_signals()
     if a.cmd == "send":
         return send(a.dst, a.port, a.size, a.start_kbps * 1e3, a.max_kbps * 1e3, a.duration, a.log, a.start_at)
     return recv(a.port, a.log, a.duration)
