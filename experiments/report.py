@@ -28,6 +28,7 @@ from refmodel.constants import TELEMETRY_ETHERTYPE
 from .metrics import (IPDV_PERCENTILES, JITTER_BUFFERS_MS, NS, Audio, MetricsError, _jb_key, audio_packets,
                       find_reps, ipdv_ns, ipdv_table, levels_over_time, mean_ci95, read_csv, read_meta,
                       summarize_rep)
+from .bottleneck_check import summary as bottleneck_summary
 from .telemetry_reader import read_telemetry
 
 # experiments.plots (matplotlib) is imported where figures are drawn, so that the main job's summary_table
@@ -417,6 +418,35 @@ def ipdv_md(cases: list[Case]) -> list[str]:
     return _md_table(["AQM", "IW", "N", "reps", "pairs", *(h for _, h in IPDV_COLUMNS)], rows)
 
 
+def bottleneck_md(cases: list[Case]) -> list[str]:
+    """Per case, the single-bottleneck check of every replication (experiments.bottleneck_check): how far an
+    audio packet's delay beyond the base delay was from the sojourn the switch predicted for it, for packets
+    that met an empty queue and for those that waited; the worst replication's p99 is shown. The wire's
+    (delay lines') own worst lateness says whether the host stalled during the run."""
+    rows = []
+    for c in cases:
+        sums = []
+        for r in c.reps:
+            try:
+                sums.append(bottleneck_summary(r.path))
+            except MetricsError:  # no telemetry (kernel backends) or no audio record
+                pass
+        if not sums:
+            rows.append([str(c.aqm), str(c.iw), str(c.n_flows), "0", *["–"] * 5])
+            continue
+
+        def worst(part: str) -> str:
+            v = [s[part]["p99_ms"] for s in sums if s[part].get("packets")]
+            return f"{max(v):.2f}" if v else "–"
+
+        rows.append([str(c.aqm), str(c.iw), str(c.n_flows), str(len(sums)),
+                     str(sum(s["idle"]["packets"] for s in sums)), worst("idle"),
+                     str(sum(s["queued"]["packets"] for s in sums)), worst("queued"),
+                     f"{max(s['wire_late_max_ms'] for s in sums):.2f}"])
+    return _md_table(["AQM", "IW", "N", "reps", "idle pkts", "idle p99 (ms)", "queued pkts", "queued p99 (ms)",
+                      "wire late max (ms)"], rows)
+
+
 def _distinct(values: Iterable) -> str:
     vals = sorted({json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
                    for v in values if v is not None and v != ""})
@@ -531,6 +561,13 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              "IPDV (RFC 3393) of consecutive audio packets that both arrived, sent while TCP was active; one CDF "
              "per case over all its replications pooled; seconds.", "",
              *ipdv_md(cases), "",
+             "## Single-bottleneck check", "",
+             "|OWD − base delay − the switch's predicted sojourn| per audio packet: the switch's modelled queue "
+             "is the only place a packet waits when this stays within about 1 ms. Idle: packets that met an empty "
+             "queue; queued: packets that waited. The worst replication's 99th percentile per case. Wire late: "
+             "the delay lines' own worst lateness in the case; above about 1 ms the host itself stalled, and "
+             "that replication's delays carry the stall.", "",
+             *bottleneck_md(cases), "",
              "## Failed replications", ""]
     if failed:
         lines += [f"- `{f['case']}/{f['rep']}`: {f['error']}" for f in failed]

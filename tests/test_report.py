@@ -318,3 +318,19 @@ def test_plot_functions_write_png_and_svg(tmp_path: Path):
     ]
     assert len(written) == 14 and {p.suffix for p in written} == {".png", ".svg"}
     assert all(p.stat().st_size > 1000 for p in written)
+
+
+def test_single_bottleneck_section(built):
+    """The synthetic iwa rep0 has a constant OWD while its telemetry predicts sojourns of 0..39 ms: the check
+    must show errors far over 1 ms for the queued packets (and none for the fifo case, which has no telemetry)."""
+    from experiments.bottleneck_check import summary
+    run, _, md = built
+    section = md[md.index("## Single-bottleneck check"):md.index("## Failed replications")]
+    rows = {tuple(r[:3]): r for r in (
+        [c.strip() for c in x.strip("|").split("|")] for x in section.splitlines() if x.startswith("| fifo")
+        or x.startswith("| iwa"))}
+    assert rows[("fifo", "10", "2")][3:] == ["0", "–", "–", "–", "–", "–"]
+    s = summary(run / IWA / "rep0")
+    iwa = rows[("iwa", "10", "2")]
+    assert iwa[3] == "1" and iwa[6] == str(s["queued"]["packets"]) and s["queued"]["packets"] > 10
+    assert float(iwa[7]) == pytest.approx(s["queued"]["p99_ms"], abs=0.005) and float(iwa[7]) > 30
