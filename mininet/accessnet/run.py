@@ -221,14 +221,7 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
                 snd.send_signal(signal.SIGTERM)
                 snd.wait(timeout=10)
         time.sleep(2 * (case.profile.delay_ms + case.profile.server_delay_ms) / 1000 + 0.3)
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_gracefully(procs, 10.0)
         if plan["bursts"] or "users" in case.spec:
             from .web import merge_flows
             merge_flows(sorted(tmp.glob("client_flows_*.csv")), tmp / "server_flows.jsonl", tmp / "flows.csv")
@@ -240,9 +233,9 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
         meta["error"] = f"{type(e).__name__}: {e}"
         LOG.error("%s rep%d failed: %s", case.name, rep, meta["error"])
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+        # SIGTERM first: the traffic tools flush their logs on it, so a failed replication keeps what it
+        # measured up to the failure (SIGKILL would lose their buffered log lines).
+        stop_gracefully(procs, 3.0)
         switch.stop()
         net.stop()
         meta["duration_s"] = round(time.time() - started, 3)
@@ -251,6 +244,20 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             shutil.rmtree(final, ignore_errors=True)
             tmp.rename(final)
     return meta
+
+
+def stop_gracefully(procs: list[subprocess.Popen], timeout: float) -> None:
+    """SIGTERM every process still running, wait up to ``timeout`` s for all, then SIGKILL the rest."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    end = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
