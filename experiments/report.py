@@ -47,26 +47,36 @@ def collect(rundir: Path) -> tuple[list[dict], list[tuple[str, str]]]:
     return ok, failed
 
 
+def _link_of(r: dict) -> str:
+    """The part of a case name that is neither AQM nor IW: scenario, profile and buffer (e.g. hspa-48p)."""
+    case, tail = str(r.get("case") or ""), f"-{r['aqm']}-iw{r['iw']}"
+    return case[: -len(tail)] if case.endswith(tail) else case or "-"
+
+
 def summary_table(rundir: Path) -> str:
-    """Per AQM x IW: audio OWD median / 99 %, share of audio packets with loss period level >= 2 at a 40 ms
-    jitter buffer, web burst completion time (means over replications)."""
+    """Per link (scenario, profile, buffer) x AQM x IW: audio OWD median / 99 %, share of audio packets with
+    loss period level >= 2 at a 40 ms jitter buffer, web burst completion time (means over replications)."""
     reps, failed = collect(rundir)
     groups: dict[tuple, list[dict]] = {}
     for r in reps:
-        groups.setdefault((r["aqm"], r["iw"]), []).append(r)
-    lines = [f"{'aqm':<8}{'IW':>4}{'reps':>6}{'switch':>8}{'OWD med ms':>12}{'OWD p99 ms':>12}"
-             f"{'level>=2 @40ms':>16}{'burst s':>10}{'RTOs':>6}"]
-    for (aqm, iw), rs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        groups.setdefault((_link_of(r), str(r["aqm"]), r["iw"]), []).append(r)
+    width = max([len(k[0]) for k in groups] + [4]) + 2
+    lines = [f"{'link':<{width}}{'aqm':<8}{'IW':>4}{'reps':>6}{'switch':>8}{'OWD med ms':>12}{'OWD p99 ms':>12}"
+             f"{'level>=2 @40ms':>16}{'burst s':>22}{'RTOs':>6}"]
+    for (link, aqm, iw), rs in sorted(groups.items()):
         med = np.mean([r["audio"]["owd_median_s"] for r in rs]) * 1e3
         p99 = np.mean([r["audio"]["owd_p99_s"] for r in rs]) * 1e3
         lv = np.mean([sum(r["jitter_buffers_ms"]["40"]["levels"][2:]) for r in rs]) if all(
             "40" in r["jitter_buffers_ms"] for r in rs) else float("nan")
         bursts = [b["completion_s"] for r in rs if "tcp" in r for b in r["tcp"]["bursts"].values()
                   if b["completion_s"] is not None]
+        incomplete = sum(1 for r in rs if "tcp" in r for b in r["tcp"]["bursts"].values()
+                         if b["completion_s"] is None)
         rtos = sum(r["tcp"]["rtos"] for r in rs if "tcp" in r)
         bt = f"{np.mean(bursts):.2f}" if bursts else "-"
-        lines.append(f"{aqm:<8}{iw:>4}{len(rs):>6}{rs[0]['switch']:>8}{med:>12.1f}{p99:>12.1f}{lv:>16.3f}"
-                     f"{bt:>10}{rtos:>6}")
+        bt += f" ({incomplete} incomplete)" if incomplete else ""
+        lines.append(f"{link:<{width}}{aqm:<8}{iw:>4}{len(rs):>6}{rs[0]['switch']:>8}{med:>12.1f}{p99:>12.1f}"
+                     f"{lv:>16.3f}{bt:>22}{rtos:>6}")
     if failed:
         lines.append(f"FAILED replications ({len(failed)}):")
         lines += [f"  {name}: {why}" for name, why in failed]
@@ -432,18 +442,18 @@ def bottleneck_md(cases: list[Case]) -> list[str]:
             except MetricsError:  # no telemetry (kernel backends) or no audio record
                 pass
         if not sums:
-            rows.append([str(c.aqm), str(c.iw), str(c.n_flows), "0", *["–"] * 5])
+            rows.append([c.name, str(c.aqm), str(c.iw), str(c.n_flows), "0", *["–"] * 5])
             continue
 
         def worst(part: str) -> str:
             v = [s[part]["p99_ms"] for s in sums if s[part].get("packets")]
             return f"{max(v):.2f}" if v else "–"
 
-        rows.append([str(c.aqm), str(c.iw), str(c.n_flows), str(len(sums)),
+        rows.append([c.name, str(c.aqm), str(c.iw), str(c.n_flows), str(len(sums)),
                      str(sum(s["idle"]["packets"] for s in sums)), worst("idle"),
                      str(sum(s["queued"]["packets"] for s in sums)), worst("queued"),
                      f"{max(s['wire_late_max_ms'] for s in sums):.2f}"])
-    return _md_table(["AQM", "IW", "N", "reps", "idle pkts", "idle p99 (ms)", "queued pkts", "queued p99 (ms)",
+    return _md_table(["case", "AQM", "IW", "N", "reps", "idle pkts", "idle p99 (ms)", "queued pkts", "queued p99 (ms)",
                       "wire late max (ms)"], rows)
 
 

@@ -239,9 +239,9 @@ def test_unfinished_tmp_replication_is_listed(run: Path, tmp_path: Path):
 def test_summary_table_still_works(built):
     run = built[0]
     text = report.summary_table(run)
-    assert text.splitlines()[0].startswith("aqm") and "FAILED replications (2)" in text
-    fifo = next(x for x in text.splitlines() if x.startswith("fifo"))
-    assert fifo.split()[:3] == ["fifo", "10", "2"] and "137.0" in fifo  # mean OWD median (127.5 + 146.5) / 2
+    assert text.splitlines()[0].split()[:2] == ["link", "aqm"] and "FAILED replications (2)" in text
+    fifo = next(x for x in text.splitlines() if x.split()[1] == "fifo")
+    assert fifo.split()[:4] == ["hspa-48p", "fifo", "10", "2"] and "137.0" in fifo  # (127.5 + 146.5) / 2
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -326,11 +326,10 @@ def test_single_bottleneck_section(built):
     from experiments.bottleneck_check import summary
     run, _, md = built
     section = md[md.index("## Single-bottleneck check"):md.index("## Failed replications")]
-    rows = {tuple(r[:3]): r for r in (
-        [c.strip() for c in x.strip("|").split("|")] for x in section.splitlines() if x.startswith("| fifo")
-        or x.startswith("| iwa"))}
-    assert rows[("fifo", "10", "2")][3:] == ["0", "–", "–", "–", "–", "–"]
+    rows = {r[0]: r[1:] for r in (
+        [c.strip() for c in x.strip("|").split("|")] for x in section.splitlines() if x.startswith("| hspa"))}
+    assert rows[FIFO][:3] == ["fifo", "10", "2"] and rows[FIFO][3:] == ["0", "–", "–", "–", "–", "–"]
     s = summary(run / IWA / "rep0")
-    iwa = rows[("iwa", "10", "2")]
+    iwa = rows[IWA]
     assert iwa[3] == "1" and iwa[6] == str(s["queued"]["packets"]) and s["queued"]["packets"] > 10
     assert float(iwa[7]) == pytest.approx(s["queued"]["p99_ms"], abs=0.005) and float(iwa[7]) > 30

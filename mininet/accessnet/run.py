@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import platform
 import random
@@ -76,8 +77,19 @@ def traffic_plan(spec: dict, rng: random.Random) -> dict:
     if "bulk" in spec:
         b = spec["bulk"]
         plan["bursts"].append({"start_s": float(b.get("start_s", 5.0)), "flows": 1,
-                               "bytes": int(b.get("bytes", 1_000_000_000))})
+                               "bytes": int(b.get("bytes", 1_000_000_000)), "bulk": True})
     return plan
+
+
+def run_limit_s(duration_s: float, plan: dict, rate_bps: float) -> float:
+    """A replication's hard time limit: the scenario's ``duration_s``, stretched on slow links so that its
+    short transfers can finish: the last start + 4 x all their bytes at the link rate + 5 s (web6 on EDGE:
+    372 kB take 18.6 s at 160 kbit/s, so 40 s cut every burst short). Bulk flows never stretch it."""
+    short = [b for b in plan["bursts"] if not b.get("bulk")]
+    if not short:
+        return duration_s
+    need = max(b["start_s"] for b in short) + 4 * sum(b["flows"] * b["bytes"] for b in short) * 8 / rate_bps + 5
+    return max(duration_s, math.ceil(need))
 
 
 def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_switch: str, slot: int = 0) -> dict:
@@ -145,7 +157,8 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
         for c in caps:
             net.registry.process(c.pid)
 
-        duration = sc.duration_s
+        duration = run_limit_s(sc.duration_s, plan, case.profile.rate_bps)
+        meta["duration_limit_s"] = duration
         tail = float(run_cfg.get("tail_s", 2.0))
         slack = (t0 - time.time_ns()) / 1e9
         if slack < 0.2:
