@@ -19,12 +19,14 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-import numpy as np
 import dpkt
+import numpy as np
 import pandas as pd
 import pytest
 
+from accessnet.audio import parse
 from accessnet.keepawake import KeepAwake
+from accessnet.run import REALTIME
 
 ROOT = Path(__file__).resolve().parent.parent
 DELAYLINE = ROOT / "build" / "delayline"
@@ -77,7 +79,7 @@ def _line():
 
 
 def run_in(ns, *args, realtime=False, **kw):
-    prio = ["chrt", "-r", "10"] if realtime else []  # the audio sender's priority in the lab (accessnet.run)
+    prio = REALTIME if realtime else []  # the audio sender's priority in the lab
     return subprocess.Popen(["ip", "netns", "exec", ns, *prio, sys.executable, "-m", *args], cwd=ROOT, **kw)
 
 
@@ -95,14 +97,9 @@ def wire_times(path: Path, port: int) -> dict[int, int]:
             ip = dpkt.ethernet.Ethernet(buf).data
             if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.udp.UDP) or ip.data.dport != port:
                 continue
-            seq, _ = audio_seq_stamp(bytes(ip.data.data))
+            seq, _ = parse(bytes(ip.data.data))
             out.setdefault(seq, int(Decimal(ts) * 1_000_000_000))  # dpkt gives nano captures as Decimal
     return out
-
-
-def audio_seq_stamp(payload: bytes) -> tuple[int, int]:
-    from accessnet.audio import parse
-    return parse(payload)
 
 
 def test_delay_accuracy_at_1000_pps(line, tmp_path):
