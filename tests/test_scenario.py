@@ -24,7 +24,7 @@ def test_web6_is_the_main_job_matrix():
 
 def test_overrides_replace_run_keys():
     sc = scen.load("web6", {"profile": "lte", "aqms": ["codel"], "iws": [10], "reps": 7})
-    assert [c.name for c in sc.cases] == ["lte-250p-codel-iw10"] and sc.reps == 7
+    assert [c.name for c in sc.cases] == ["web6-lte-250p-codel-iw10"] and sc.reps == 7
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -99,7 +99,7 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
     tmp = outdir / f"rep{rep}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    seed = sc.seed * 100_003 + rep * 7919 + sum(map(ord, case.name))
+    seed = case.rep_seed(sc.seed, rep)  # paired: the same for every AQM of the scenario (Case.pair_key)
     rng = random.Random(seed)
     plan = traffic_plan(case.spec, rng)
     run_cfg = case.spec.get("run", {})

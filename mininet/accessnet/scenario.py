@@ -7,6 +7,7 @@ adding a file; no code changes.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import tomllib
 from dataclasses import dataclass, field
@@ -48,11 +49,31 @@ class Case:
     iw: int
     switch_cfg: dict  # [link]/[buffer]/[aqm] table for controller.config
     spec: dict = field(repr=False)  # the scenario's traffic sections
+    nominal_buffer: dict | None = None  # the scenario's buffer (redok replaces it with its own): pairs cases
 
     @property
     def name(self) -> str:
-        buf = f"{self.buffer['packets']}p" if "packets" in self.buffer else f"{self.buffer['bytes']}B"
-        return f"{self.profile.name}-{buf}-{self.aqm}-iw{self.iw}"
+        """Directory name of the case in a run: the workload (scenario) first, so that two scenarios can never
+        be confused in one run directory (e.g. ``web6-hspa-48p-iwa-iw10``)."""
+        return f"{self.scenario}-{self.profile.name}-{_buf_name(self.buffer)}-{self.aqm}-iw{self.iw}"
+
+    @property
+    def pair_key(self) -> str:
+        """The pairing unit: everything of the case except the AQM. Cases with the same key see the same
+        random draws in a replication number (paired comparisons, BRIEF); profiles, buffers and IWs are
+        different designs and draw independently. redok's own buffer does not unpair it from the others."""
+        return f"{self.scenario}-{self.profile.name}-{_buf_name(self.nominal_buffer or self.buffer)}-iw{self.iw}"
+
+    def rep_seed(self, base_seed: int, rep: int) -> int:
+        """The seed of replication ``rep``: a stable hash of the scenario's seed, the pairing unit and the
+        replication number (never of the AQM), so every AQM of a scenario gets the same start times, sizes,
+        traffic-tool seeds and switch seed in the same replication number."""
+        h = hashlib.sha256(f"{int(base_seed)}/{self.pair_key}/{int(rep)}".encode()).digest()
+        return int.from_bytes(h[:6], "big")
+
+
+def _buf_name(buf: dict) -> str:
+    return f"{buf['packets']}p" if "packets" in buf else f"{buf['bytes']}B"
 
 
 @dataclass(frozen=True)
@@ -122,7 +143,7 @@ def load(name_or_path: str, overrides: dict | None = None) -> Scenario:
     cases = []
     for aqm, iw in itertools.product(aqms, iws):
         cfg, real_buf = _switch_cfg(prof, buf, aqm, knobs)
-        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data))
+        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf)))
     switch = str(run.get("switch", "auto"))
     if switch not in ("auto", "bmv2", "model", "kernel"):
         raise ConfigError(f"{path.name}: switch = {switch!r}: allowed auto, bmv2, model, kernel")

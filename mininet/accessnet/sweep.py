@@ -87,7 +87,7 @@ def expand(data: dict) -> list[Unit]:
                                    ("switch", data.get("switch"))) if v is not None}
         sc = scen.load(name, over)
         for case in sc.cases:
-            units += [Unit(sc, case, r, f"{sc.name}-{case.name}") for r in range(sc.reps)]
+            units += [Unit(sc, case, r, case.name) for r in range(sc.reps)]
     return units
 
 
