@@ -45,8 +45,8 @@ class Reason(IntEnum):
     RED_FORCED = 3  # RED average above th_max
     CODEL = 4  # CoDel control-law drop
     PIE = 5  # PIE random drop
-    IWA_SURPLUS = 6  # starting flow beyond its allowance while sojourn > target
-    IWA_ALLOWANCE = 7  # starting flow, within its allowance: passed
+    IWA_SURPLUS = 6  # starting flow's data beyond the window IWA advertised, while sojourn > target
+    IWA_WINDOW = 7  # upstream ACK of a starting flow whose window IWA clamped (start shaping)
     IWA_RTX = 8  # retransmission of a starting flow: protected
     PIE_BURST = 9  # PIE burst allowance active: passed
     UPSTREAM = 10  # reverse direction, not queued
@@ -70,3 +70,16 @@ class TrackFlag(IntEnum):
     RTX = 4  # segment ends at or below the highest sequence seen
     NEW_FLOW = 8  # this packet (a SYN-ACK) created the slot
     COLLISION = 16  # SYN-ACK found the slot held by another live flow
+    BEYOND = 32  # data beyond the right edge of the window the server was given (it ignored it)
+    FIRST_ACK = 64  # the client's first ACK of a tracked flow (handshake done: RTT measured, reserve released)
+
+
+# Per-flow state bits of the tracker (``flow_state``; low 4 bits: the client's window scale shift).
+FLOW_SCALE_MASK = 0x0F
+FLOW_SHAPE = 0x10  # the client's SYN was seen, so its window scale is known: the flow may be shaped
+FLOW_ANNOUNCED = 0x20  # SYN-ACK seen, no ACK yet: one frame of queue is reserved for its first window
+FLOW_ACKED = 0x40  # the client's first ACK passed: the start phase's end is known
+# The client's SYN, remembered until the SYN-ACK (``flow_syn``): signature (top 24 bits of the hash) | bits
+SYN_SEEN = 0x80
+SYN_WS = 0x40  # the SYN carried a window-scale option
+WS_MAX = 14  # RFC 7323: a larger shift is used as 14

@@ -40,8 +40,12 @@ class Parsed:
     sport: int = 0
     dport: int = 0
     seq: int = 0
+    ack: int = 0
     data_offset: int = 0
     tcp_flags: int = 0
+    window: int = 0  # the TCP window field as sent (unscaled)
+    tcp_at: int = 0  # byte offset of the TCP header in the frame
+    ws_shift: int = -1  # window-scale option of a SYN or SYN-ACK: its shift, -1 when absent
 
     @property
     def is_fragment(self) -> bool:
@@ -79,15 +83,64 @@ def parse(frame: bytes) -> Parsed:
     if n < l4 or (frag & 0x3FFF) != 0:
         return Parsed(length=n, **ip)
     if proto == PROTO_TCP and n >= l4 + TCP_LEN:
-        sport, dport, seq, _ack, off_res, flags = struct.unpack_from("!HHIIBB", frame, l4)
+        sport, dport, seq, ack, off_res, flags, window = struct.unpack_from("!HHIIBBH", frame, l4)
+        off = off_res >> 4
+        ws = window_scale_option(frame, l4 + TCP_LEN, (off - 5) * 4) if flags & TCP_SYN and off > 5 else -1
         return Parsed(
-            length=n, tcp_valid=True, sport=sport, dport=dport, seq=seq,
-            data_offset=off_res >> 4, tcp_flags=flags, **ip,
+            length=n, tcp_valid=True, sport=sport, dport=dport, seq=seq, ack=ack,
+            data_offset=off, tcp_flags=flags, window=window, tcp_at=l4, ws_shift=ws, **ip,
         )
     if proto == PROTO_UDP and n >= l4 + UDP_LEN:
         sport, dport = struct.unpack_from("!HH", frame, l4)
         return Parsed(length=n, udp_valid=True, sport=sport, dport=dport, **ip)
     return Parsed(length=n, **ip)
+
+
+OPT_EOL, OPT_NOP, OPT_WSCALE = 0, 1, 3
+
+
+def window_scale_option(frame: bytes, at: int, length: int) -> int:
+    """The shift of a window-scale option (RFC 7323) among ``length`` bytes of
+    TCP options at ``at``, or -1. Walked byte by byte exactly as the P4
+    parser's option states do (``parser.p4``): EOL ends the list, NOP is one
+    byte, every other option is kind, length, length - 2 bytes; a length
+    below 2 (malformed) ends the walk, and so does the end of the frame or
+    of the options. Only SYNs carry the option, so only they are walked."""
+    end = min(at + length, len(frame))
+    i = at
+    shift = -1
+    while i < end:
+        kind = frame[i]
+        i += 1
+        if kind == OPT_EOL:
+            break
+        if kind == OPT_NOP:
+            continue
+        if i >= end:
+            break
+        olen = frame[i]
+        i += 1
+        if olen < 2:
+            break
+        if kind == OPT_WSCALE and olen == 3:
+            if i >= end:
+                break
+            shift = frame[i]
+            i += 1
+            continue
+        i += olen - 2
+    return shift
+
+
+def set_tcp_window(frame: bytes, p: Parsed, window: int) -> bytes:
+    """Rewrite the TCP window field and patch the TCP checksum incrementally
+    (RFC 1624), exactly as the P4 ``WindowRewrite`` action does."""
+    b = bytearray(frame)
+    at = p.tcp_at
+    struct.pack_into("!H", b, at + 14, window)
+    (csum,) = struct.unpack_from("!H", b, at + 16)
+    struct.pack_into("!H", b, at + 16, incremental_checksum(csum, p.window, window))
+    return bytes(b)
 
 
 def set_ecn_ce(frame: bytes) -> bytes:

@@ -30,7 +30,7 @@ FIELD_BITS = {
     "wq_q24": 32, "thmin_ns": 48, "thmax_ns": 48, "slope_q56": 64, "mean_pktsize": 16, "factor_q24": 32,
     "target_ns": 32, "interval_ns": 32, "step_ns": 32,
     "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32,
-    "allowance_bytes": 32, "window_ns": 48, "start_bytes": 32, "age_ns": 48,
+    "mss_bytes": 16, "payload_ns_q16": 40, "bytes_per_ns_q32": 32, "hold_ns": 32, "age_ns": 48,
 }
 
 
@@ -84,11 +84,15 @@ class PieParams:
 
 @dataclass(frozen=True)
 class IwaParams:
-    target_ns: int = 30_000_000
-    allowance_bytes: int = 3028
-    window_ns: int = 2_000_000_000
-    start_bytes: int = 65536
-    age_ns: int = 10_000_000_000
+    """IWA's knobs (docs/iwa.md derives each). The defaults are a 2 Mbit/s link
+    with 1514 B frames; ``iwa_params`` derives them for any rate."""
+
+    target_ns: int = 27_888_000  # queue room for starting flows: the jitter budget less a margin
+    mss_bytes: int = 1460  # the smallest window IWA advertises
+    payload_ns_q16: int = 271_839_737  # drain time per TCP payload byte (its frame's headers included), Q16
+    bytes_per_ns_q32: int = 1_035_444  # its inverse: payload bytes per ns, Q32
+    hold_ns: int = 1_000_000_000  # the reserve is forgotten this long after the last SYN-ACK
+    age_ns: int = 10_000_000_000  # a flow slot is free this long after its SYN-ACK
 
 
 @dataclass(frozen=True)
@@ -240,22 +244,40 @@ def pie_params(
     )
 
 
+# Headers of a full-size TCP segment on the wire: Ethernet 14 + IPv4 20 + TCP 20.
+TCP_FRAME_OVERHEAD = 54
+
+
 def iwa_params(
-    *, target_s: float = 0.030, allowance_bytes: int = 3028, window_s: float = 2.0, start_bytes: int = 65536,
+    rate_bps: float = 2e6, *, target_s: float = 0.0278880, mtu_bytes: int = 1514, hold_s: float = 1.0,
     age_s: float = 10.0,
 ) -> IwaParams:
+    """IWA's integers for a link of ``rate_bps`` with ``mtu_bytes`` frames (docs/iwa.md)."""
     where = "iwa: "
-    window = check_field("window_ns", round(window_s * NS), lo=1, where=where)
+    mss = check_field("mss_bytes", mtu_bytes - TCP_FRAME_OVERHEAD, lo=1, where=where)
+    bt = byte_time_q16(rate_bps)
+    # ns per payload byte: a segment of mss bytes occupies the link for a frame of mtu_bytes
+    payload_q16 = check_field("payload_ns_q16", -(-bt * mtu_bytes // mss), lo=1, where=where)
+    per_ns = check_field("bytes_per_ns_q32", max(1, (1 << (32 + BYTE_TIME_FRAC)) // payload_q16), lo=1,
+                         where=where)
+    hold = check_field("hold_ns", round(hold_s * NS), lo=1, where=where)
     age = check_field("age_ns", round(age_s * NS), lo=1, where=where)
-    if age < window:
-        raise ConfigError(f"{where}age_s = {age_s} is out of range: must be >= window_s ({window_s})")
+    if age < hold:
+        raise ConfigError(f"{where}age_s = {age_s} is out of range: must be >= hold_s ({hold_s})")
     return IwaParams(
         target_ns=check_field("target_ns", round(target_s * NS), lo=1, where=where),
-        allowance_bytes=check_field("allowance_bytes", allowance_bytes, where=where),
-        window_ns=window,
-        start_bytes=check_field("start_bytes", start_bytes, where=where),
-        age_ns=age,
+        mss_bytes=mss, payload_ns_q16=payload_q16, bytes_per_ns_q32=per_ns, hold_ns=hold, age_ns=age,
     )
+
+
+def bytes_to_ns(p: IwaParams, nbytes: int) -> int:
+    """Drain time of ``nbytes`` of TCP payload (data-plane arithmetic: one product, one shift)."""
+    return (nbytes * p.payload_ns_q16) >> BYTE_TIME_FRAC
+
+
+def ns_to_bytes(p: IwaParams, ns: int) -> int:
+    """TCP payload bytes the link drains in ``ns`` (``ns`` < 2^32; rounded down)."""
+    return (ns * p.bytes_per_ns_q32) >> 32
 
 
 def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: int = 0, limit_bytes: int = 0,
@@ -265,14 +287,18 @@ def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: i
     q = queue_params(rate_bps, limit_pkts=limit_pkts, limit_bytes=limit_bytes, bucket_bytes=bucket_bytes,
                      aqm=aqm, ecn=ecn)
     red_cfg = red_params(rate_bps, **red) if red else RedParams()
+    if codel is None and q.aqm == Aqm.IWA:
+        # IWA's control of established flows is CoDel with RFC 8289's target: 5 ms, at least one frame time
+        codel = {"target_s": max(0.005, q.mtu_ns / NS)}
     return PipelineParams(
         queue=q, red=red_cfg,
-        codel=codel_params(**(codel or {})), pie=pie_params(**(pie or {})), iwa=iwa_params(**(iwa or {})),
+        codel=codel_params(**(codel or {})), pie=pie_params(**(pie or {})), iwa=iwa_params(rate_bps, **(iwa or {})),
     )
 
 
 __all__ = [
     "ConfigError", "QueueParams", "RedParams", "CodelParams", "PieParams", "IwaParams", "PipelineParams",
     "pipeline_params", "queue_params", "red_params", "codel_params", "pie_params", "iwa_params", "drain_ns",
+    "bytes_to_ns", "ns_to_bytes",
     "byte_time_q16", "parse_aqm", "FIELD_BITS", "FLOW_SLOTS",
 ]

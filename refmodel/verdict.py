@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 from .constants import Reason
 
-EARLY_REASONS = frozenset({Reason.RED_EARLY, Reason.CODEL, Reason.PIE, Reason.IWA_SURPLUS})
+# IWA_SURPLUS is not among them: it hits senders that ignore the window they were given, and a mark would not
+# reduce the queue they build.
+EARLY_REASONS = frozenset({Reason.RED_EARLY, Reason.CODEL, Reason.PIE})
 
 
 @dataclass(frozen=True)
