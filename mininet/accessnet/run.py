@@ -29,7 +29,8 @@ from pathlib import Path
 from refmodel.params import ConfigError
 
 from . import scenario as scen
-from .switches import Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available, toolchain_versions
+from .switches import (Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available, ensure_p4_build,
+                       toolchain_versions)
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 
 LOG = logging.getLogger("iwlab.run")
@@ -294,9 +295,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     reps = a.reps or sc.reps
     want = a.switch or sc.switch
+    if want in ("auto", "bmv2") and any(c.aqm in scen.P4_AQMS for c in sc.cases):
+        try:
+            ensure_p4_build()  # never the stand-in by accident: compile p4src/ first where p4c is present
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     if want in ("auto", "model") and not bmv2_available() and any(c.aqm in scen.P4_AQMS for c in sc.cases):
         print("NOTE: BMv2 (simple_switch_grpc + build/bottleneck.json) is not available here: the reference model "
-              "runs as the switch (userspace forwarder). Results are marked switch=model.")
+              "runs as the switch (userspace forwarder). Results are marked switch=model. To run the real P4 "
+              "switch, install the toolchain once: make toolchain (about 60 min on 2 cores; see the README).")
     rundir = a.resume or a.out / f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}"
     rundir.mkdir(parents=True, exist_ok=True)
     (rundir / "run.json").write_text(json.dumps({"scenario": sc.name, "file": sc.data, "argv": sys.argv,

@@ -198,6 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("a sweep needs root (network namespaces)", file=sys.stderr)
         return 2
+    if any(u.sc.switch in ("auto", "bmv2") and u.case.aqm in scen.P4_AQMS for u in units):
+        from .switches import ensure_p4_build
+        try:
+            ensure_p4_build()  # never the stand-in by accident: compile p4src/ first where p4c is present
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     name = Path(a.sweep).stem
     rundir = a.resume or a.out / f"{time.strftime('%Y%m%d-%H%M%S')}-sweep-{name}"
     rundir.mkdir(parents=True, exist_ok=True)

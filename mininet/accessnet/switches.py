@@ -51,9 +51,36 @@ def find_p4_tool(name: str) -> str | None:
                                                                         "bin"))
 
 
+PINS_FILE = ROOT / "tools" / "toolchain.versions"  # the toolchain's pins, one place (make toolchain)
+
+
+def read_pins(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines of a toolchain.versions file ({} when absent)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return {}
+    return dict(ln.split("=", 1) for ln in (x.strip() for x in lines) if ln and not ln.startswith("#") and "=" in ln)
+
+
+def pinned_versions(path: Path = PINS_FILE) -> dict[str, str]:
+    """The pinned toolchain as meta.json records it, and whether the installed one was built from these pins."""
+    pins = read_pins(path)
+    out = {f"{k.lower()}_pin": f"{pins[k + '_REF']} {pins.get(k + '_COMMIT', '')[:10]}".strip()
+           for k in ("P4C", "BMV2", "PI", "P4RUNTIME") if k + "_REF" in pins}
+    prefix = os.environ.get("P4_PREFIX", P4_PREFIX_DEFAULT)
+    installed = read_pins(Path(prefix) / "share" / "iwlab" / "toolchain.versions")
+    if not installed:
+        out["toolchain_build"] = f"not built by make toolchain ({prefix})"
+    else:
+        same = all(installed.get(k) == v for k, v in pins.items() if k.endswith("_COMMIT"))
+        out["toolchain_build"] = "make toolchain, these pins" if same else "make toolchain, OTHER pins than tools/toolchain.versions"
+    return out
+
+
 @functools.cache
 def toolchain_versions() -> dict[str, str]:
-    """Versions of the P4 tools a run used (recorded in meta.json), where present."""
+    """Versions of the P4 tools a run used (recorded in meta.json), where present, and the pinned ones."""
     out = {}
     for key, tool in (("bmv2", "simple_switch_grpc"), ("p4c", "p4c-bm2-ss")):
         exe = find_p4_tool(tool)
@@ -61,11 +88,45 @@ def toolchain_versions() -> dict[str, str]:
             r = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
             text = (r.stdout + r.stderr).strip().splitlines()
             out[key] = text[-1].strip() if text else "?"
+    out.update(pinned_versions())
     return out
 
 
 def bmv2_available() -> bool:
     return bool(find_p4_tool("simple_switch_grpc")) and (ROOT / "build" / "bottleneck.json").exists()
+
+
+# The Makefile's P4SRC: what build/bottleneck.json is compiled from.
+P4_BUILD_INPUTS = ("p4src/*.p4", "p4src/include/*.p4")
+
+
+def p4_build_stale(root: Path = ROOT) -> str | None:
+    """Why build/bottleneck.json must be (re)compiled, or None when it is newer than every p4src/ file."""
+    out = root / "build" / "bottleneck.json"
+    if not out.exists():
+        return "build/bottleneck.json is missing"
+    built = out.stat().st_mtime
+    newer = sorted(str(p.relative_to(root)) for pat in P4_BUILD_INPUTS for p in root.glob(pat)
+                   if p.stat().st_mtime > built)
+    return f"build/bottleneck.json is older than {', '.join(newer)}" if newer else None
+
+
+def ensure_p4_build(root: Path = ROOT, run=subprocess.run) -> str:
+    """Never the stand-in by accident: where the toolchain is present, compile p4src/ (``make build``,
+    the Makefile's own p4c command) when build/ is missing or older than p4src/, so BMv2 runs.
+    Returns what it did: "no-toolchain", "up-to-date" or "compiled"; raises RuntimeError when the
+    compilation fails (the run must not quietly fall back to the model)."""
+    if not (find_p4_tool("p4c-bm2-ss") and find_p4_tool("simple_switch_grpc")):
+        return "no-toolchain"
+    why = p4_build_stale(root)
+    if why is None:
+        return "up-to-date"
+    print(f"compiling the P4 program first ({why}): make build", flush=True)
+    r = run(["make", "-C", str(root), "build"])
+    if r.returncode != 0:
+        raise RuntimeError(f"'make build' failed (exit {r.returncode}): the P4 program does not compile; fix p4src/ "
+                           "or run on the reference model on purpose with --switch model")
+    return "compiled"
 
 
 def wait_port(port: int, timeout: float = 15.0, alive=lambda: True) -> None:

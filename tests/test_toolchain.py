@@ -1,0 +1,184 @@
+"""make toolchain (tools/toolchain.sh) without compiling anything: argument handling, the
+P4_SOURCES check, and the resume logic (stamps keyed by the pinned versions), with every
+step's command replaced by a fake (TOOLCHAIN_FAKE_STEPS=1). And the main job's
+build-before-run rule (never the stand-in by accident) without p4c."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from accessnet import switches
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tools" / "toolchain.sh"
+STEPS = ["deps", "sources", "pi", "bmv2", "p4c", "finish"]
+
+
+def tc(*args: str, tmp: Path, fake: bool = True, **env: str) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if k not in ("PREFIX", "P4_SOURCES", "TOFINO", "JOBS")}
+    e.update(TOOLCHAIN_WORK_DIR=str(tmp / "work"), PREFIX=str(tmp / "prefix"))
+    if fake:
+        e["TOOLCHAIN_FAKE_STEPS"] = "1"
+    e.update(env)
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, env=e, timeout=120)
+
+
+def lines_of(out: str, step: str) -> list[str]:
+    return [ln for ln in out.splitlines() if f" {step}:" in ln]
+
+
+def test_unknown_option_is_a_clear_error(tmp_path):
+    r = tc("--frobnicate", tmp=tmp_path)
+    assert r.returncode == 2
+    assert "unknown option '--frobnicate'" in r.stderr and "--help" in r.stderr
+    r = tc("--prefix", tmp=tmp_path)
+    assert r.returncode == 2 and "--prefix needs a value" in r.stderr
+    r = tc("--jobs", "many", tmp=tmp_path)
+    assert r.returncode == 2 and "--jobs" in r.stderr
+
+
+def test_help_names_steps_and_offline_layout(tmp_path):
+    r = tc("--help", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for s in STEPS:
+        assert f"  {s} " in r.stdout
+    for d in ("DIR/p4c", "DIR/behavioral-model", "DIR/PI", "DIR/p4runtime", "DIR/gnmi", "DIR/uthash",
+              "DIR/googletest", "--dry-run", "--status", "TOFINO"):
+        assert d in r.stdout
+    assert not (tmp_path / "work").exists()
+
+
+def test_dry_run_lists_every_step_and_builds_nothing(tmp_path):
+    r = tc("--dry-run", tmp=tmp_path, fake=False)
+    assert r.returncode == 0, r.stderr
+    for i, s in enumerate(STEPS, 1):
+        assert f"{i}/6 {s}: would run" in r.stdout
+    assert "./configure --prefix=" in r.stdout and "--with-pi --disable-logging-macros --disable-elogger" in r.stdout
+    assert "-DFETCHCONTENT_SOURCE_DIR_P4RUNTIME=" in r.stdout and "v1.2.4.8" in r.stdout
+    assert not (tmp_path / "work").exists() and not (tmp_path / "prefix").exists()
+
+
+def test_p4_sources_missing_dir_or_checkouts(tmp_path):
+    r = tc("--dry-run", tmp=tmp_path, P4_SOURCES=str(tmp_path / "nowhere"))
+    assert r.returncode == 2
+    assert f"P4_SOURCES={tmp_path / 'nowhere'}: no such directory" in r.stderr
+    src = tmp_path / "src"
+    subprocess.run(["git", "init", "-q", str(src / "p4c")], check=True)
+    (src / "PI").mkdir()  # a directory but not a git checkout
+    r = tc("--dry-run", tmp=tmp_path, P4_SOURCES=str(src))
+    assert r.returncode == 2
+    for name in ("behavioral-model", "PI", "p4runtime", "gnmi", "uthash", "googletest"):
+        assert f"{src / name} (a git checkout of" in r.stderr
+    assert f"{src / 'p4c'} " not in r.stderr
+
+
+def test_refuses_work_dir_inside_repo_and_tofino(tmp_path):
+    r = tc("--dry-run", "--work-dir", str(ROOT / "build" / "tc"), tmp=tmp_path)
+    assert r.returncode == 2 and "inside the repository" in r.stderr
+    r = tc("--dry-run", tmp=tmp_path, TOFINO="1")
+    assert r.returncode == 2 and "not implemented" in r.stderr and "issue 12" in r.stderr
+
+
+def test_resume_skips_done_steps_and_redoes_stale_ones(tmp_path):
+    r = tc(tmp=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for s in STEPS:
+        assert any("done in" in ln for ln in lines_of(r.stdout, s)), r.stdout
+        assert (tmp_path / "work" / "logs" / f"{s}.log").exists()
+    assert len((tmp_path / "work" / "times.tsv").read_text().splitlines()) == 6
+    # a second run does nothing
+    r = tc(tmp=tmp_path)
+    assert r.returncode == 0
+    for s in STEPS:
+        assert any("already done" in ln for ln in lines_of(r.stdout, s)), r.stdout
+    st = tc("--status", tmp=tmp_path)
+    assert st.returncode == 0 and all(f"{s}: done" in st.stdout for s in STEPS)
+    # another pinned p4c: sources, p4c and finish are redone, PI and BMv2 are not
+    versions = tmp_path / "toolchain.versions"
+    versions.write_text((ROOT / "tools" / "toolchain.versions").read_text()
+                        .replace("P4C_COMMIT=32893b7e879db9e1c368d3568d41cb3d20c034d0", "P4C_COMMIT=" + "a" * 40))
+    st = tc("--status", tmp=tmp_path, TOOLCHAIN_VERSIONS=str(versions))
+    assert "p4c: stale" in st.stdout and "pi: done" in st.stdout
+    r = tc(tmp=tmp_path, TOOLCHAIN_VERSIONS=str(versions))
+    assert r.returncode == 0, r.stderr
+    redone = {s for s in STEPS if any("done in" in ln for ln in lines_of(r.stdout, s))}
+    assert redone == {"sources", "p4c", "finish"}, r.stdout
+    assert "stamp is for other pinned versions" in r.stdout
+    # a step whose product left the prefix is redone even with a good stamp
+    (tmp_path / "prefix" / "bin" / "simple_switch_grpc").unlink()
+    r = tc(tmp=tmp_path, TOOLCHAIN_VERSIONS=str(versions))
+    assert {s for s in STEPS if any("done in" in ln for ln in lines_of(r.stdout, s))} == {"bmv2"}, r.stdout
+
+
+def test_failure_shows_log_tail_and_resume_continues(tmp_path):
+    r = tc(tmp=tmp_path, TOOLCHAIN_FAKE_FAIL="bmv2")
+    assert r.returncode == 1
+    assert "4/6 bmv2: FAILED" in r.stderr and "What to do" in r.stderr
+    assert "fake bmv2 log line 40" in r.stderr and "fake bmv2 log line 5\n" not in r.stderr  # the last ~30 lines
+    stamps = tmp_path / "work" / "stamps"
+    assert (stamps / "pi").exists() and not (stamps / "bmv2").exists() and not (stamps / "p4c").exists()
+    r = tc(tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert {s for s in STEPS if any("already done" in ln for ln in lines_of(r.stdout, s))} == {"deps", "sources", "pi"}
+
+
+def test_pinned_versions_for_meta_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("P4_PREFIX", str(tmp_path))
+    v = switches.pinned_versions()
+    assert v["p4c_pin"].startswith("v1.2.4.8 ") and v["bmv2_pin"].startswith("1.15.5 ")
+    assert "not built by make toolchain" in v["toolchain_build"]
+    (tmp_path / "share" / "iwlab").mkdir(parents=True)
+    (tmp_path / "share" / "iwlab" / "toolchain.versions").write_text(switches.PINS_FILE.read_text())
+    assert switches.pinned_versions()["toolchain_build"] == "make toolchain, these pins"
+
+
+# --- never the stand-in by accident -----------------------------------------------------------
+
+def p4tree(tmp: Path) -> Path:
+    (tmp / "p4src" / "include").mkdir(parents=True)
+    (tmp / "p4src" / "bottleneck.p4").write_text("// main\n")
+    (tmp / "p4src" / "include" / "aqm.p4").write_text("// aqm\n")
+    return tmp
+
+
+def test_stale_build_detection(tmp_path):
+    root = p4tree(tmp_path)
+    assert switches.p4_build_stale(root) == "build/bottleneck.json is missing"
+    (root / "build").mkdir()
+    out = root / "build" / "bottleneck.json"
+    out.write_text("{}")
+    now = time.time()
+    os.utime(out, (now, now))
+    for p in (root / "p4src").rglob("*.p4"):
+        os.utime(p, (now - 60, now - 60))
+    assert switches.p4_build_stale(root) is None
+    os.utime(root / "p4src" / "include" / "aqm.p4", (now + 5, now + 5))
+    assert switches.p4_build_stale(root) == "build/bottleneck.json is older than p4src/include/aqm.p4"
+
+
+def test_ensure_p4_build_compiles_only_when_needed(tmp_path, monkeypatch):
+    root = p4tree(tmp_path)
+    calls = []
+
+    def fake_make(argv, rc=0):
+        calls.append(argv)
+        (root / "build").mkdir(exist_ok=True)
+        (root / "build" / "bottleneck.json").write_text("{}")
+        return SimpleNamespace(returncode=rc)
+
+    monkeypatch.setattr(switches, "find_p4_tool", lambda name: None)
+    assert switches.ensure_p4_build(root, run=fake_make) == "no-toolchain" and calls == []
+    monkeypatch.setattr(switches, "find_p4_tool", lambda name: f"/opt/p4/bin/{name}")
+    assert switches.ensure_p4_build(root, run=fake_make) == "compiled"
+    assert calls == [["make", "-C", str(root), "build"]]
+    assert switches.ensure_p4_build(root, run=fake_make) == "up-to-date" and len(calls) == 1
+    later = time.time() + 10
+    os.utime(root / "p4src" / "bottleneck.p4", (later, later))
+    with pytest.raises(RuntimeError, match="make build"):
+        switches.ensure_p4_build(root, run=lambda argv: fake_make(argv, rc=2))
