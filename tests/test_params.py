@@ -2,7 +2,9 @@
 
 import pytest
 
-from refmodel.params import ConfigError, iwa_params, pie_params, pipeline_params, queue_params
+from refmodel.params import (
+    ConfigError, bytes_to_ns, iwa_params, ns_to_bytes, pie_params, pipeline_params, queue_params,
+)
 
 
 def test_byte_time_and_limits():
@@ -31,9 +33,27 @@ def test_unknown_aqm_lists_the_allowed_ones():
         pipeline_params(2e6, "sfq")
 
 
-def test_iwa_age_must_cover_the_window():
+def test_iwa_age_must_cover_the_hold():
     with pytest.raises(ConfigError, match="age_s"):
-        iwa_params(window_s=5, age_s=1)
+        iwa_params(2e6, hold_s=2, age_s=1)
+    with pytest.raises(ConfigError, match="hold_ns"):  # a 32-bit field: at most 4.29 s
+        iwa_params(2e6, hold_s=5, age_s=10)
+
+
+@pytest.mark.parametrize("rate", [160e3, 2e6, 50e6])
+def test_iwa_payload_time_is_the_frame_time_of_a_full_segment(rate):
+    p = iwa_params(rate)
+    frame_ns = 1514 * 8 * 1e9 / rate
+    assert p.mss_bytes == 1460
+    assert abs(bytes_to_ns(p, 1460) - frame_ns) <= 1  # a full segment costs its frame, headers included
+    assert ns_to_bytes(p, bytes_to_ns(p, 1460)) in (1459, 1460)  # the inverse rounds down, never up
+    assert ns_to_bytes(p, round(frame_ns) + 1000) >= 1460
+
+
+def test_iwa_mtu_sets_the_mss():
+    assert iwa_params(2e6, mtu_bytes=1280).mss_bytes == 1280 - 54
+    with pytest.raises(ConfigError, match="mss_bytes"):
+        iwa_params(2e6, mtu_bytes=54)
 
 
 def test_pie_value_too_large_for_its_field():
