@@ -1,5 +1,8 @@
-"""Ctrl-C in the middle of the main job: nothing is left behind (interfaces, processes, the leftovers
-registry), the unfinished replication is not counted as done, and --resume completes the run."""
+"""Ctrl-C in the middle of the main job: nothing is left behind (hosts, processes, the leftovers
+registry), the unfinished replication is not counted as done, and --resume completes the run.
+
+Each test looks only at its own run's lab slot (found by the run's PID), so it never touches, and is not
+confused by, another run on the same host (a ``make mininet`` in another terminal)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from accessnet.leftovers import find_record
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
@@ -30,9 +35,20 @@ def processes_mentioning(text: str) -> list[str]:
     return out
 
 
-def lab_links() -> list[str]:
-    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    return [line.split(":")[1].strip() for line in out.splitlines() if line.split(":")[1].strip().startswith("i0")]
+def lab_of(pid: int, timeout: float = 30.0) -> str:
+    """The lab prefix (slot) of the run with this PID, once it has taken one."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        rec = find_record(pid)
+        if rec:
+            return rec[0]
+        time.sleep(0.1)
+    raise AssertionError(f"run {pid} took no lab slot")
+
+
+def lab_hosts(prefix: str) -> list[str]:
+    """The run's live Mininet host shells (each holds one of its namespaces and its interfaces)."""
+    return processes_mentioning(f"mininet:{prefix}")
 
 
 def test_ctrl_c_leaves_nothing_behind_and_resume_completes(tmp_path):
@@ -44,16 +60,17 @@ def test_ctrl_c_leaves_nothing_behind_and_resume_completes(tmp_path):
         lines.append(line)
         if "rep0: running" in line:
             break
+    prefix = lab_of(p.pid)
     time.sleep(8)  # mid-run: switch, delay lines, captures, audio and web traffic all running
-    assert lab_links(), "the lab should be up at this point"
+    assert lab_hosts(prefix), "the lab should be up at this point"
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group gets SIGINT
     rest, _ = p.communicate(timeout=90)
     out = "".join(lines) + rest
     assert p.returncode == 130, out
     assert "resume with --resume" in out
-    assert lab_links() == []
+    assert lab_hosts(prefix) == []
     assert processes_mentioning(str(tmp_path)) == []
-    assert not Path("/run/iwlab/i0.json").exists()
+    assert find_record(p.pid) is None
     rundir = next(tmp_path.iterdir())
     assert list(rundir.glob("*/rep0.tmp")) and not list(rundir.glob("*/rep0/meta.json"))
 
@@ -61,22 +78,20 @@ def test_ctrl_c_leaves_nothing_behind_and_resume_completes(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     meta = json.loads(next(rundir.glob("*/rep0/meta.json")).read_text())
     assert meta["status"] == "ok"
-    assert lab_links() == []
+    assert processes_mentioning(str(tmp_path)) == []
 
 
-def registered_pid(needle: str, timeout: float = 20.0) -> int:
-    """PID of the process the running lab registered (leftovers registry) whose command line holds needle."""
+def registered_pid(owner: int, needle: str, timeout: float = 20.0) -> int:
+    """PID of a process that the run ``owner`` registered in its own lab slot, whose command line holds
+    needle (never another run's: the record is found by its owner's PID)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        try:
-            pids = json.loads(Path("/run/iwlab/i0.json").read_text())["pids"]
-        except (OSError, ValueError, KeyError):
-            pids = {}
-        for pid, cmd in pids.items():
+        rec = find_record(owner)
+        for pid, cmd in (rec[1]["pids"] if rec else {}).items():
             if needle in cmd:
                 return int(pid)
         time.sleep(0.2)
-    raise AssertionError(f"no registered process runs {needle!r}")
+    raise AssertionError(f"run {owner} registered no process running {needle!r}")
 
 
 def test_a_switch_that_dies_fails_its_replication_and_the_run_goes_on(tmp_path):
@@ -88,8 +103,9 @@ def test_a_switch_that_dies_fails_its_replication_and_the_run_goes_on(tmp_path):
         lines.append(line)
         if "rep0: running" in line:
             break
+    prefix = lab_of(p.pid)
     time.sleep(5)  # audio flowing through the switch
-    os.kill(registered_pid("accessnet.modelswitch"), signal.SIGKILL)
+    os.kill(registered_pid(p.pid, "accessnet.modelswitch"), signal.SIGKILL)
     rest, _ = p.communicate(timeout=180)
     out = "".join(lines) + rest
     assert p.returncode == 0, out  # one of two replications failed: the run itself completed
@@ -99,5 +115,31 @@ def test_a_switch_that_dies_fails_its_replication_and_the_run_goes_on(tmp_path):
     assert (next(rundir.glob("*/rep0")) / "audio_tx.csv").stat().st_size > 0  # what was measured is kept
     assert json.loads(next(rundir.glob("*/rep1/meta.json")).read_text())["status"] == "ok"
     assert "FAILED replications (1)" in out and "switch process died" in out, out[-2000:]
-    assert lab_links() == []
+    assert lab_hosts(prefix) == []
     assert processes_mentioning(str(tmp_path)) == []
+
+
+def test_a_host_shell_that_dies_fails_its_replication_without_hanging(tmp_path):
+    """What another run's cleanup once did to a live run: its host shell killed under it. The replication
+    is recorded as failed with its logs (not left as rep0.tmp, not hung on the dead shell), the next one runs."""
+    cmd = [sys.executable, "-m", "accessnet.run", "--scenario", "smoke", "--switch", "model", "--reps", "2",
+           "--out", str(tmp_path)]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in p.stdout:
+        lines.append(line)
+        if "rep0: running" in line:
+            break
+    prefix = lab_of(p.pid)
+    time.sleep(6)
+    os.kill(registered_pid(p.pid, f"mininet:{prefix}srv"), signal.SIGKILL)
+    rest, _ = p.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert p.returncode == 0, out
+    rundir = next(tmp_path.iterdir())
+    failed = json.loads(next(rundir.glob("*/rep0/meta.json")).read_text())
+    assert failed["status"] == "failed" and "host shell" in failed["error"], failed
+    assert (next(rundir.glob("*/rep0")) / "audio_rx.csv").exists()
+    assert not list(rundir.glob("*/*.tmp"))
+    assert json.loads(next(rundir.glob("*/rep1/meta.json")).read_text())["status"] == "ok"
+    assert lab_hosts(prefix) == [] and processes_mentioning(str(tmp_path)) == []

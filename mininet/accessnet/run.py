@@ -29,6 +29,7 @@ from pathlib import Path
 from refmodel.params import ConfigError
 
 from . import scenario as scen
+from .leftovers import Lease
 from .switches import (Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available, ensure_p4_build,
                        toolchain_versions)
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
@@ -54,7 +55,7 @@ def pick_switch(case: scen.Case, want: str, seed: int, slot: int = 0) -> Switch:
     if want == "kernel":
         raise ConfigError(f"aqm {case.aqm!r} runs on the P4 switch, not on the kernel backend")
     if want == "bmv2" or (want == "auto" and bmv2_available()):
-        return Bmv2Switch(slot)
+        return Bmv2Switch()
     return ModelSwitch(seed)
 
 
@@ -94,8 +95,8 @@ def run_limit_s(duration_s: float, plan: dict, rate_bps: float) -> float:
 
 
 def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_switch: str, slot: int = 0) -> dict:
-    """One replication into ``outdir/rep<k>`` (atomically). ``slot`` keeps parallel replications apart:
-    interface prefix ``i<slot>`` and the switch's own P4Runtime/Thrift ports."""
+    """One replication into ``outdir/rep<k>`` (atomically), in a lab slot of its own (``leftovers.Lease``:
+    its own prefix, namespaces and record), so it never touches another run."""
     final = outdir / f"rep{rep}"
     tmp = outdir / f"rep{rep}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -117,7 +118,11 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
     meta["switch"] = switch.kind
     if switch.kind == "bmv2":
         meta["versions"].update(toolchain_versions())
-    net = AccessNet(f"i{slot}", case.profile, logdir=tmp)
+    lease = Lease().acquire()
+    if lease.removed:
+        LOG.warning("removed what a dead run left in lab slot %s: %s", lease.prefix, ", ".join(lease.removed))
+    meta["lab"] = lease.prefix
+    net = AccessNet(lease.prefix, case.profile, logdir=tmp, registry=lease.registry)
     procs: list[subprocess.Popen] = []
 
     def spawn(node, args, name):
@@ -220,6 +225,9 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
         while time.monotonic() < deadline:
             if not switch.alive():
                 raise RuntimeError("the switch process died during the run")
+            dead = net.dead_hosts()
+            if dead:
+                raise RuntimeError(f"host shell(s) {', '.join(dead)} died during the run")
             if clients and all(c.poll() is not None for c in clients):
                 done_at = done_at or time.monotonic()
                 if time.monotonic() - done_at >= tail:
@@ -252,6 +260,7 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
         stop_gracefully(procs, 3.0)
         switch.stop()
         net.stop()
+        lease.release()
         meta["duration_s"] = round(time.time() - started, 3)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         if meta.get("error") != "interrupted":

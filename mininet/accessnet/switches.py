@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .profiles import Profile
 from .scenario import RED_ROWS
-from .topology import ROOT, AccessNet
+from .topology import ROOT, AccessNet, sh
 
 
 @dataclass(frozen=True)
@@ -129,14 +129,19 @@ def ensure_p4_build(root: Path = ROOT, run=subprocess.run) -> str:
     return "compiled"
 
 
-def wait_port(port: int, timeout: float = 15.0, alive=lambda: True) -> None:
+def wait_port(port: int, timeout: float = 15.0, alive=lambda: True, node=None) -> None:
+    """Wait until something listens on 127.0.0.1:``port`` (inside ``node``'s namespace when given)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not alive():
             raise RuntimeError("switch process exited during start-up")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
+        if node is not None:
+            if f":{port} " in sh(node, f"ss -Hltn 'sport = :{port}'", timeout=5) + " ":
                 return
+        else:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return
         time.sleep(0.1)
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
@@ -171,13 +176,19 @@ def _terminate(proc: subprocess.Popen | None, timeout: float = 10) -> None:
 
 
 class Bmv2Switch(Switch):
+    """BMv2 and its controller run inside the run's switch namespace: the P4Runtime server is bound to that
+    namespace's loopback, and BMv2's Thrift server (which listens on every address of its namespace, with
+    no option to bind one) is reachable only there: no other run and nothing off the host can reach either,
+    and every run can use the default ports."""
+
     kind = "bmv2"
 
-    def __init__(self, slot: int = 0) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.grpc_port = 9559 + 10 * slot
-        self.thrift_port = 9090 + 10 * slot
+        self.grpc_port = 9559
+        self.thrift_port = 9090
         self.controller: subprocess.Popen | None = None
+        self.node = None
 
     def pids(self) -> list[int]:
         return super().pids() + ([self.controller.pid] if self.controller is not None else [])
@@ -192,17 +203,18 @@ class Bmv2Switch(Switch):
     def start(self, net: AccessNet, cfg: dict, rundir: Path, tune: TuneSpec) -> None:
         exe = find_p4_tool("simple_switch_grpc")
         log = open(rundir / "switch.log", "wb")
-        self.proc = subprocess.Popen(
+        self.node = net.sw
+        self.proc = net.sw.popen(
             [*REALTIME, exe, "--device-id", "1", *net.ports.bmv2_args(), "--thrift-port", str(self.thrift_port), "--no-p4",
              "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"],
             stdout=log, stderr=subprocess.STDOUT)
-        wait_port(self.grpc_port, alive=self.alive)
+        wait_port(self.grpc_port, alive=self.alive, node=net.sw)
         cfg_path = rundir / "switch.json"
         cfg_path.write_text(json.dumps(cfg, indent=1))
         # The controller lives as long as the run: it installs, then tunes in a closed loop (tuning.csv),
         # re-applies everything if the switch restarts, and restores the configured state when stopped.
         clog_path = rundir / "controller.log"
-        self.controller = subprocess.Popen(
+        self.controller = net.sw.popen(
             [sys.executable, "-m", "controller", "-v", "tune", "--config", str(cfg_path),
              "--address", f"127.0.0.1:{self.grpc_port}", "--monitor-port", "3", "--monitor-if", net.ports.monitor,
              "--shaper-dev", net.ports.client, "--log", str(rundir / "tuning.csv"), *tune.args(),
@@ -224,8 +236,13 @@ class Bmv2Switch(Switch):
         """BMv2's own egress queue must add no drops: make it deep (its rate is unlimited by default)."""
         cli = find_p4_tool("simple_switch_CLI")
         if cli:
-            subprocess.run(["/usr/bin/python3", cli, "--thrift-port", str(self.thrift_port)],
-                           input=b"set_queue_depth 16384\n", capture_output=True, timeout=30)
+            p = self.node.popen(["/usr/bin/python3", cli, "--thrift-port", str(self.thrift_port)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            try:
+                p.communicate(b"set_queue_depth 16384\n", timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 # simple_switch moves a packet through four threads: receive (stamps ingress_global_timestamp) -> ingress
@@ -269,7 +286,7 @@ class ModelSwitch(Switch):
         cfg_path.write_text(json.dumps(cfg, indent=1))
         log = open(rundir / "switch.log", "wb")
         # The same closed loop as the P4Runtime controller (controller.tuner), run in-process.
-        self.proc = subprocess.Popen(
+        self.proc = net.sw.popen(
             [*REALTIME, sys.executable, "-m", "accessnet.modelswitch", "--if", f"1={net.ports.server}",
              "--if", f"2={net.ports.client}", "--monitor", net.ports.monitor, "--config", str(cfg_path),
              "--seed", str(self.seed), "--tune-log", str(rundir / "tuning.csv"), "--shaper-dev", net.ports.client,

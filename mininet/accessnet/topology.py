@@ -8,21 +8,30 @@
 * ``d1``, ``d2``: delay nodes adding the propagation delay (netem where the
   kernel has it, else the project's userspace delay line ``build/delayline``).
   A delay line has no rate and no queue of its own.
-* ``sw``: the switch ports live in the root namespace, where the switch
-  process (BMv2, the reference-model forwarder, or a Linux bridge) attaches to
-  them by name. Port 2's ``tbf`` at the link rate is the drain shaper: it is
-  the only place packets wait, and its buffer is larger than the modelled
-  one, so the switch's decisions are the only losses.
+* ``sw``: the switch's own network namespace, holding the switch ports; the
+  switch process (BMv2 and its controller, the reference-model forwarder, or a
+  Linux bridge) runs inside it, so its control sockets (P4Runtime gRPC, BMv2's
+  Thrift, which cannot bind to one address) are reachable only from inside
+  the lab. Port 2's ``tbf`` at the link rate is the drain shaper: it is the
+  only place packets wait, and its buffer is larger than the modelled one, so
+  the switch's decisions are the only losses.
 * ``cli``: the phone. ``mon`` receives the telemetry clones.
 
-Every name carries a per-run prefix so parallel runs do not collide, and
-``AccessNet.stop()`` removes exactly what ``start()`` made (also on error).
+Every host and interface lives in a namespace of its own run, and every name
+carries the run's prefix (``leftovers.Lease``), so parallel runs never share a
+name, a port or a record. ``AccessNet.stop()`` removes exactly what
+``start()`` made (also on error) and never talks to a host shell: it kills
+the run's processes and host shells by PID, which removes their namespaces
+and interfaces, so a dead shell cannot make the teardown hang.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +43,7 @@ from mininet.node import Host, Node
 from controller import shaper
 
 from .keepawake import KeepAwake
-from .leftovers import Registry, sweep
+from .leftovers import Registry
 from .profiles import Profile
 
 LOG = logging.getLogger("iwlab.net")
@@ -43,13 +52,31 @@ DELAYLINE = ROOT / "build" / "delayline"
 SERVER_IP, CLIENT_IP = "10.0.0.1", "10.0.0.2"
 
 
+def sh(node: Node, cmd: str, timeout: float = 20.0, check: bool = False) -> str:
+    """Run a shell command in a host's namespace as a process of its own, with a time limit; returns its
+    output. Unlike ``node.cmd`` it never waits on the host's interactive shell, which blocks forever once
+    that shell has died."""
+    p = node.popen(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        raise RuntimeError(f"{node.name}: '{cmd}' did not finish within {timeout} s") from None
+    text = out.decode(errors="replace")
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{node.name}: '{cmd}' failed (exit {p.returncode}): {text.strip()}")
+    return text
+
+
 def offloads_off(node: Node, intf: str) -> None:
-    node.cmd(f"ethtool -K {intf} tx off tso off gso off gro off lro off >/dev/null 2>&1")
+    sh(node, f"ethtool -K {intf} tx off tso off gso off gro off lro off >/dev/null 2>&1")
 
 
+@functools.cache
 def has_netem() -> bool:
-    """netem works here? (tried on a throwaway dummy device in a throwaway namespace)"""
-    ns = "iwlab-netem-probe"
+    """netem works here? (tried on a throwaway dummy device in a throwaway namespace of this process)"""
+    ns = f"iwlab-probe-{os.getpid()}"
     try:
         subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
         subprocess.run(["ip", "-n", ns, "link", "add", "d0", "type", "dummy"], check=True, capture_output=True)
@@ -75,14 +102,15 @@ class Ports:
 
 
 class AccessNet:
-    def __init__(self, prefix: str, prof: Profile, netem: bool | None = None, logdir: Path | None = None) -> None:
+    def __init__(self, prefix: str, prof: Profile, netem: bool | None = None, logdir: Path | None = None,
+                 registry: Registry | None = None) -> None:
         self.prefix = prefix
         self.logdir = logdir
         self.prof = prof
         self.netem = has_netem() if netem is None else netem
         self.net: Mininet | None = None
         self.procs: list[subprocess.Popen] = []
-        self.registry = Registry(prefix)
+        self.registry = registry or Registry(prefix)
         self.awake = KeepAwake()
         p = prefix
         self.ports = Ports(f"{p}sw-eth1", f"{p}sw-eth2", f"{p}sw-eth3")
@@ -90,12 +118,7 @@ class AccessNet:
     # -- build ------------------------------------------------------------------------
     def start(self) -> "AccessNet":
         p = self.prefix
-        stale = sweep(p)
-        if stale:
-            LOG.warning("removed leftovers of a killed run: %s", ", ".join(stale))
         self.awake.start(self.registry)
-        self.registry.links([f"{p}srv-eth0", f"{p}d1-eth1", self.ports.server, self.ports.client,
-                             f"{p}d2-eth1", self.ports.monitor, f"{p}br"])
         net = Mininet(topo=None, build=False, controller=None, switch=None, host=Host, link=Link,
                       autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
@@ -105,20 +128,21 @@ class AccessNet:
             self.d1 = net.addHost(f"{p}d1", ip=None)
             self.d2 = net.addHost(f"{p}d2", ip=None)
             self.mon = net.addHost(f"{p}mon", ip=None)
-            self.sw = net.addHost(f"{p}sw", cls=Node, inNamespace=False, ip=None)
+            self.sw = net.addHost(f"{p}sw", ip=None)  # its own namespace: see the module's docstring
             net.addLink(self.srv, self.d1, intfName1=f"{p}srv-eth0", intfName2=f"{p}d1-eth0")
             net.addLink(self.d1, self.sw, intfName1=f"{p}d1-eth1", intfName2=self.ports.server)
             net.addLink(self.sw, self.d2, intfName1=self.ports.client, intfName2=f"{p}d2-eth0")
             net.addLink(self.d2, self.cli, intfName1=f"{p}d2-eth1", intfName2=f"{p}cli-eth0")
             net.addLink(self.sw, self.mon, intfName1=self.ports.monitor, intfName2=f"{p}mon-eth0")
             net.build()
-            for node in (self.srv, self.cli, self.d1, self.d2, self.mon, self.sw):
+            for node in self.nodes():
                 self.registry.process(node.pid)
-            for node in (self.srv, self.cli, self.d1, self.d2, self.mon, self.sw):
+            for node in self.nodes():
                 for intf in node.intfNames():
                     if intf != "lo":
                         offloads_off(node, intf)
-                        node.cmd(f"ip link set {intf} up")
+                        sh(node, f"ip link set {intf} up", check=True)
+                sh(node, "ip link set lo up", check=True)
             self._static_arp()
             self._delays()
             self._drain_shaper()
@@ -127,11 +151,20 @@ class AccessNet:
             raise
         return self
 
+    def nodes(self) -> list[Node]:
+        return [n for n in (getattr(self, k, None) for k in ("srv", "cli", "d1", "d2", "mon", "sw")) if n is not None]
+
+    def dead_hosts(self) -> list[str]:
+        """Hosts whose shell (the process holding its namespace) has died: the run cannot go on."""
+        return [n.name for n in self.nodes() if n.shell is None or n.shell.poll() is not None]
+
     def _static_arp(self) -> None:
         srv_mac = self.srv.intf(f"{self.prefix}srv-eth0").MAC()
         cli_mac = self.cli.intf(f"{self.prefix}cli-eth0").MAC()
-        self.srv.cmd(f"ip neigh replace {CLIENT_IP} lladdr {cli_mac} dev {self.prefix}srv-eth0 nud permanent")
-        self.cli.cmd(f"ip neigh replace {SERVER_IP} lladdr {srv_mac} dev {self.prefix}cli-eth0 nud permanent")
+        sh(self.srv, f"ip neigh replace {CLIENT_IP} lladdr {cli_mac} dev {self.prefix}srv-eth0 nud permanent",
+           check=True)
+        sh(self.cli, f"ip neigh replace {SERVER_IP} lladdr {srv_mac} dev {self.prefix}cli-eth0 nud permanent",
+           check=True)
 
     def _delays(self) -> None:
         """d1: server-side delay both ways; d2: the access link's delay both ways."""
@@ -139,10 +172,10 @@ class AccessNet:
             a, b = f"{node.name}-eth0", f"{node.name}-eth1"
             us = int(round(ms * 1000))
             if self.netem:
-                node.cmd(f"ip link add br0 type bridge && ip link set {a} master br0 && "
-                         f"ip link set {b} master br0 && ip link set br0 up")
+                sh(node, f"ip link add br0 type bridge && ip link set {a} master br0 && "
+                         f"ip link set {b} master br0 && ip link set br0 up", check=True)
                 for intf in (a, b):
-                    node.cmd(f"tc qdisc replace dev {intf} root netem delay {ms}ms limit 1000000")
+                    sh(node, f"tc qdisc replace dev {intf} root netem delay {ms}ms limit 1000000", check=True)
             else:
                 if not DELAYLINE.exists():
                     raise RuntimeError(f"{DELAYLINE} is missing: run 'make setup' (it builds the delay line)")
@@ -154,30 +187,38 @@ class AccessNet:
                 self.registry.process(proc.pid, argv)
 
     def _drain_shaper(self) -> None:
-        self.sw.cmd(" ".join(shaper.tbf_args(self.ports.client, self.prof.rate_bps)))
+        sh(self.sw, " ".join(shaper.tbf_args(self.ports.client, self.prof.rate_bps)), check=True)
 
     def kernel_aqm(self, qdisc: str) -> None:
         """Kernel backend: the switch is a Linux bridge and the AQM a child of the tbf."""
         p = self.prefix
         br = f"{p}br"
-        self.sw.cmd(f"ip link add {br} type bridge && ip link set {self.ports.server} master {br} && "
-                    f"ip link set {self.ports.client} master {br} && ip link set {br} up")
-        r = self.sw.cmd(f"tc qdisc replace dev {self.ports.client} parent 1:1 handle 10: {qdisc} 2>&1; echo rc=$?")
+        sh(self.sw, f"ip link add {br} type bridge && ip link set {self.ports.server} master {br} && "
+                    f"ip link set {self.ports.client} master {br} && ip link set {br} up", check=True)
+        r = sh(self.sw, f"tc qdisc replace dev {self.ports.client} parent 1:1 handle 10: {qdisc} 2>&1; echo rc=$?")
         if not r.strip().endswith("rc=0"):
             raise RuntimeError(f"kernel qdisc '{qdisc}' is not available here: {r.strip()}")
 
     def set_iw(self, iw: int) -> None:
         dev = f"{self.prefix}srv-eth0"
-        self.srv.cmd(f"ip route change 10.0.0.0/24 dev {dev} proto kernel scope link src {SERVER_IP} "
-                     f"initcwnd {iw}")
+        sh(self.srv, f"ip route change 10.0.0.0/24 dev {dev} proto kernel scope link src {SERVER_IP} "
+                     f"initcwnd {iw}", check=True)
 
     def set_tcp(self, cc: str) -> None:
+        """SACK on, no cached metrics; the namespaces' default congestion control where the kernel lets a
+        namespace choose it (the web server sets ``cc`` on its own sockets in any case: TCP_CONGESTION)."""
         for h in (self.srv, self.cli):
-            h.cmd(f"sysctl -qw net.ipv4.tcp_congestion_control={cc} net.ipv4.tcp_no_metrics_save=1 "
-                  "net.ipv4.tcp_sack=1")
+            sh(h, "sysctl -qw net.ipv4.tcp_no_metrics_save=1 net.ipv4.tcp_sack=1", check=True)
+            out = sh(h, f"sysctl -qw net.ipv4.tcp_congestion_control={cc} 2>&1")
+            if out.strip():
+                LOG.info("%s: default congestion control not set (%s); the server sets %s per socket",
+                         h.name, out.strip(), cc)
 
     # -- teardown -----------------------------------------------------------------
     def stop(self) -> None:
+        """Tear down without ever waiting on a host shell: the delay lines, then every host shell by PID
+        (SIGKILL to its process group); a namespace and its interfaces vanish with its last process. The
+        caller stops the processes it started in the hosts first (they hold the namespaces too)."""
         for proc in self.procs:
             if proc.poll() is None:
                 proc.terminate()
@@ -185,19 +226,33 @@ class AccessNet:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+                    proc.wait()
         self.procs.clear()
         self.awake.stop()
         if self.net is not None:
-            p = self.prefix
-            subprocess.run(["ip", "link", "del", f"{p}br"], capture_output=True)
-            try:
-                self.net.stop()
-            except Exception as e:  # noqa: BLE001 - keep tearing down
-                LOG.warning("mininet stop: %s", e)
-            for intf in (self.ports.server, self.ports.client, self.ports.monitor):
-                subprocess.run(["ip", "link", "del", intf], capture_output=True)
+            for node in self.net.hosts:
+                kill_host(node)
             self.net = None
         self.registry.clear()
+
+
+def kill_host(node: Node) -> None:
+    shell = node.shell
+    if shell is not None:
+        if shell.poll() is None:
+            try:
+                os.killpg(shell.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            shell.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            LOG.warning("host shell %s (pid %d) did not exit after SIGKILL", node.name, shell.pid)
+        node.waitExited = False
+    try:
+        node.cleanup()  # closes its pty; never talks to the shell
+    except OSError:
+        pass
 
 
 def tool(name: str) -> str:
