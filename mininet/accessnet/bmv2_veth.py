@@ -1,7 +1,9 @@
 """BMv2 on veth ports, for tests and benchmarks: simple_switch_grpc, the controller, raw-socket I/O.
 
-Ports (all veth pairs in the root namespace, named ``iwt<k><port>{a,b}``; BMv2
-holds the ``b`` ends, the test sends and captures on the ``a`` ends):
+Ports (all veth pairs in the root namespace, named ``<lab>t<k><port>{a,b}`` with
+the lab slot ``<lab>`` this switch leases (``leftovers.Lease``), so concurrent
+test runs never share a name and a killed test's leftovers are removed by the
+slot's next owner; BMv2 holds the ``b`` ends, the test sends and captures on the ``a`` ends):
 1 = server side, 2 = client side (the bottleneck direction is 1 -> 2),
 3 = monitor (telemetry clones). Everything is removed in ``close()``.
 """
@@ -17,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from .leftovers import Lease
 from controller.switch import BottleneckSwitch, DesiredState, SwitchTarget
 from refmodel.params import PipelineParams
 from refmodel.pipeline import Route
@@ -84,7 +87,8 @@ class Bmv2:
         self.k = k
         self.grpc_args = list(grpc_args or [])  # extra P4Runtime server options (e.g. TLS)
         self.program = program
-        self.ifs = {p: (f"iwt{k}{p}a", f"iwt{k}{p}b") for p in (1, 2, 3)}
+        self.lease: Lease | None = None  # the lab slot: names of its own, never another run's or test's
+        self.ifs: dict[int, tuple[str, str]] = {}
         self.proc: subprocess.Popen | None = None
         self.grpc = free_port()
         self.thrift = free_port()
@@ -94,6 +98,9 @@ class Bmv2:
 
     # -- life cycle --------------------------------------------------------------
     def start(self) -> "Bmv2":
+        self.lease = Lease().acquire()
+        self.ifs = {p: (f"{self.lease.prefix}t{self.k}{p}a", f"{self.lease.prefix}t{self.k}{p}b") for p in (1, 2, 3)}
+        self.lease.registry.links([a for a, _ in self.ifs.values()])
         for a, b in self.ifs.values():
             subprocess.run(["ip", "link", "del", a], capture_output=True)
             subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
@@ -116,6 +123,8 @@ class Bmv2:
         args += ["--thrift-port", str(self.thrift), "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc}",
                  *self.grpc_args]
         self.proc = subprocess.Popen(args, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        if self.lease is not None:
+            self.lease.registry.process(self.proc.pid, args)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -145,6 +154,9 @@ class Bmv2:
                 self.proc.kill()
         for a, _ in self.ifs.values():
             subprocess.run(["ip", "link", "del", a], capture_output=True)
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
