@@ -18,6 +18,7 @@ from .constants import COUNTER_SLOTS, Aqm, Decision, Reason, TrafficClass
 from .fifo import Fifo
 from .flows import FlowTracker, Track
 from .iwa import Iwa
+from .shaper import StartShaper
 from .packet import parse, set_ecn_ce, set_tcp_window
 from .params import PipelineParams
 from .pie import Pie
@@ -61,8 +62,8 @@ class Pipeline:
         self.rng = random.Random(seed)
         self.queue = QueueModel()
         self.flows = FlowTracker()
-        self.fifo, self.red, self.codel, self.pie = Fifo(), Red(), Codel(), Pie()
-        self.iwa = Iwa(self.codel)
+        self.shaper = StartShaper()
+        self.fifo, self.red, self.codel, self.pie, self.iwa = Fifo(), Red(), Codel(), Pie(), Iwa()
         self.counters = Counters()
         self.telemetry_seq = 0
 
@@ -84,7 +85,9 @@ class Pipeline:
             self.counters.count(TrafficClass.OTHER, Decision.BYPASS, pkt.length)
             return Result(route.egress, frame, Decision.BYPASS, Reason.UNCONFIGURED, TrafficClass.OTHER)
 
+        iwa_on = p.queue.aqm == Aqm.IWA
         track = self.flows.track(p.iwa, pkt, now_ns)
+        track = self.shaper.downstream(p.iwa, p.queue.mtu_ns, pkt, now_ns, iwa_on, track)
         pred = self.queue.predict(p.queue, now_ns, pkt.length)
         verdict = self._decide(p, pred, track, rand)
 
@@ -109,28 +112,26 @@ class Pipeline:
         return Result(egress, out, decision, verdict.reason, track.cls, record)
 
     def _upstream(self, p: PipelineParams | None, now_ns: int, frame: bytes, pkt, route: Route) -> Result:
-        """Reverse direction (ACKs, requests): never queued or delayed. The flow tracker follows the
-        client's SYN and ACKs; with IWA, an ACK of a starting flow may leave with a smaller window."""
+        """Reverse direction (ACKs, requests): never queued or delayed. The tracker and the start shaper
+        follow the client's SYN and ACKs; with IWA, an ACK of a starting flow may leave with a smaller window."""
         cls = upstream_class(pkt)
         self.counters.count(cls, Decision.BYPASS, pkt.length)
         if p is None:
             return Result(route.egress, frame, Decision.BYPASS, Reason.UPSTREAM, cls)
-        shaping = p.queue.aqm == Aqm.IWA
-        room = self.iwa.room_base(p.iwa, self.queue.tat, now_ns) if shaping else 0
-        g = self.flows.upstream(p.iwa, p.queue.mtu_ns, pkt, now_ns, shaping, room)
+        iwa_on = p.queue.aqm == Aqm.IWA
+        track = self.flows.track(p.iwa, pkt, now_ns, downstream=False)
+        g = self.shaper.upstream(p.iwa, p.queue.mtu_ns, pkt, now_ns, self.queue.tat, iwa_on, track)
         out, reason = frame, Reason.UPSTREAM
-        if shaping:
-            self.iwa.commit_grant(p.iwa, p.queue, now_ns, g)
-            if g.window is not None:
-                out, reason = set_tcp_window(frame, pkt, g.window), Reason.IWA_WINDOW
+        if g.window is not None:
+            out, reason = set_tcp_window(frame, pkt, g.window), Reason.IWA_WINDOW
         record = None
-        if shaping and p.queue.telemetry and g.tracked:
+        if iwa_on and p.queue.telemetry and g.tracked:
             backlog = self.queue.tat - now_ns if self.queue.tat > now_ns else 0
             record = Record(
                 aqm=int(p.queue.aqm), decision=int(Decision.BYPASS), reason=int(reason), cls=int(cls),
                 tflags=int(g.flags), length=pkt.length, seq=self.telemetry_seq, rand=0, ts_ns=now_ns,
                 sojourn_ns=0, backlog_ns=backlog, src=pkt.src, dst=pkt.dst, sport=pkt.sport, dport=pkt.dport,
-                proto=pkt.proto, s1=(g.slot << 32) | g.edge, s2=(min(g.advance, 0xFFFFFFFF) << 32) | min(g.room_ns, 0xFFFFFFFF),
+                proto=pkt.proto, s1=(track.slot << 32) | g.edge, s2=(g.advance << 32) | min(g.room_ns, 0xFFFFFFFF),
             )
             self.telemetry_seq = (self.telemetry_seq + 1) & 0xFFFFFFFF
         return Result(route.egress, out, Decision.BYPASS, reason, cls, record)
@@ -139,12 +140,12 @@ class Pipeline:
         aqm = p.queue.aqm
         if aqm == Aqm.RED:
             return self.red.decide(p.red, q, rand)
-        if aqm == Aqm.CODEL:
+        if aqm == Aqm.CODEL or (aqm == Aqm.IWA and track.cls == TrafficClass.TCP_EST):
             return self.codel.decide(p.codel, p.queue, q)
         if aqm == Aqm.PIE:
             return self.pie.decide(p.pie, p.queue, q, rand)
         if aqm == Aqm.IWA:
-            return self.iwa.decide(p.iwa, p.codel, p.queue, q, track)
+            return self.iwa.decide(p.iwa, q, track)
         return self.fifo.decide(q)
 
 

@@ -1,0 +1,157 @@
+"""IWA's start shaping (twin of ``p4src/include/start_shaper.p4``).
+
+Each flow's window state (same slot as ``flows.py``) and the queue room
+starting flows may still take (``docs/iwa.md`` derives every rule).
+
+Per flow:
+
+* ``syn``: the client's SYN, remembered until the SYN-ACK: signature and its
+  window-scale shift. The client's windows are scaled only when both the SYN
+  and the SYN-ACK carried the option (RFC 7323); a flow whose SYN the switch
+  did not see is never shaped (its scale is unknown).
+* ``state``: the scale, SHAPE, ANNOUNCED (one frame of queue reserved until
+  its first ACK), ACKED.
+* ``edge``: the right edge of the window the server was given (ACK number +
+  scaled window). Every upstream ACK moves it; it never moves left.
+* ``end``: where the flow's *start phase* ends, fixed at its first ACK: its
+  first byte plus ``ns_to_bytes(rtt + target)``, with the RTT measured at the
+  switch (SYN-ACK to ACK). That is what a flow has in flight when its slow
+  start first fills the path and the audio's budget; past it, the flow is
+  established (CoDel's, in ``iwa.py``).
+
+Globals (IWA only): ``grant_tat``, the window openings given, as a queue that
+drains at the link rate from the moment of the grant (a grant the server
+never uses is forgotten by itself), and ``reserve``, one frame per announced
+flow, forgotten ``hold_ns`` after the last SYN-ACK (so handshakes that never
+complete cannot pin it).
+
+An upstream ACK of a starting flow may open the server's window by at most
+
+    room = target - queue - grants - reserve   (+ its own reserved frame)
+
+never below one MSS beyond the ACK, never above the client's own window,
+never moving the right edge left; the window is rounded up to the client's
+scale. Downstream, new data that begins at or past the flow's end becomes
+``TCP_EST``, and data ending past the edge the server was given is
+``BEYOND`` (the sender ignored the window: ``iwa.py``'s safety net).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .constants import (
+    FLOW_ACKED, FLOW_ANNOUNCED, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
+    TrafficClass,
+)
+from .flows import Track, seq_before
+from .packet import TCP_ACK, TCP_RST, TCP_SYN, Parsed
+from .params import IwaParams, bytes_to_ns, ns_to_bytes
+
+U32 = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What the shaper did with one upstream ACK (for the telemetry)."""
+
+    tracked: bool = False
+    flags: int = 0
+    window: int | None = None  # the window field to write, when IWA clamped it
+    edge: int = 0  # the right edge the server now has
+    advance: int = 0  # bytes it may send beyond the edge it had
+    room_ns: int = 0  # the queue room the grant was sized from
+
+
+class StartShaper:
+    def __init__(self) -> None:
+        self.syn = [0] * FLOW_SLOTS
+        self.state = [0] * FLOW_SLOTS
+        self.edge = [0] * FLOW_SLOTS
+        self.end = [0] * FLOW_SLOTS
+        self.grant_tat = 0
+        self.reserve = 0
+        self.reserve_t = 0
+
+    def _reserve(self, p: IwaParams, now: int) -> int:
+        return self.reserve if now - self.reserve_t <= p.hold_ns else 0
+
+    def downstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track) -> Track:
+        if pkt.udp_valid or not pkt.tcp_valid or pkt.tcp_payload < 0:
+            return t
+        slot = t.slot
+        if t.flags & TrackFlag.NEW_FLOW:  # SYN-ACK of a new flow
+            syn = self.syn[slot]
+            state = FLOW_ANNOUNCED
+            if syn & SYN_SEEN and (syn ^ t.hash) & 0xFFFFFF00 == 0:
+                state |= FLOW_SHAPE
+                if syn & SYN_WS and pkt.ws_shift >= 0:
+                    state |= syn & FLOW_SCALE_MASK
+            self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, t.isn
+            if iwa_on:
+                self.reserve = min(self._reserve(p, now) + mtu_ns, U32)
+                self.reserve_t = now
+            return t
+        if not (t.tracked and pkt.tcp_payload > 0 and pkt.tcp_flags & (TCP_SYN | TCP_ACK) != (TCP_SYN | TCP_ACK)):
+            return t
+        state, edge, end = self.state[slot], self.edge[slot], self.end[slot]
+        flags, cls = t.flags, t.cls
+        if state & FLOW_SHAPE and seq_before(edge, (pkt.seq + pkt.tcp_payload) & U32):
+            flags |= TrackFlag.BEYOND
+        if cls == TrafficClass.TCP_START and state & FLOW_ACKED and not seq_before(pkt.seq, end):
+            cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING  # past its start phase
+        return replace(t, cls=cls, flags=flags)
+
+    def upstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, queue_tat: int, iwa_on: bool,
+                 t: Track) -> Grant:
+        if pkt.udp_valid or not pkt.tcp_valid or pkt.tcp_payload < 0:
+            return Grant()
+        slot, f = t.slot, pkt.tcp_flags
+        if f & (TCP_SYN | TCP_ACK) == TCP_SYN:
+            rec = (t.hash & 0xFFFFFF00) | SYN_SEEN
+            if pkt.ws_shift >= 0:
+                rec |= SYN_WS | min(pkt.ws_shift, WS_MAX)
+            self.syn[slot] = rec
+            return Grant()
+        if f & (TCP_SYN | TCP_RST | TCP_ACK) != TCP_ACK or not t.tracked:
+            return Grant()
+        state, edge, end = self.state[slot], self.edge[slot], self.end[slot]
+        flags = TrackFlag.TRACKED
+        released = False
+        if not state & FLOW_ACKED:  # the handshake's ACK: RTT at the switch, and the start phase's length
+            rtt = min(t.age, U32)
+            end = (t.isn + ns_to_bytes(p, min(rtt + p.target_ns, U32))) & U32
+            released = bool(state & FLOW_ANNOUNCED)
+            state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED
+            flags |= TrackFlag.FIRST_ACK
+        scale = state & FLOW_SCALE_MASK
+        own = (pkt.ack + (pkt.window << scale)) & U32  # the client's own right edge
+        starting = seq_before(edge, end)
+        new_edge = own if seq_before(edge, own) else edge
+        reserve = self._reserve(p, now) if iwa_on else 0
+        window, room = None, 0
+        if iwa_on and state & FLOW_SHAPE and starting and not seq_before(own, edge):
+            flags |= TrackFlag.STARTING
+            used = reserve + max(0, queue_tat - now) + max(0, self.grant_tat - now)
+            room = max(0, p.target_ns + (mtu_ns if released else 0) - used)
+            want = (edge + ns_to_bytes(p, min(room, U32))) & U32
+            if seq_before(own, want):
+                want = own
+            floor = (pkt.ack + p.mss_bytes) & U32  # never below one MSS
+            if seq_before(own, floor):
+                floor = own
+            if seq_before(want, floor):
+                want = floor
+            if seq_before(want, edge):  # never moves the right edge left
+                want = edge
+            field = (((want - pkt.ack) & U32) + (1 << scale) - 1) >> scale  # round up: never below want
+            new_edge = (pkt.ack + (field << scale)) & U32
+            if field < pkt.window:
+                window = field
+        advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
+        self.state[slot], self.edge[slot], self.end[slot] = state, new_edge, end
+        if iwa_on and flags & TrackFlag.STARTING and advance:
+            self.grant_tat = max(self.grant_tat, now) + bytes_to_ns(p, advance)
+        if iwa_on and released:
+            self.reserve = reserve - mtu_ns if reserve > mtu_ns else 0
+        return Grant(True, flags, window, new_edge, advance, room)
