@@ -14,7 +14,15 @@ w_q = 0.002
 max_p = 0.1
 th_min = 5
 th_max = 20
+[aqm.iwa]               # IWA (refmodel.params.iwa_params; with `tune`, target_s is the controller's)
+target_s = 0.0279       # queue room for starting flows (the jitter budget less a margin)
+mtu_bytes = 1514        # full-size frame: the window floor is one MSS = mtu_bytes - 54
+hold_s = 1.0            # the reserve is forgotten this long after the last SYN-ACK
+age_s = 10.0            # a flow slot is free this long after its SYN-ACK (>= hold_s)
 ```
+
+The link rate is given once ([link]): every rate-derived integer (IWA's
+payload conversions, RED's thresholds in ns, ...) comes from it.
 
 Everything is validated before anything is written to a switch; an error
 names the field (``aqm.red.th_min``) and its allowed range.
@@ -36,8 +44,29 @@ KNOWN = {
     "aqm.red": {"w_q", "max_p", "th_min", "th_max", "mean_pktsize"},
     "aqm.codel": {"target_s", "interval_s"},
     "aqm.pie": {"target_s", "tupdate_s", "alpha", "beta", "max_burst_s"},
-    "aqm.iwa": {"target_s", "allowance_bytes", "window_s", "start_bytes", "age_s"},
+    "aqm.iwa": {"target_s", "mtu_bytes", "hold_s", "age_s"},
 }
+# IWA's integers (refmodel.params.IwaParams) and the knob each is derived from, so that an error about a
+# derived integer also names what the configuration said.
+IWA_SOURCES = {"target_ns": "target_s", "mss_bytes": "mtu_bytes", "payload_ns_q16": "mtu_bytes",
+               "bytes_per_ns_q32": "mtu_bytes", "hold_ns": "hold_s", "age_ns": "age_s"}
+IWA_INTEGERS = {"mtu_bytes"}  # the other IWA knobs are numbers (seconds)
+
+
+def _check_iwa(table: dict) -> dict:
+    for k, v in table.items():
+        ok = isinstance(v, int) if k in IWA_INTEGERS else isinstance(v, (int, float))
+        if isinstance(v, bool) or not ok:
+            kind = "an integer" if k in IWA_INTEGERS else "a number"
+            raise ConfigError(f"aqm.iwa: {k} = {v!r} is not {kind}")
+    return table
+
+
+def _iwa_source(message: str, iwa: dict) -> str:
+    """' (from aqm.iwa.mtu_bytes = 40)' when the error is about an integer derived from a configured knob."""
+    field = message.split(":", 1)[-1].strip().split(" ", 1)[0]
+    knob = IWA_SOURCES.get(field)
+    return f" (from aqm.iwa.{knob} = {iwa[knob]!r})" if knob in iwa else ""
 
 
 def _check_keys(section: str, table: Any) -> dict:
@@ -60,6 +89,8 @@ def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
     if "rate_bps" not in link:
         raise ConfigError("link.rate_bps is required")
     knobs = {k: _check_keys(f"aqm.{k}", a[k]) for k in ("red", "codel", "pie", "iwa") if k in a}
+    if "iwa" in knobs:
+        _check_iwa(knobs["iwa"])
     name = aqm or a.get("name", "fifo")
     if str(name).lower() == "red" and "red" not in knobs:
         raise ConfigError("aqm.red: the red AQM needs w_q, max_p, th_min and th_max")
@@ -73,7 +104,9 @@ def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
         raise ConfigError(f"aqm: {e}") from None
     except ConfigError as e:
         section = str(e).split(":", 1)[0]
-        raise ConfigError(f"aqm.{e}" if section in ("red", "codel", "pie", "iwa") else str(e)) from None
+        if section == "iwa":
+            raise ConfigError(f"aqm.{e}{_iwa_source(str(e), knobs['iwa'])}") from None
+        raise ConfigError(f"aqm.{e}" if section in ("red", "codel", "pie") else str(e)) from None
 
 
 def load_table(path: str | Path) -> dict:

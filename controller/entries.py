@@ -65,8 +65,8 @@ def config_defaults(p: PipelineParams) -> list[fy.P4TableEntry]:
         default("codel_control_law", "set_step", step_ns=law_default),
         default("pie_cfg", "set_pie", target_ns=pi.target_ns, tupdate_ns=pi.tupdate_ns, alpha_q48=pi.alpha_q48,
                 beta_q48=pi.beta_q48, max_burst_ns=pi.max_burst_ns),
-        default("iwa_cfg", "set_iwa", target_ns=i.target_ns, allowance_bytes=i.allowance_bytes,
-                window_ns=i.window_ns, start_bytes=i.start_bytes, age_ns=i.age_ns),
+        default("iwa_cfg", "set_iwa", target_ns=i.target_ns, mss_bytes=i.mss_bytes, payload_ns_q16=i.payload_ns_q16,
+                bytes_per_ns_q32=i.bytes_per_ns_q32, hold_ns=i.hold_ns, age_ns=i.age_ns),
         default("bottleneck_cfg", "set_bottleneck", byte_time_q16=q.byte_time_q16, bucket_ns=q.bucket_ns,
                 limit_ns=q.limit_ns, limit_pkts=q.limit_pkts, mtu_ns=q.mtu_ns, aqm=int(q.aqm), ecn=int(q.ecn),
                 telemetry=int(q.telemetry)),
@@ -74,5 +74,6 @@ def config_defaults(p: PipelineParams) -> list[fy.P4TableEntry]:
 
 
 def iwa_knobs(p: PipelineParams) -> list[fy.P4TableEntry]:
-    """Only the IWA knobs: what the closed-loop tuner rewrites every period."""
-    return [e for e in config_defaults(p) if e.table_id == "iwa_cfg"]
+    """What the closed-loop tuner rewrites when its decision changes and the link rate does not: IWA's
+    config and CoDel's (IWA's control of established flows; its control law depends on the interval only)."""
+    return [e for e in config_defaults(p) if e.table_id in ("codel_cfg", "iwa_cfg")]

@@ -93,6 +93,7 @@ class BottleneckSwitch:
         await self.sw.modify(entries.config_defaults(params))
 
     async def set_iwa_knobs(self, params: PipelineParams) -> None:
+        """Write only what the tuner changes between rate changes (``entries.iwa_knobs``)."""
         self.state.params = params
         await self.sw.modify(entries.iwa_knobs(params))
 

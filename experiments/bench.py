@@ -22,7 +22,7 @@ AQMS = {
     "red": {"red": dict(w_q=0.002, max_p=0.1, th_min=5, th_max=20)},
     "codel": {},
     "pie": {},
-    "iwa": {"iwa": dict(target_s=0.03, allowance_bytes=1460)},
+    "iwa": {"iwa": dict(target_s=0.03)},
 }
 
 

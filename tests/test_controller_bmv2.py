@@ -32,7 +32,7 @@ CONFIGS = {
     "red": '[aqm]\nname = "red"\n[aqm.red]\nw_q = 0.002\nmax_p = 0.1\nth_min = 5\nth_max = 20\n',
     "codel": '[aqm]\nname = "codel"\n[aqm.codel]\ntarget_s = 0.005\ninterval_s = 0.1\n',
     "pie": '[aqm]\nname = "pie"\n',
-    "iwa": '[aqm]\nname = "iwa"\n[aqm.iwa]\nallowance_bytes = 3028\n',
+    "iwa": '[aqm]\nname = "iwa"\n[aqm.iwa]\ntarget_s = 0.010\n',
 }
 LINK = '[link]\nrate_bps = 2e6\n[buffer]\npackets = 48\n'
 
@@ -88,7 +88,10 @@ def test_install_then_set_each_aqm_at_run_time(sw, tmp_path):
         assert r.returncode == 0, r.stderr
         assert f"aqm={name}" in r.stdout
         assert aqm_seen(sw) == {Aqm[name.upper()]}, name
-    assert read_default(sw, "iwa_cfg")["allowance_bytes"] == 3028
+    iwa = read_default(sw, "iwa_cfg")
+    assert set(iwa) == {"target_ns", "mss_bytes", "payload_ns_q16", "bytes_per_ns_q32", "hold_ns", "age_ns"}
+    assert (iwa["target_ns"], iwa["mss_bytes"], iwa["hold_ns"]) == (10_000_000, 1460, 1_000_000_000)
+    assert read_default(sw, "codel_cfg")["target_ns"] == 6_056_000  # iwa's CoDel: one frame at 2 Mbit/s
 
 
 def test_counters_after_scapy_traffic(sw, tmp_path):
@@ -107,7 +110,7 @@ def test_counters_after_scapy_traffic(sw, tmp_path):
     ('[link]\nrate_bps = -5\n[aqm]\nname = "fifo"\n', "rate_bps"),
     (LINK + '[aqm]\nname = "blue"\n', "aqm"),
     (LINK + '[aqm]\nname = "red"\n[aqm.red]\nw_q = 0.002\nmax_p = 0.1\nth_min = 20\nth_max = 5\n', "th_min"),
-    (LINK + '[aqm]\nname = "iwa"\n[aqm.iwa]\nallowance_bytes = 99999999999\n', "allowance_bytes"),
+    (LINK + '[aqm]\nname = "iwa"\n[aqm.iwa]\nmtu_bytes = 99999\n', "mtu_bytes"),
 ])
 def test_bad_configs_are_refused_before_anything_is_written(sw, tmp_path, bad, field):
     p = tmp_path / "bad.toml"
@@ -148,9 +151,9 @@ def test_tuner_survives_a_switch_restart_and_leaves_a_defined_state(sw, tmp_path
 
     try:
         wait_for("installed: aqm=iwa")
-        time.sleep(2.0)  # the loop sizes the allowance for 6 parallel starts: 2 MSS at 2 Mbit/s
-        tuned = read_default(sw, "iwa_cfg")["allowance_bytes"]
-        assert tuned == 2 * 1460 != 3028
+        time.sleep(2.0)  # the loop sets the target from the 40 ms budget: 40 ms - 2 frames at 2 Mbit/s
+        tuned = read_default(sw, "iwa_cfg")["target_ns"]
+        assert tuned == 27_888_000 != 10_000_000
         sw.restart()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -161,7 +164,7 @@ def test_tuner_survives_a_switch_restart_and_leaves_a_defined_state(sw, tmp_path
                 time.sleep(0.5)
         else:
             pytest.fail("the switch was not re-configured after its restart:\n" + "".join(lines))
-        assert read_default(sw, "iwa_cfg")["allowance_bytes"] == tuned  # the tuned state, not the initial one
+        assert read_default(sw, "iwa_cfg")["target_ns"] == tuned  # the tuned state, not the initial one
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
         reader.join(timeout=5)
@@ -172,7 +175,7 @@ def test_tuner_survives_a_switch_restart_and_leaves_a_defined_state(sw, tmp_path
     assert proc.returncode == 0, out
     assert "re-applied pipeline and state" in out
     assert "leaving the switch with the configured parameters" in out
-    assert read_default(sw, "iwa_cfg")["allowance_bytes"] == 3028  # Ctrl-C: back to the configuration
+    assert read_default(sw, "iwa_cfg")["target_ns"] == 10_000_000  # Ctrl-C: back to the configuration
     assert len(log.read_text().splitlines()) > 20
 
 

@@ -28,7 +28,16 @@ def test_params_from_config():
     (lambda c: c["aqm"]["red"].update(wq=1), "aqm.red: unknown key"),
     (lambda c: c["buffer"].update(packets=70000), "limit_pkts = 70000 is out of range: allowed 0..1023"),
     (lambda c: c.update(extra={}), "unknown section"),
-    (lambda c: c["aqm"].update(iwa={"target_s": 99.0}), r"target_ns = 99000000000 is out of range"),
+    (lambda c: c["aqm"].update(iwa={"target_s": 99.0}),
+     r"aqm.iwa: target_ns = 99000000000 is out of range: allowed 1..4294967295 \(from aqm.iwa.target_s = 99.0\)"),
+    (lambda c: c["aqm"].update(iwa={"mtu_bytes": 54}), r"aqm.iwa: mss_bytes = 0 .* \(from aqm.iwa.mtu_bytes = 54\)"),
+    (lambda c: c["aqm"].update(iwa={"mtu_bytes": 1514.5}), "aqm.iwa: mtu_bytes = 1514.5 is not an integer"),
+    (lambda c: c["aqm"].update(iwa={"hold_s": "1s"}), "aqm.iwa: hold_s = '1s' is not a number"),
+    (lambda c: c["aqm"].update(iwa={"hold_s": 5.0}), r"aqm.iwa: hold_ns = 5000000000 .* \(from aqm.iwa.hold_s = 5.0\)"),
+    (lambda c: c["aqm"].update(iwa={"hold_s": 2.0, "age_s": 1.0}),
+     r"aqm.iwa: age_s = 1.0 is out of range: must be >= hold_s"),
+    (lambda c: c["aqm"].update(iwa={"allowance_bytes": 3028}), r"aqm.iwa: unknown key\(s\) \['allowance_bytes'\]; "
+     r"allowed \['age_s', 'hold_s', 'mtu_bytes', 'target_s'\]"),
 ])
 def test_bad_configs_name_the_field_and_range(mutate, message):
     import copy
@@ -36,6 +45,35 @@ def test_bad_configs_name_the_field_and_range(mutate, message):
     mutate(c)
     with pytest.raises(ConfigError, match=message):
         config.params_from_dict(c)
+
+
+def test_iwa_knobs_in_human_units():
+    c = {"link": {"rate_bps": 2e6}, "aqm": {"name": "iwa", "iwa": {"target_s": 0.030, "mtu_bytes": 1014,
+                                                                   "hold_s": 0.5, "age_s": 4}}}
+    i = config.params_from_dict(c).iwa
+    assert (i.target_ns, i.mss_bytes, i.hold_ns, i.age_ns) == (30_000_000, 960, 500_000_000, 4_000_000_000)
+    # a 960 B segment occupies the 2 Mbit/s link for its 1014 B frame: 4 us per frame byte
+    assert (i.payload_ns_q16 * 960) >> 16 == pytest.approx(1014 * 4000, abs=1)
+    p = config.params_from_dict({"link": {"rate_bps": 1e6}, "aqm": {"name": "iwa"}})
+    assert p.iwa.payload_ns_q16 == 2 * config.params_from_dict(c | {"aqm": {"name": "iwa"}}).iwa.payload_ns_q16
+    assert p.codel.target_ns == 12_112_000  # iwa's CoDel: one frame at 1 Mbit/s (more than 5 ms)
+
+
+def test_iwa_entities_carry_the_set_iwa_parameters():
+    p = config.params_from_dict({"link": {"rate_bps": 2e6}, "aqm": {"name": "iwa", "iwa": {"target_s": 0.030}}})
+    (iwa,) = [e for e in entries.config_defaults(p) if e.table_id == "iwa_cfg"]
+    assert iwa.action.name == "set_iwa"
+    assert iwa.action.args == {"target_ns": 30_000_000, "mss_bytes": 1460, "payload_ns_q16": p.iwa.payload_ns_q16,
+                               "bytes_per_ns_q32": p.iwa.bytes_per_ns_q32, "hold_ns": 1_000_000_000,
+                               "age_ns": 10_000_000_000}
+    assert list(iwa.action.args) == ["target_ns", "mss_bytes", "payload_ns_q16", "bytes_per_ns_q32", "hold_ns",
+                                     "age_ns"]  # the P4 action's parameter order
+    from refmodel.params import FIELD_BITS
+    assert all(v < 1 << FIELD_BITS[k] for k, v in iwa.action.args.items())
+    # what the tuner rewrites between rate changes: IWA's knobs and its established flows' CoDel target
+    tuned = entries.iwa_knobs(p)
+    assert [e.table_id for e in tuned] == ["codel_cfg", "iwa_cfg"] and all(e.is_default_action for e in tuned)
+    assert tuned[0].action.args == {"target_ns": 6_056_000, "interval_ns": 100_000_000}
 
 
 def test_toml_file(tmp_path):
