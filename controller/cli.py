@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("tune", help="install, then run the closed loop (IWA knobs from telemetry) until Ctrl-C",
                        description="Installs like 'install', then every period reads the telemetry records the "
                        "switch clones to its monitor port (and, every 10 periods, the counters), asks the policy "
-                       "(controller/policy.py) for the IWA knobs, writes them when they change and logs every "
-                       "period to --log (CSV, docs/data-formats.md). With another AQM it observes and logs only. "
+                       "(controller/policy.py) for IWA's and CoDel's targets, writes them when they change and "
+                       "logs every period to --log (CSV, docs/data-formats.md). With another AQM it observes and logs only. "
                        "On SIGTERM/Ctrl-C it leaves the switch with the configured parameters.")
     p.add_argument("--config", required=True, type=Path, help="TOML or JSON with [link], [buffer], [aqm]")
     p.add_argument("--routes", default="1>2:down,2>1:up")

@@ -1,75 +1,91 @@
-"""The closed-loop tuning policy for IWA: a pure function of what one period showed.
+"""The closed-loop policy for IWA 2: a pure function of what one period showed.
 
-Every period (100 ms by default) the controller summarises the data plane's
+Every period (100 ms by default) the controller summarises the switch's
 telemetry into an ``Observation`` and calls ``tune(state, obs)``, which
 returns the knobs to write and a new state. No I/O here, so the policy is
 unit-tested on synthetic statistics.
 
-* ``target``: the interactive flows' jitter budget minus a margin (two
-  full-size frames at the link rate, at least 5 ms), never below one
-  frame's drain time (at EDGE one 1514 B frame takes 76 ms: no single-queue
-  AQM can promise less).
-* ``allowance``: what each of the flows that start together may put in the
-  queue within the target: target bytes / expected parallel starts, between
-  ``MIN_ALLOWANCE`` (2 MSS) and 10 MSS. Expected parallel starts is the largest number of SYN-ACKs
-  seen in one period, decaying by half each second without starts, never below
-  ``PRIOR_STARTS``.
-* feedback: a period in which the audio's 99th percentile sojourn exceeded
-  the target halves the allowance (down to ``MIN_ALLOWANCE``); a second without such a
-  period lets it grow back by one MSS per period towards the formula's value.
-  Changes are held while a burst's start window is open (``PRIOR_STARTS``).
+IWA 2 needs almost no tuning: the data plane sizes every window it grants
+from the queue it measures, and its other knobs follow from the link
+(``refmodel.params.iwa_params``). What is left, and where each number comes
+from (``frame`` is the drain time of one full-size frame at the link rate,
+with the data plane's rounding; ``budget`` is the interactive flows' jitter
+budget, e.g. a 40 ms jitter buffer):
 
-* ``window``: how long after its SYN-ACK a flow counts as starting. It must
-  cover the time the parallel starts need to deliver their ``start_bytes`` at
-  the link rate (with 50 % slack), or the end of a big burst on a slow link
-  escapes IWA as "established" traffic: at least 2 s, at most 10 s. It grows
-  when flows start and returns to its one-flow value one window after the
-  last start.
+* ``target_ns``, the queue room for starting flows: ``target_for`` =
+  ``budget - max(2 frames, 5 ms)``, never below one frame.
 
-A link-rate change enters through ``Observation.rate_bps`` and is absorbed in
-the same period: target is a time and allowance and window are recomputed
-from it.
+  - Two frames: the queue the target does not size. Every window opens by
+    at least one MSS (IWA never advertises less), so a starting flow can
+    put one frame above the target when there is no room. The room is
+    computed from the queue an ACK sees, one RTT before the data arrives,
+    so another frame (e.g. an established flow's) can arrive in between.
+    Several flows at the floor at once exceed this; the audio feedback
+    below corrects what the margin misses.
+  - 5 ms: RFC 8289's CoDel target (see ``codel_target_ns``), the standing
+    queue CoDel lets established flows keep. They can build it after the
+    starting flows' windows were sized.
+  - The margin is the larger of the two, not their sum: frames dominate
+    below about 4.8 Mbit/s (2 x 1514 B = 5 ms), 5 ms above.
+  - One frame floor: the smallest queue a single FIFO can promise behind a
+    full-size frame. Below it no starting flow's first segment would fit
+    (at EDGE, 160 kbit/s, one 1514 B frame takes 76 ms, over a 40 ms budget:
+    there the target is that frame).
+
+* feedback on the audio: in a period where the audio's 99th percentile
+  sojourn exceeds ``budget - frame`` (one more full-size frame ahead of the
+  next audio packet would make it miss the budget), the target is
+  lowered by the excess, never below one frame. After ``QUIET_NS`` = 1 s
+  without a violation it recovers towards ``target_for`` by one frame per
+  period: a frame is the unit in which starting flows use room. 1 s is the
+  reserve's hold time (RFC 6298's initial RTO, ``hold_s``): by then the
+  starts that caused the excess have ended their start phase (one RTT plus
+  the budget) or timed out. The reduction is kept as a time below
+  ``target_for`` (``cut_ns``), so a rate change keeps it.
+
+* ``codel_target_ns``, the target of CoDel, which controls established flows
+  under IWA: ``max(5 ms, frame)``. 5 ms is RFC 8289's target. It is never
+  below one frame, because CoDel cannot hold a queue shorter than the packet
+  being sent (the rule ``refmodel.params.pipeline_params`` applies when no
+  CoDel knobs are configured).
+
+* The rate conversions (``payload_ns_q16``, ``bytes_per_ns_q32``) and the
+  queue's own numbers are plain functions of the link rate. The tuner
+  re-derives them (``refmodel.params``) when the rate changes (the
+  scenario's ``rate_changes``), and ``tune`` recomputes ``target_for`` and
+  ``codel_target_ns`` in the same period. ``mss_bytes``, ``hold_ns`` and
+  ``age_ns`` do not depend on anything observed and are never tuned.
+
+Nothing here depends on a scenario's number of flows, their sizes or the
+initial window.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-MSS = 1460
-# Each starting flow gets at least two segments through: its receiver acknowledges them at once (delayed
-# ACKs: one per two segments) and the rest of its window is recovered by RACK/TLP. Measured on web6 IW10
-# (BMv2, 3 reps): a 1 MSS floor gave 18 RTOs and 4.1 s bursts, the static 2 MSS 0 RTOs and 2.2 s.
-MIN_ALLOWANCE = 2 * MSS
-# Browsers open up to 6 connections per server: the allowance is sized for at least that many parallel
-# starts *before* they come. It cannot be sized after: each flow's SYN-ACK reserves the allowance in force
-# when it passes, and the data plane keeps that reserve for the start window. So the allowance never
-# changes while a burst's window is open (changes wait until it closes): lowering it mid-burst left the
-# reserve of the higher value standing, every starting segment above target, 18 RTOs in 3 web6 runs.
-PRIOR_STARTS = 6.0
-FRAME = 1514
+from refmodel.params import byte_time_q16, drain_ns
+
 NS = 1_000_000_000
+FRAME = 1514  # a full-size Ethernet frame: 1500 B MTU + 14 B header (no FCS)
+CODEL_TARGET_NS = 5_000_000  # RFC 8289: CoDel's target
+QUIET_NS = NS  # recovery starts after this long without a violation (= hold_s, RFC 6298's initial RTO)
 
 
 @dataclass(frozen=True)
 class Observation:
     t_ns: int
-    rate_bps: float
-    jitter_budget_ns: int  # e.g. a 40 ms jitter buffer
-    new_flows: int  # SYN-ACKs seen in the period
+    rate_bps: float  # the link rate in force in this period
+    jitter_budget_ns: int  # the interactive flows' jitter budget, e.g. a 40 ms jitter buffer
     audio_p99_sojourn_ns: int | None  # None: no interactive packet in the period
-    surplus_drops: int = 0
 
 
 @dataclass(frozen=True)
 class TunerState:
-    target_ns: int = 30_000_000
-    allowance_bytes: int = MIN_ALLOWANCE
-    expected_starts: float = 6.0
-    last_violation_ns: int = -10 * NS
-    last_start_ns: int = 0
-    window_ns: int = 2 * NS
-    burst_ns: int = -100 * NS  # when flows last started (the window's clock)
-    planned_bytes: int = 0  # the allowance to write once the current burst's window is over (0: none)
+    target_ns: int  # IWA's target in force
+    codel_target_ns: int  # CoDel's target (established flows) in force
+    cut_ns: int = 0  # how far the feedback holds target below target_for
+    last_violation_ns: int | None = None  # None: no violation yet
 
 
 @dataclass(frozen=True)
@@ -78,69 +94,50 @@ class Decision:
     reason: str
 
 
-def frame_ns(rate_bps: float) -> int:
-    return int(FRAME * 8 * NS / rate_bps)
+def frame_ns(rate_bps: float, frame_bytes: int = FRAME) -> int:
+    """Drain time of one full-size frame at ``rate_bps``, rounded as the data plane rounds it."""
+    return drain_ns(frame_bytes, byte_time_q16(rate_bps))
 
 
-def target_for(rate_bps: float, budget_ns: int) -> int:
-    margin = max(2 * frame_ns(rate_bps), 5_000_000)
-    return max(frame_ns(rate_bps), budget_ns - margin)
+def target_for(rate_bps: float, budget_ns: int, frame_bytes: int = FRAME) -> int:
+    """The jitter budget less max(2 frames, 5 ms), never below one frame."""
+    frame = frame_ns(rate_bps, frame_bytes)
+    return max(frame, budget_ns - max(2 * frame, CODEL_TARGET_NS))
 
 
-def allowance_for(rate_bps: float, target_ns: int, starts: float) -> int:
-    target_bytes = target_ns * rate_bps / 8 / NS
-    return int(min(10 * MSS, max(MIN_ALLOWANCE, target_bytes / max(1.0, starts))))
+def codel_target_for(rate_bps: float, frame_bytes: int = FRAME) -> int:
+    """CoDel's target for established flows: RFC 8289's 5 ms, never below one frame."""
+    return max(CODEL_TARGET_NS, frame_ns(rate_bps, frame_bytes))
 
 
-def window_for(rate_bps: float, starts: float, start_bytes: int) -> int:
-    need = 1.5 * max(1.0, starts) * start_bytes * 8 * NS / rate_bps
-    return int(min(10 * NS, max(2 * NS, need)))
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:.1f} ms"
 
 
-def tune(s: TunerState, o: Observation, period_ns: int = 100_000_000, start_bytes: int = 65536) -> Decision:
+def tune(s: TunerState, o: Observation, frame_bytes: int = FRAME) -> Decision:
+    frame = frame_ns(o.rate_bps, frame_bytes)
+    ceiling = target_for(o.rate_bps, o.jitter_budget_ns, frame_bytes)
     reasons = []
-    # expected number of flows starting together
-    starts = s.expected_starts
-    if o.new_flows > starts:
-        starts = float(o.new_flows)
-        reasons.append(f"{o.new_flows} flows started")
-    elif o.new_flows:
-        reasons.append(f"{o.new_flows} flows started")
-    elif o.t_ns - s.last_start_ns >= NS and starts > PRIOR_STARTS:
-        starts = max(PRIOR_STARTS, starts / 2)
-    last_start = o.t_ns if o.new_flows else s.last_start_ns
-    if o.t_ns - s.last_start_ns >= NS and o.new_flows == 0:
-        last_start = o.t_ns  # restart the decay clock
-
-    target = target_for(o.rate_bps, o.jitter_budget_ns)
-    if target != s.target_ns:
-        reasons.append(f"target {s.target_ns / 1e6:.1f} -> {target / 1e6:.1f} ms")
-    ceiling = allowance_for(o.rate_bps, target, starts)
-
-    burst = o.t_ns if o.new_flows else s.burst_ns
-    frozen = o.t_ns - burst < s.window_ns  # a burst's reserve is live: its flows announced the current value
-    planned = min(s.planned_bytes or s.allowance_bytes, ceiling)
+    cut = min(s.cut_ns, ceiling - frame)
     last_violation = s.last_violation_ns
-    if o.audio_p99_sojourn_ns is not None and o.audio_p99_sojourn_ns > target:
+    limit = o.jitter_budget_ns - frame
+    if o.audio_p99_sojourn_ns is not None and o.audio_p99_sojourn_ns > limit:
         last_violation = o.t_ns
-        what = "allowance halved" if planned > MIN_ALLOWANCE else "allowance at its floor"
-        planned = max(MIN_ALLOWANCE, planned // 2)
-        reasons.append(f"audio p99 sojourn {o.audio_p99_sojourn_ns / 1e6:.1f} ms > target: {what}")
-    elif o.t_ns - last_violation >= NS and planned < ceiling:
-        planned = min(ceiling, planned + MSS)
-        reasons.append("no violation for 1 s: allowance +1 MSS")
-    if frozen and planned != s.allowance_bytes:
-        reasons.append("(held until the burst's start window ends)")
-    allowance = s.allowance_bytes if frozen else planned
-    if o.new_flows:
-        window = max(s.window_ns, window_for(o.rate_bps, o.new_flows, start_bytes))
-    elif o.t_ns - burst >= s.window_ns:
-        window = window_for(o.rate_bps, 1, start_bytes)
-    else:
-        window = max(s.window_ns, window_for(o.rate_bps, 1, start_bytes))
-    if window != s.window_ns:
-        reasons.append(f"window {s.window_ns / 1e9:.2f} -> {window / 1e9:.2f} s")
-    new = replace(s, target_ns=target, allowance_bytes=allowance, expected_starts=starts,
-                  last_violation_ns=last_violation, last_start_ns=last_start, window_ns=window, burst_ns=burst,
-                  planned_bytes=planned)
+        excess = o.audio_p99_sojourn_ns - limit
+        if cut < ceiling - frame:
+            cut = min(cut + excess, ceiling - frame)
+            what = f"target -{_ms(excess)}"
+        else:
+            what = "target at its floor (one frame)"
+        reasons.append(f"audio p99 sojourn {_ms(o.audio_p99_sojourn_ns)} > budget - frame {_ms(limit)}: {what}")
+    elif cut and (last_violation is None or o.t_ns - last_violation >= QUIET_NS):
+        cut = max(0, cut - frame)
+        reasons.append("no violation for 1 s: target +1 frame")
+    target = ceiling - cut
+    if target != s.target_ns:
+        reasons.append(f"target {_ms(s.target_ns)} -> {_ms(target)}")
+    codel_target = codel_target_for(o.rate_bps, frame_bytes)
+    if codel_target != s.codel_target_ns:
+        reasons.append(f"codel target {_ms(s.codel_target_ns)} -> {_ms(codel_target)}")
+    new = TunerState(target_ns=target, codel_target_ns=codel_target, cut_ns=cut, last_violation_ns=last_violation)
     return Decision(new, "; ".join(reasons) or "steady")

@@ -3,15 +3,23 @@
 ``ClosedLoop`` is the part both switches share: it is fed the telemetry
 records one by one (``add``) and, once per period (``tick``), turns what the
 period showed into a ``policy.Observation``, asks ``policy.tune`` for the
-knobs, writes one row to ``tuning.csv`` (inputs and decision) and returns the
-parameters to write when they changed. It does no switch I/O: the BMv2 driver
-(``run_bmv2``, P4Runtime) and the model switch (``accessnet.modelswitch``,
-in-process) apply what it returns.
+knobs (IWA's target and the target of CoDel, which controls IWA's
+established flows), writes one row to ``tuning.csv`` (inputs and decision)
+and returns the parameters to write when they changed. It does no switch
+I/O: the BMv2 driver (``run_bmv2``, P4Runtime) and the model switch
+(``accessnet.modelswitch``, in-process) apply what it returns. With
+``aqm = iwa`` those two targets are the controller's: configured values are
+what the switch starts with and is left with (``defined_state``).
 
 A link-rate change (``rate_schedule``) is part of the loop because the
 controller owns the switch's idea of the rate: at the scheduled time it
-re-derives every rate-dependent parameter (drain time per byte, RED
-thresholds in ns, ...) and the drivers also retune the drain shaper.
+re-derives every rate-dependent parameter (drain time per byte, IWA's
+payload conversions, RED thresholds in ns, ...) and the drivers also retune
+the drain shaper.
+
+Telemetry records of decision BYPASS (upstream packets: the client's SYN and
+ACKs, with reason IWA_WINDOW when IWA rewrote the window) never waited in the
+queue: they are counted as window rewrites, never as audio or drops.
 """
 
 from __future__ import annotations
@@ -31,8 +39,8 @@ from typing import IO
 
 import numpy as np
 
-from refmodel.constants import TELEMETRY_ETHERTYPE, Aqm, Decision, TrackFlag, TrafficClass
-from refmodel.params import PipelineParams
+from refmodel.constants import TELEMETRY_ETHERTYPE, Aqm, Decision, Reason, TrackFlag, TrafficClass
+from refmodel.params import TCP_FRAME_OVERHEAD, PipelineParams
 from refmodel.telemetry import ETH_HEADER, Record, TelemetryError
 
 from . import policy
@@ -40,8 +48,8 @@ from .config import params_from_dict
 
 LOG = logging.getLogger("iwlab.tuner")
 NS = 1_000_000_000
-COLUMNS = ["t_ns", "rate_bps", "aqm", "target_ns", "allowance_bytes", "window_ns", "audio_pkts",
-           "audio_p99_sojourn_ns", "new_flows", "starts", "drops", "reason"]
+COLUMNS = ["t_ns", "rate_bps", "aqm", "target_ns", "codel_target_ns", "audio_pkts", "audio_p99_sojourn_ns",
+           "new_flows", "windows", "drops", "reason"]
 
 
 def parse_rate_schedule(spec: str | None) -> list[tuple[float, float]]:
@@ -65,12 +73,17 @@ class PeriodStats:
     """What one period's telemetry showed."""
 
     audio_sojourn_ns: list[int] = field(default_factory=list)
-    new_flows: int = 0
+    new_flows: int = 0  # downstream SYN-ACKs that entered the flow tracker
+    windows: int = 0  # upstream ACKs whose window IWA rewrote (start shaping)
     drops: int = 0
     records: int = 0
 
     def add(self, r: Record) -> None:
         self.records += 1
+        if r.decision == Decision.BYPASS:  # upstream (or unconfigured): never queued, never dropped
+            if r.reason == Reason.IWA_WINDOW:
+                self.windows += 1
+            return
         if r.decision == Decision.DROP:
             self.drops += 1
         elif r.cls == TrafficClass.UDP:
@@ -104,9 +117,7 @@ class ClosedLoop:
         self.t0_ns = now() if t0_ns is None else t0_ns
         self.schedule = list(rate_schedule or [])
         self.tuning = self.base.queue.aqm == Aqm.IWA  # other AQMs: observed and logged, never written
-        self.state = policy.TunerState(target_ns=self.base.iwa.target_ns,
-                                       allowance_bytes=self.base.iwa.allowance_bytes,
-                                       window_ns=self.base.iwa.window_ns)
+        self.state = policy.TunerState(target_ns=self.base.iwa.target_ns, codel_target_ns=self.base.codel.target_ns)
         self.stats = PeriodStats()
         self.next_tick_ns: int | None = None
         self.rows = 0
@@ -136,16 +147,15 @@ class ClosedLoop:
             rate_changed = True
         st, self.stats = self.stats, PeriodStats()
         obs = policy.Observation(t_ns=now_ns, rate_bps=self.rate_bps, jitter_budget_ns=self.budget_ns,
-                                 new_flows=st.new_flows, audio_p99_sojourn_ns=st.p99(), surplus_drops=st.drops)
+                                 audio_p99_sojourn_ns=st.p99())
         reason = f"link rate -> {self.rate_bps / 1e6:g} Mbit/s; " if rate_changed else ""
-        new = self.params
         if self.tuning:
-            d = policy.tune(self.state, obs, self.period_ns, self.base.iwa.start_bytes)
+            d = policy.tune(self.state, obs, frame_bytes=self.base.iwa.mss_bytes + TCP_FRAME_OVERHEAD)
             self.state = d.state
             reason += d.reason
-            new = dataclasses.replace(self.base, iwa=dataclasses.replace(
-                self.base.iwa, target_ns=d.state.target_ns, allowance_bytes=d.state.allowance_bytes,
-                window_ns=d.state.window_ns))
+            new = dataclasses.replace(
+                self.base, iwa=dataclasses.replace(self.base.iwa, target_ns=d.state.target_ns),
+                codel=dataclasses.replace(self.base.codel, target_ns=d.state.codel_target_ns))
         else:
             new = self.base
             reason += "observe only (aqm is not iwa)"
@@ -163,9 +173,9 @@ class ClosedLoop:
         if self._csv is None:
             return
         self._csv.writerow([obs.t_ns, int(self.rate_bps), p.queue.aqm.name.lower(), p.iwa.target_ns,
-                            p.iwa.allowance_bytes, p.iwa.window_ns, len(st.audio_sojourn_ns),
+                            p.codel.target_ns, len(st.audio_sojourn_ns),
                             "" if obs.audio_p99_sojourn_ns is None else obs.audio_p99_sojourn_ns, st.new_flows,
-                            f"{self.state.expected_starts:g}", st.drops, reason])
+                            st.windows, st.drops, reason])
         self._log.flush()
 
 

@@ -7,16 +7,17 @@ import pytest
 
 from controller import policy
 from controller.tuner import COLUMNS, ClosedLoop, parse_rate_schedule
-from refmodel.constants import Aqm, Decision, TrackFlag, TrafficClass
-from refmodel.params import byte_time_q16
+from refmodel.constants import Aqm, Decision, Reason, TrackFlag, TrafficClass
+from refmodel.params import byte_time_q16, iwa_params
 from refmodel.telemetry import Record
 
 MS = 1_000_000
+NS = 1_000_000_000
 CFG = {"link": {"rate_bps": 2e6}, "buffer": {"packets": 48}, "aqm": {"name": "iwa"}}
 
 
-def rec(cls=TrafficClass.UDP, sojourn_ms=1.0, decision=Decision.PASS, tflags=0):
-    return Record(aqm=Aqm.IWA, decision=decision, reason=0, cls=cls, tflags=tflags, length=94, seq=0, rand=0,
+def rec(cls=TrafficClass.UDP, sojourn_ms=1.0, decision=Decision.PASS, tflags=0, reason=Reason.NONE):
+    return Record(aqm=Aqm.IWA, decision=decision, reason=reason, cls=cls, tflags=tflags, length=94, seq=0, rand=0,
                   ts_ns=0, sojourn_ns=int(sojourn_ms * MS), backlog_ns=0, src=0, dst=0, sport=0, dport=0, proto=17,
                   s1=0, s2=0)
 
@@ -43,29 +44,71 @@ def test_one_row_per_period_with_inputs_and_decision():
     assert int(r[0]["target_ns"]) == policy.target_for(2e6, 40 * MS)
 
 
-def test_allowance_fits_the_expected_starts_and_is_written_before_the_burst():
+def test_the_first_period_writes_nothing_when_the_configuration_is_the_policys():
     loop, log = make()
     loop.tick(0)
-    act = loop.tick(100 * MS)  # a quiet first period: sized for PRIOR_STARTS at 2 Mbit/s
-    want = policy.allowance_for(2e6, policy.target_for(2e6, 40 * MS), policy.PRIOR_STARTS)
-    assert act is not None and not act.rate_changed and act.params.iwa.allowance_bytes == want
-    for _ in range(6):
-        loop.add(rec(cls=TrafficClass.TCP_CTRL, tflags=TrackFlag.NEW_FLOW))
-    act = loop.tick(200 * MS)  # the burst: the window grows with it, the allowance stays
-    assert act is not None and act.params.iwa.allowance_bytes == want
-    assert act.params.iwa.window_ns == policy.window_for(2e6, 6, 65536)
-    assert rows(log)[1]["new_flows"] == "6" and "6 flows started" in rows(log)[1]["reason"]
+    assert loop.tick(100 * MS) is None  # target_s and CoDel's target already are the formula's at 2 Mbit/s
+    assert rows(log)[0]["reason"] == "steady"
+    assert int(rows(log)[0]["codel_target_ns"]) == policy.codel_target_for(2e6) == loop.params.codel.target_ns
 
 
-def test_audio_over_target_halves_the_allowance():
-    loop, _ = make({**CFG, "aqm": {"name": "iwa", "iwa": {"allowance_bytes": 4 * 1460}}})
+def test_configured_target_is_replaced_by_the_policys_in_the_first_period():
+    loop, log = make({**CFG, "aqm": {"name": "iwa", "iwa": {"target_s": 0.010}}})
+    assert loop.params.iwa.target_ns == 10 * MS
     loop.tick(0)
-    loop.add(rec(sojourn_ms=90))
     act = loop.tick(100 * MS)
-    assert act.params.iwa.allowance_bytes == policy.MIN_ALLOWANCE
+    assert act is not None and not act.rate_changed
+    assert act.params.iwa.target_ns == policy.target_for(2e6, 40 * MS)
+    assert act.params.iwa.mss_bytes == 1460 and act.params.iwa.hold_ns == NS  # the rest is the configuration
+    assert loop.defined_state().iwa.target_ns == 10 * MS  # Ctrl-C restores what was configured
 
 
-def test_rate_change_rederives_the_queue_and_settles_in_one_period():
+def test_codel_target_of_iwas_established_flows_follows_the_link():
+    loop, log = make({**CFG, "aqm": {"name": "iwa", "codel": {"target_s": 0.005}}})
+    loop.tick(0)
+    act = loop.tick(100 * MS)  # one frame (6.1 ms) is more than 5 ms at 2 Mbit/s
+    assert act is not None and not act.rate_changed and act.params.codel.target_ns == 6_056_000
+    assert "codel target 5.0 ms -> 6.1 ms" in rows(log)[0]["reason"]
+
+
+def test_audio_over_the_budget_lowers_the_target_by_the_excess_and_is_written():
+    loop, log = make()
+    loop.tick(0)
+    for k in range(100):
+        loop.add(rec(sojourn_ms=36.0 if k == 99 else 1.0))  # p99 ("higher") of 100 samples: the largest
+    act = loop.tick(100 * MS)
+    excess = 36 * MS - (40 * MS - policy.frame_ns(2e6))
+    assert act is not None and act.params.iwa.target_ns == policy.target_for(2e6, 40 * MS) - excess
+    r = rows(log)[0]
+    assert int(r["audio_p99_sojourn_ns"]) == 36 * MS and int(r["target_ns"]) == act.params.iwa.target_ns
+    assert "audio p99 sojourn 36.0 ms" in r["reason"]
+    for k in range(2, 11):  # held for a second, nothing written
+        assert loop.tick(k * 100 * MS) is None
+    act = loop.tick(11 * 100 * MS)  # t = 1 s after the violation: recovery starts
+    assert act is not None and act.params.iwa.target_ns == policy.target_for(2e6, 40 * MS)
+
+
+def test_upstream_records_are_neither_audio_nor_drops_nor_new_flows():
+    loop, log = make()
+    loop.tick(0)
+    up = dict(decision=Decision.BYPASS, tflags=TrackFlag.TRACKED | TrackFlag.STARTING)
+    for _ in range(4):  # window rewrites of ACKs (IWA start shaping)
+        loop.add(rec(cls=TrafficClass.TCP_CTRL, sojourn_ms=0, reason=Reason.IWA_WINDOW, **up))
+    loop.add(rec(cls=TrafficClass.TCP_CTRL, sojourn_ms=0, reason=Reason.UPSTREAM, **up))  # an ACK left as it was
+    loop.add(rec(cls=TrafficClass.UDP, sojourn_ms=300, reason=Reason.UPSTREAM, decision=Decision.BYPASS,
+                 tflags=TrackFlag.NEW_FLOW))  # even an upstream datagram with odd flags
+    for _ in range(3):  # downstream SYN-ACKs
+        loop.add(rec(cls=TrafficClass.TCP_CTRL, tflags=TrackFlag.TRACKED | TrackFlag.NEW_FLOW))
+    loop.add(rec(cls=TrafficClass.TCP_START, decision=Decision.DROP, reason=Reason.IWA_SURPLUS))
+    loop.add(rec(cls=TrafficClass.UDP, decision=Decision.DROP, reason=Reason.LIMIT))  # a dropped datagram: no sojourn
+    loop.add(rec(sojourn_ms=3.0))
+    assert loop.tick(100 * MS) is None  # the 300 ms "audio" was upstream: no violation
+    r = rows(log)[0]
+    assert (r["audio_pkts"], r["audio_p99_sojourn_ns"]) == ("1", str(3 * MS))
+    assert (r["new_flows"], r["windows"], r["drops"]) == ("3", "4", "2")
+
+
+def test_rate_change_rederives_the_conversions_and_targets_in_the_same_period():
     loop, log = make(rate_schedule=parse_rate_schedule("0.25:1e6"))
     loop.tick(0)
     loop.tick(100 * MS)
@@ -73,10 +116,17 @@ def test_rate_change_rederives_the_queue_and_settles_in_one_period():
     act = loop.tick(300 * MS)
     assert act is not None and act.rate_changed and act.rate_bps == 1e6
     assert act.params.queue.byte_time_q16 == byte_time_q16(1e6)
+    want = iwa_params(1e6)
+    assert (act.params.iwa.payload_ns_q16, act.params.iwa.bytes_per_ns_q32) == (
+        want.payload_ns_q16, want.bytes_per_ns_q32)
+    assert act.params.iwa.payload_ns_q16 == 2 * iwa_params(2e6).payload_ns_q16  # half the rate: twice per byte
     assert act.params.iwa.target_ns == policy.target_for(1e6, 40 * MS)
+    assert act.params.codel.target_ns == policy.frame_ns(1e6) == 12_112_000
     for k in range(4, 14):  # settled: nothing more to write
         assert loop.tick(k * 100 * MS) is None
-    assert rows(log)[2]["rate_bps"] == "1000000" and "link rate" in rows(log)[2]["reason"]
+    r = rows(log)[2]
+    assert r["rate_bps"] == "1000000" and "link rate" in r["reason"]
+    assert int(r["codel_target_ns"]) == 12_112_000
 
 
 def test_other_aqms_are_observed_never_tuned():
@@ -88,12 +138,13 @@ def test_other_aqms_are_observed_never_tuned():
 
 
 def test_defined_state_is_the_configured_knobs_at_the_current_rate():
-    loop, _ = make()
+    loop, _ = make(rate_schedule=parse_rate_schedule("0.15:1e6"))
     loop.tick(0)
-    for _ in range(6):
-        loop.add(rec(cls=TrafficClass.TCP_CTRL, tflags=TrackFlag.NEW_FLOW))
+    loop.add(rec(sojourn_ms=39.0))
     loop.tick(100 * MS)
-    assert loop.defined_state().iwa == loop.base.iwa
+    assert loop.params.iwa.target_ns < loop.defined_state().iwa.target_ns == loop.base.iwa.target_ns
+    loop.tick(200 * MS)
+    assert loop.defined_state().iwa == iwa_params(1e6)  # configured knobs (defaults here), rate-derived at 1 Mbit/s
 
 
 @pytest.mark.parametrize("bad", ["20", "x:1e6", "-1:1e6", "5:0"])
