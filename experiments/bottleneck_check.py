@@ -3,6 +3,8 @@ really got beyond the base delay with the sojourn the switch predicted for it (t
 
 Audio records are matched to audio packets by order (one sender, FIFO path,
 nothing lost before the switch); packets the switch dropped are skipped.
+Records of decision BYPASS (upstream packets, e.g. the ACKs whose window IWA
+rewrote) never waited in the queue and are never taken for audio.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import re
 from pathlib import Path
 
 import numpy as np
+
+from refmodel.constants import Decision
 
 from .metrics import MetricsError, base_delay_ns, owd_ns, read_audio, read_meta
 from .telemetry_reader import read_telemetry
@@ -25,14 +29,15 @@ def _matched(rep: Path) -> tuple[dict, np.ndarray, np.ndarray]:
     meta = read_meta(rep)
     audio = read_audio(rep)
     tel, _ = read_telemetry(rep / "telemetry.pcap")
-    a = tel[(tel["proto"] == 17) & (tel["dport"] == AUDIO_PORT)].sort_values("seq")
+    a = tel[(tel["proto"] == 17) & (tel["dport"] == AUDIO_PORT) & (tel["decision"] != Decision.BYPASS)]
+    a = a.sort_values("seq")
     n = min(len(a), len(audio.df))
     if n == 0:
         raise MetricsError(f"{rep}: no audio telemetry records")
     a = a.iloc[:n]
     d = owd_ns(audio)[:n]
     base = base_delay_ns(audio, meta.get("tcp_start_ns"))
-    passed = (a["decision"].to_numpy() != 1) & ~np.isnan(d)
+    passed = (a["decision"].to_numpy() != Decision.DROP) & ~np.isnan(d)
     soj = a["sojourn_ns"].to_numpy()[passed]
     return meta, (d - base)[passed] - soj, soj
 

@@ -211,7 +211,10 @@ def switch_timeline(telemetry: pd.DataFrame, t0_ns: int, out_dir: Path, name: st
     """One replication seen from the switch: predicted sojourn and backlog of every downstream packet
     (telemetry ``ts_ns``/``sojourn_ns``/``backlog_ns`` on the shared clock, time since ``t0_ns``), the AQM's
     drops and ECN marks as markers per reason, and, when ``tuning`` (tuning.csv rows: t_ns, target_ns,
-    allowance_bytes) is given, the controller's target and allowance as step lines on two more panels."""
+    new_flows; codel_target_ns and windows when present) is given, two more panels: the controller's
+    targets (IWA's, and CoDel's for established flows) as step lines, and per period the flows that started
+    (SYN-ACKs) and the ACKs whose window IWA rewrote. Upstream records (decision BYPASS) are never drawn
+    as queued packets."""
     tel = telemetry[telemetry["decision"] != Decision.BYPASS]
     panels = 2 + (2 if tuning is not None and not tuning.empty else 0)
     fig, axes = _new(panels, 1, w=9, h=2.1 * panels + 0.6, sharex=True)
@@ -239,15 +242,27 @@ def switch_timeline(telemetry: pd.DataFrame, t0_ns: int, out_dir: Path, name: st
         tt = (tuning["t_ns"].to_numpy(dtype=np.int64) - int(t0_ns)) / NS
         end = max([tt.max(), *([t.max()] if t.size else []), *(xlim_s[1:] if xlim_s else [])])
         tt = np.r_[tt, end]
-        ax_t, ax_a = axes[2, 0], axes[3, 0]
-        target = tuning["target_ns"].to_numpy(dtype=float) / MS
-        allowance = tuning["allowance_bytes"].to_numpy(dtype=float)
-        ax_t.step(tt, np.r_[target, target[-1]], where="post", color="tab:olive")
+        ax_t, ax_n = axes[2, 0], axes[3, 0]
+
+        def setting(col: str, color: str, label: str) -> None:  # in force from its row to the next
+            y = tuning[col].to_numpy(dtype=float) / MS
+            ax_t.step(tt, np.r_[y, y[-1]], where="post", color=color, label=label)
+
+        def count(col: str, color: str, label: str) -> None:  # counted over the period that ends at its row
+            ax_n.step(tt[:-1], tuning[col].to_numpy(dtype=float), where="pre", color=color, label=label)
+
+        setting("target_ns", "tab:olive", "IWA target (starting flows)")
+        if "codel_target_ns" in tuning:
+            setting("codel_target_ns", "tab:gray", "CoDel target (established flows)")
         ax_t.set_ylabel("controller target (ms)", fontsize="small")
-        ax_a.step(tt, np.r_[allowance, allowance[-1]], where="post", color="tab:brown")
-        ax_a.set_ylabel("allowance (bytes)", fontsize="small")
-        for ax in (ax_t, ax_a):
+        ax_t.set_ylim(bottom=0)
+        count("new_flows", "tab:brown", "flows started (SYN-ACKs)")
+        if "windows" in tuning:
+            count("windows", "tab:cyan", "ACK windows rewritten by IWA")
+        ax_n.set_ylabel("per period", fontsize="small")
+        for ax in (ax_t, ax_n):
             ax.grid(alpha=0.3)
+            ax.legend(fontsize="x-small", loc="upper right")
     axes[-1, 0].set_xlabel("time since TCP start (s)")
     if xlim_s is not None:
         axes[-1, 0].set_xlim(*xlim_s)

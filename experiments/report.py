@@ -282,13 +282,21 @@ def capture_offset_ns(pcap: Path, records: pd.DataFrame) -> int:
     return off if abs(off) > CLOCK_ALIGN_MIN_NS else 0
 
 
+TUNING_COLUMNS = ["t_ns", "target_ns", "new_flows"]
+TUNING_OPTIONAL = ["codel_target_ns", "windows"]  # written since IWA 2
+
+
 def read_tuning(rep: Path) -> pd.DataFrame | None:
     """tuning.csv (the controller's closed loop) if the replication has one, else None; a malformed one
-    raises MetricsError naming it."""
+    raises MetricsError naming it. The columns the switch timeline draws (docs/data-formats.md)."""
     path = Path(rep) / "tuning.csv"
     if not path.exists():
         return None
-    return read_csv(path, ["t_ns", "target_ns", "allowance_bytes"])
+    try:
+        header = set(pd.read_csv(path, nrows=0).columns)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+        header = set()  # read_csv below names the problem
+    return read_csv(path, TUNING_COLUMNS + [c for c in TUNING_OPTIONAL if c in header])
 
 
 def timeline(r: Rep, c: Case, fig_dir: Path) -> tuple[list[Path], str]:
@@ -313,7 +321,7 @@ def timeline(r: Rep, c: Case, fig_dir: Path) -> tuple[list[Path], str]:
     name = f"timeline_{c.name}_{r.path.name}"
     paths = switch_timeline(tel, t0, fig_dir, name, f"{c.label}, {r.path.name}: switch telemetry", tuning, xlim)
     cap = (f"{c.label}, {r.path.name}: the switch's predicted sojourn and backlog per packet, AQM drops/marks "
-           f"by reason" + (", controller target and allowance (tuning.csv)" if tuning is not None else
+           f"by reason" + (", controller targets and flow starts per period (tuning.csv)" if tuning is not None else
                            " (no tuning.csv: no controller panels)") + "." + note)
     return paths, cap
 

@@ -64,10 +64,10 @@ def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: 
         write_telemetry(rep / "telemetry.pcap")
     if tuning:
         (rep / "tuning.csv").write_text(
-            "t_ns,rate_bps,aqm,target_ns,allowance_bytes,window_ns,audio_pkts,audio_p99_sojourn_ns,new_flows,"
-            "starts,drops,reason\n"
-            f"{TCP_START},2000000,iwa,20000000,15140,200000000,5,,0,0,0,steady\n"
-            f"{TCP_START + 100 * MS},2000000,iwa,20000000,7570,200000000,5,45000000,2,2,3,allowance halved\n")
+            "t_ns,rate_bps,aqm,target_ns,codel_target_ns,audio_pkts,audio_p99_sojourn_ns,new_flows,windows,drops,"
+            "reason\n"
+            f"{TCP_START},2000000,iwa,27888000,6056000,5,,0,0,0,steady\n"
+            f"{TCP_START + 100 * MS},2000000,iwa,16000000,6056000,5,45000000,2,7,3,target -11.1 ms\n")
     return rep
 
 
@@ -95,10 +95,10 @@ def capture_ts_ns(i: int) -> int:
     return TCP_START - 400 * MS + i * 20 * MS + (30_000 if i == 7 else 50_000)
 
 
-def write_telemetry(path: Path) -> None:
+def write_telemetry(path: Path, records: list[Record] | None = None) -> None:
     with open(path, "wb") as f:
         w = dpkt.pcap.Writer(f, nano=True)
-        for i, r in enumerate(tel_records()):
+        for i, r in enumerate(tel_records() if records is None else records):
             w.writepkt(encode_frame(r), ts=capture_ts_ns(i) / 1e9)
 
 
@@ -195,7 +195,7 @@ def test_every_figure_exists_as_png_and_svg(built):
         png, svg = out / p, (out / p).with_suffix(".svg")
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", p
         assert b"<svg" in svg.read_bytes()[:2000], svg
-    assert "controller target and allowance (tuning.csv)" in md  # the iwa timeline has the controller panels
+    assert "controller targets and flow starts per period (tuning.csv)" in md  # the iwa timeline's controller panels
 
 
 def test_failed_reps_are_listed_with_the_file_that_broke(built):
@@ -307,7 +307,8 @@ def test_plot_functions_write_png_and_svg(tmp_path: Path):
     ci = {jb: mean_ci95([0.5, 0.6]) for jb in (20, 40, 60)}
     lot = levels_over_time(np.array([0.0, 0.01, 0.03, 0.05]), np.array([0, 2, 5, 1]), 0.02)
     tel = pd.DataFrame([r.__dict__ for r in tel_records()])
-    tuning = pd.DataFrame({"t_ns": [0, 10**8], "target_ns": [2 * 10**7, 10**7], "allowance_bytes": [15140, 7570]})
+    tuning = pd.DataFrame({"t_ns": [0, 10**8], "target_ns": [2 * 10**7, 10**7], "codel_target_ns": [6 * MS, 6 * MS],
+                           "new_flows": [0, 6], "windows": [0, 12]})
     written = [
         *plots.owd_cdf({"a": np.array([1e6, 2e6, np.nan])}, tmp_path),
         *plots.loss_vs_jitter({"a": ci}, tmp_path), *plots.good_quality_vs_jitter({"a": ci}, tmp_path),
@@ -315,9 +316,28 @@ def test_plot_functions_write_png_and_svg(tmp_path: Path):
         *plots.completion_cdf({"a": [1.0, 2.0]}, tmp_path, {"a": 1}),
         *plots.switch_timeline(tel, SWITCH_CLOCK0, tmp_path, "t1", "title", tuning),
         *plots.switch_timeline(tel, SWITCH_CLOCK0, tmp_path, "t2", "title"),
+        *plots.switch_timeline(tel, SWITCH_CLOCK0, tmp_path, "t3", "title", tuning[["t_ns", "target_ns", "new_flows"]]),
     ]
-    assert len(written) == 14 and {p.suffix for p in written} == {".png", ".svg"}
+    assert len(written) == 16 and {p.suffix for p in written} == {".png", ".svg"}
     assert all(p.stat().st_size > 1000 for p in written)
+
+
+def test_upstream_records_are_never_taken_for_audio(run):
+    """IWA's telemetry also holds upstream packets (decision BYPASS): one to the audio port, between two audio
+    records, must change neither the single-bottleneck match nor the tuning read."""
+    from dataclasses import replace
+
+    from experiments.bottleneck_check import summary
+    rep = run / IWA / "rep0"
+    before = summary(rep)
+    recs = tel_records()
+    up = replace(recs[10], decision=Decision.BYPASS, reason=Reason.UPSTREAM, sojourn_ns=0, backlog_ns=0)
+    window = replace(recs[31], reason=Reason.IWA_WINDOW)  # an ACK whose window IWA rewrote
+    recs = [replace(r, seq=i) for i, r in enumerate([*recs[:10], up, *recs[10:31], window, *recs[32:]])]
+    write_telemetry(rep / "telemetry.pcap", recs)
+    assert len(read_telemetry(rep / "telemetry.pcap")[0]) == 41
+    after = summary(rep)
+    assert after == before and after["all"]["packets"] > 30
 
 
 def test_single_bottleneck_section(built):
