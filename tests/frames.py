@@ -8,20 +8,58 @@ SERVER = "10.0.0.1"
 CLIENT = "10.0.1.1"
 MSS = 1460
 AUDIO_PAYLOAD = 40 + 12  # 40 B of codec payload + a 12 B RTP header
+MACS = dict(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")  # explicit: Scapy would look them up
+
+# The option layouts of a client's SYN, as the three common stacks send them (window scale shifts as they
+# typically advertise them).
+LINUX_SYN = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (1, 0)), ("NOP", None), ("WScale", 7)]
+WINDOWS_SYN = [("MSS", 1460), ("NOP", None), ("WScale", 8), ("NOP", None), ("NOP", None), ("SAckOK", b"")]
+MACOS_SYN = [("MSS", 1460), ("NOP", None), ("WScale", 6), ("NOP", None), ("NOP", None), ("Timestamp", (1, 0)),
+             ("SAckOK", b""), ("EOL", None)]
+NO_WS_SYN = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (1, 0))]
 
 
 def tcp(seq: int = 1000, payload: int = MSS, flags: str = "A", sport: int = 80, dport: int = 40000,
-        src: str = SERVER, dst: str = CLIENT, tos: int = 0, **ip) -> bytes:
-    return raw(Ether() / IP(src=src, dst=dst, tos=tos, **ip) / TCP(sport=sport, dport=dport, seq=seq, flags=flags)
+        src: str = SERVER, dst: str = CLIENT, tos: int = 0, ack: int = 0, window: int = 8192, **ip) -> bytes:
+    """A server's data segment (downstream)."""
+    return raw(Ether() / IP(src=src, dst=dst, tos=tos, **ip)
+               / TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags=flags,
+                     window=window)
                / Raw(b"\x00" * payload))
 
 
-def syn_ack(isn: int = 1000, sport: int = 80, dport: int = 40000, src: str = SERVER, dst: str = CLIENT) -> bytes:
-    return raw(Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, seq=isn, flags="SA"))
+def syn_ack(isn: int = 1000, sport: int = 80, dport: int = 40000, src: str = SERVER, dst: str = CLIENT,
+            ack: int = 0, options: list | None = None, window: int = 8192) -> bytes:
+    """The server's SYN-ACK; ``options`` e.g. ``[("MSS", 1460), ("WScale", 9)]`` (none by default)."""
+    return raw(Ether() / IP(src=src, dst=dst)
+               / TCP(sport=sport, dport=dport, seq=isn & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags="SA",
+                     window=window, options=options or []))
+
+
+def client_syn(seq: int = 5000, options: list | None = None, window: int = 64240, sport: int = 40000,
+               dport: int = 80, src: str = CLIENT, dst: str = SERVER) -> bytes:
+    """The client's SYN (upstream) with its options (``LINUX_SYN`` by default)."""
+    opts = LINUX_SYN if options is None else options
+    return raw(Ether(**MACS) / IP(src=src, dst=dst)
+               / TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, flags="S", window=window, options=opts))
+
+
+def client_ack(ack: int, window: int = 502, seq: int = 5001, payload: int = 0, flags: str = "A",
+               sport: int = 40000, dport: int = 80, src: str = CLIENT, dst: str = SERVER) -> bytes:
+    """The client's ACK (upstream) with its window field as sent (unscaled); with ``payload``, a request."""
+    return raw(Ether(**MACS) / IP(src=src, dst=dst)
+               / TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags=flags,
+                     window=window)
+               / Raw(b"G" * payload))
 
 
 def audio(seq: int = 0, sport: int = 5004, dport: int = 5004, src: str = SERVER, dst: str = CLIENT) -> bytes:
     return raw(Ether() / IP(src=src, dst=dst) / UDP(sport=sport, dport=dport) / Raw(b"\x80" * AUDIO_PAYLOAD))
+
+
+def tcp_fields(frame: bytes) -> TCP:
+    """The TCP header of a frame, dissected by Scapy (independent of the model's parser)."""
+    return Ether(frame)[TCP]
 
 
 def iw_burst(flows: int, iw: int, isn: int = 1000, base_port: int = 40000):
