@@ -67,5 +67,14 @@ class Codel:
             self.lastcount = self.count
         return Verdict(drop, Reason.CODEL if drop else Reason.NONE, self._s1(), self.drop_next)
 
+    def observe(self, p: CodelParams, qp: QueueParams, q: Prediction) -> None:
+        """An admitted packet CoDel may not drop (under IWA: anything but established flows' data) still
+        dequeues through the same queue: below target it ends the interval and the dropping state, as the
+        RFC's state machine does for every packet. Without it, state from a standing queue long gone
+        (``first_above``, ``drop_next``) drops the next established segment at once, and a burst of them."""
+        if q.sojourn_ns < p.target_ns or q.backlog_ns <= qp.mtu_ns:
+            self.first_above = 0
+            self.dropping = False
+
     def _s1(self) -> int:
         return (int(self.dropping) << 32) | self.count

@@ -145,7 +145,10 @@ class Pipeline:
         if aqm == Aqm.PIE:
             return self.pie.decide(p.pie, p.queue, q, rand)
         if aqm == Aqm.IWA:
-            return self.iwa.decide(p.iwa, q, track)
+            verdict = self.iwa.decide(p.iwa, q, track)
+            if not verdict.drop:
+                self.codel.observe(p.codel, p.queue, q)  # CoDel's sojourn measurement covers every packet
+            return verdict
         return self.fifo.decide(q)
 
 
