@@ -21,7 +21,7 @@ help:
 	@echo "make build     compile p4src/ with p4c into build/ (BMv2 JSON + P4Info)"
 	@echo "make test      run the test suite (runs setup first when needed)"
 	@echo "make bench     benchmarks: BMv2 forwarding rate per AQM vs plain forwarding, model speed"
-	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/"
+	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/ (RESUME=results/<run> continues one)"
 	@echo "make sweep SWEEP=web-iw [JOBS=n]      a matrix of scenarios (experiments/sweeps/), resumable: RESUME=results/<run>"
 	@echo "make report RUN=results/<run>         report of a run from its data files: RUN/report/report.md + figures"
 
@@ -53,12 +53,14 @@ test: .setup-stamp
 bench: .setup-stamp
 	@$(P4ENV); $(PY) -m experiments.bench
 
+# RESUME=results/<run> continues a run from its own record (run.json): its scenario, reps and switch. A
+# SCENARIO given on the command line as well is passed on, and refused if it contradicts the record.
 mininet: .setup-stamp
-	@$(P4ENV); $(PY) -m accessnet.run --scenario $(SCENARIO) $(if $(REPS),--reps $(REPS)) $(if $(JOBS),--jobs $(JOBS))
+	@$(P4ENV); $(PY) -m accessnet.run $(if $(RESUME),--resume $(RESUME) $(if $(filter command line,$(origin SCENARIO)),--scenario $(SCENARIO)),--scenario $(SCENARIO)) $(if $(REPS),--reps $(REPS)) $(if $(JOBS),--jobs $(JOBS))
 
 # Analysis only (no root, no network): needs the .venv, not the rest of 'make setup'.
 sweep: .setup-stamp
-	@test -n "$(SWEEP)" || { echo "make sweep: say which, e.g. make sweep SWEEP=web-iw (experiments/sweeps/)" >&2; exit 1; }
+	@test -n "$(SWEEP)$(RESUME)" || { echo "make sweep: say which, e.g. make sweep SWEEP=web-iw (experiments/sweeps/), or RESUME=results/<run>" >&2; exit 1; }
 	@$(P4ENV); $(PY) -m accessnet.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS)) $(if $(RESUME),--resume $(RESUME))
 
 report:

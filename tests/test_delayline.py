@@ -26,7 +26,7 @@ import pytest
 
 from accessnet.audio import parse
 from accessnet.keepawake import KeepAwake
-from accessnet.run import REALTIME
+from accessnet.workloads import REALTIME
 
 ROOT = Path(__file__).resolve().parent.parent
 DELAYLINE = ROOT / "build" / "delayline"

@@ -74,10 +74,14 @@ def test_ctrl_c_leaves_nothing_behind_and_resume_completes(tmp_path):
     rundir = next(tmp_path.iterdir())
     assert list(rundir.glob("*/rep0.tmp")) and not list(rundir.glob("*/rep0/meta.json"))
 
-    r = subprocess.run([*cmd[:-2], "--resume", str(rundir)], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    # only the run directory: scenario, reps and switch come from its own record (make mininet RESUME=DIR)
+    r = subprocess.run([sys.executable, "-m", "accessnet.run", "--resume", str(rundir)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "1 of" not in r.stdout and "smoke, 1 cases x 1 reps" in r.stdout, r.stdout[-2000:]
     meta = json.loads(next(rundir.glob("*/rep0/meta.json")).read_text())
-    assert meta["status"] == "ok"
+    assert meta["status"] == "ok" and meta["switch"] == "model"
+    assert [h["action"] for h in json.loads((rundir / "run.json").read_text())["history"]] == ["start", "resume"]
     assert processes_mentioning(str(tmp_path)) == []
 
 

@@ -3,17 +3,15 @@ random draws (start times, sizes, traffic-tool and switch seeds); profiles, buff
 
 from __future__ import annotations
 
-import random
-
 from accessnet import scenario as scen
-from accessnet.run import traffic_plan
+from accessnet.workloads import plan_of, workloads_for
 
 
 def plans(sc: scen.Scenario, rep: int) -> dict[str, tuple[str, int, dict]]:
     out = {}
     for c in sc.cases:
         seed = c.rep_seed(sc.seed, rep)
-        out[c.name] = (c.pair_key, seed, traffic_plan(c.spec, random.Random(seed)))
+        out[c.name] = (c.pair_key, seed, plan_of(workloads_for(c.spec, seed)))
     return out
 
 

@@ -48,13 +48,12 @@ def test_kernel_red_follows_the_profile():
 
 
 def test_run_limit_stretches_on_slow_links_only():
-    import random
-    from accessnet.run import run_limit_s, traffic_plan
+    from accessnet.workloads import run_limit_s, workloads_for
     web6 = scen.load("web6")
-    plan = traffic_plan(web6.cases[0].spec, random.Random(1))
-    start = plan["bursts"][0]["start_s"]
+    plan = workloads_for(web6.cases[0].spec, 1)
+    start = plan[1].plan["bursts"][0]["start_s"]
     assert run_limit_s(40, plan, profile("hspa").rate_bps) == 40  # 372 kB x 4 = 6 s at 2 Mbit/s: fits
     edge = run_limit_s(40, plan, profile("edge").rate_bps)
     assert edge == pytest.approx(start + 4 * 372_000 * 8 / 160_000 + 5, abs=1)  # about 91 s
-    bulk = traffic_plan({"bulk": {"start_s": 5, "bytes": 10**9}}, random.Random(1))
+    bulk = workloads_for({"bulk": {"start_s": 5, "bytes": 10**9}}, 1)
     assert run_limit_s(40, bulk, profile("edge").rate_bps) == 40  # a bulk flow runs to the limit

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from accessnet import sweep
-from accessnet.run import Interrupted
+from accessnet.replication import Interrupted
 from refmodel.params import ConfigError
 
 

@@ -103,18 +103,30 @@ def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict) -> tuple[dict, 
     return {"link": {"rate_bps": prof.rate_bps}, "buffer": dict(buf), "aqm": a}, buf
 
 
-def load(name_or_path: str, overrides: dict | None = None) -> Scenario:
-    """Read a scenario; ``overrides`` replace keys of its [run] table (a sweep's matrix does this)."""
+def find(name_or_path: str) -> Path:
     path = Path(name_or_path)
     if not path.suffix:
         path = SCENARIO_DIR / f"{name_or_path}.toml"
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in SCENARIO_DIR.glob("*.toml")))
         raise ConfigError(f"scenario {name_or_path!r} not found (known: {known})")
+    return path
+
+
+def load(name_or_path: str, overrides: dict | None = None) -> Scenario:
+    """Read a scenario; ``overrides`` replace keys of its [run] table (a sweep's matrix does this)."""
+    path = find(name_or_path)
     try:
         data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{path}: {e}") from None
+    return build(path, data, overrides)
+
+
+def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
+    """A scenario from its data (a file's, or the copy a run directory's run.json keeps); named by
+    ``path``'s stem."""
+    path = Path(path)
     unknown = set(data) - TOP_KEYS
     if unknown:
         raise ConfigError(f"{path.name}: unknown section(s) {sorted(unknown)}; allowed {sorted(TOP_KEYS)}")

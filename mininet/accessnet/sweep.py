@@ -13,7 +13,7 @@
     switch = "auto"                        # optional: auto | bmv2 | model | kernel
 
 Every replication is one unit of work written atomically by
-``run.run_rep`` into ``<run>/<scenario>-<case>/rep<k>``: an interrupted sweep
+``replication.run_rep`` into ``<run>/<scenario>-<case>/rep<k>``: an interrupted sweep
 loses nothing finished and ``--resume`` runs only what is missing. A failed
 replication is recorded (meta.json status "failed", its logs kept) and the
 sweep goes on. ``--jobs N`` runs N replications at once, each in its own
@@ -27,38 +27,22 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import multiprocessing as mp
 import os
 import signal
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from refmodel.params import ConfigError
 
 from . import scenario as scen
-from .run import Interrupted
+from .replication import Interrupted, Unit, execute
+from .record import RecordError, history_entry, write_record
 from .topology import ROOT
 
 SWEEP_DIR = ROOT / "experiments" / "sweeps"
 KEYS = {"description", "scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch"}
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One replication to run."""
-
-    sc: scen.Scenario
-    case: scen.Case
-    rep: int
-    dirname: str  # the case's directory in the run directory
-
-    @property
-    def key(self) -> str:
-        return f"{self.dirname}/rep{self.rep}"
 
 
 def load_sweep(name_or_path: str) -> tuple[dict, list[Unit]]:
@@ -67,127 +51,89 @@ def load_sweep(name_or_path: str) -> tuple[dict, list[Unit]]:
         path = SWEEP_DIR / f"{name_or_path}.toml"
     try:
         data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"sweep {path}: {e}") from None
+    return data, check_sweep(data, path.name)
+
+
+def check_sweep(data: dict, label: str, scenarios: dict | None = None) -> list[Unit]:
+    path = Path(label)
     bad = set(data) - KEYS
     if bad:
         raise ConfigError(f"{path.name}: unknown key(s) {sorted(bad)}; allowed {sorted(KEYS)}")
     if not data.get("scenarios"):
         raise ConfigError(f"{path.name}: scenarios = [...] is required")
-    return data, expand(data)
+    return expand(data, scenarios)
 
 
-def expand(data: dict) -> list[Unit]:
-    """The matrix, in a stable order (scenario, profile, buffer, then the scenario's AQM x IW, then reps)."""
+def expand(data: dict, scenarios: dict | None = None) -> list[Unit]:
+    """The matrix, in a stable order (scenario, profile, buffer, then the scenario's AQM x IW, then reps).
+    ``scenarios`` (name -> {"path", "file"}, as a sweep's run.json keeps them) replaces the files on disk."""
     units = []
     for name, prof, buf in itertools.product(data["scenarios"], data.get("profiles", [None]),
                                              data.get("buffers", [None])):
         over = {k: v for k, v in (("profile", prof), ("buffer", buf), ("aqms", data.get("aqms")),
                                    ("iws", data.get("iws")), ("reps", data.get("reps")),
                                    ("switch", data.get("switch"))) if v is not None}
-        sc = scen.load(name, over)
+        kept = (scenarios or {}).get(name)
+        sc = scen.build(Path(kept["path"]), kept["file"], over) if kept else scen.load(name, over)
         for case in sc.cases:
             units += [Unit(sc, case, r, case.name) for r in range(sc.reps)]
     return units
 
 
-def done(rundir: Path, u: Unit) -> bool:
-    return (rundir / u.dirname / f"rep{u.rep}" / "meta.json").exists()
-
-
-RunOne = Callable[[scen.Scenario, scen.Case, int, Path, str, int], dict]
-
-
-def _worker(slot: int, tasks, results, rundir: Path, want: str | None, run_one: RunOne) -> None:
-    def on_term(*_):
-        raise Interrupted()
-
-    signal.signal(signal.SIGTERM, on_term)
-    while True:
-        u = tasks.get()
-        if u is None:
-            return
-        t = time.time()
+def scenario_files(data: dict) -> dict:
+    """What a sweep's record keeps of each scenario it names: the file's path and data as they were when
+    the sweep started (a resume uses these, not the files as they are now)."""
+    out = {}
+    for name in data.get("scenarios", []):
+        path = scen.find(name)
         try:
-            meta = run_one(u.sc, u.case, u.rep, rundir / u.dirname, want or u.sc.switch, slot)
-        except (Interrupted, KeyboardInterrupt):
-            return
-        results.put((u.key, meta.get("status"), meta.get("switch"), meta.get("error", ""), time.time() - t))
+            out[name] = {"path": str(path), "file": tomllib.loads(path.read_text())}
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"{path}: {e}") from None
+    return out
 
 
-def execute(units: Sequence[Unit], rundir: Path, want: str | None = None, jobs: int = 1, run_one: RunOne | None = None,
-            say: Callable[[str], None] = print) -> dict:
-    """Run every unit not yet done (switch kind ``want``, else each scenario's); progress and ETA through
-    ``say``. Returns counts."""
-    if run_one is None:
-        from .run import run_rep as run_one
-    todo = [u for u in units if not done(rundir, u)]
-    skipped = len(units) - len(todo)
-    if skipped:
-        say(f"{skipped} of {len(units)} replications already done: not redone")
-    n, durations, failed = len(todo), [], 0
-
-    def report(i: int, key: str, status: str, kind: str, err: str, dt: float) -> None:
-        nonlocal failed
-        durations.append(dt)
-        failed += status != "ok"
-        left = n - i
-        eta = sum(durations) / len(durations) * left / max(1, jobs) / 60
-        say(f"[{i}/{n}] {key}: {status} ({kind}) in {dt:.1f}s{'  ' + err if status != 'ok' else ''}"
-            f"{f', ETA {eta:.1f} min' if left else ''}")
-
-    if jobs <= 1:
-        for i, u in enumerate(todo, 1):
-            say(f"[{i}/{n}] {u.key}: running")
-            t = time.time()
-            meta = run_one(u.sc, u.case, u.rep, rundir / u.dirname, want or u.sc.switch, 0)
-            report(i, u.key, meta.get("status"), meta.get("switch"), meta.get("error", ""), time.time() - t)
-        return {"ran": n, "skipped": skipped, "failed": failed}
-
-    ctx = mp.get_context("fork")
-    tasks, results = ctx.Queue(), ctx.Queue()
-    for u in todo:
-        tasks.put(u)
-    workers = [ctx.Process(target=_worker, args=(s, tasks, results, rundir, want, run_one), daemon=False)
-               for s in range(jobs)]
-    for _ in workers:
-        tasks.put(None)
-    for w in workers:
-        w.start()
-    say(f"{n} replications on {jobs} parallel slots")
+def resume_record(rundir: Path, sweep: str | None) -> tuple[dict, list[Unit]]:
+    """A sweep's own record (run.json), checked against the sweep the command line names, if any."""
     try:
-        for i in range(1, n + 1):
-            while True:
-                try:
-                    report(i, *results.get(timeout=1.0))
-                    break
-                except Exception:  # queue.Empty
-                    if not any(w.is_alive() for w in workers) and results.empty():
-                        raise Interrupted() from None
-    except (KeyboardInterrupt, Interrupted):
-        for w in workers:
-            if w.is_alive() and w.pid:
-                os.kill(w.pid, signal.SIGTERM)
-        for w in workers:
-            w.join(timeout=60)
-        raise
-    for w in workers:
-        w.join()
-    return {"ran": n, "skipped": skipped, "failed": failed}
+        rec = json.loads((rundir / "run.json").read_text())
+    except (OSError, ValueError) as e:
+        raise RecordError(f"{rundir} is not a sweep directory (run.json: {e})") from None
+    if "sweep" not in rec:
+        raise RecordError(f"{rundir} is a run of the main job: resume it with python -m accessnet.run --resume "
+                          f"{rundir}")
+    if sweep is not None and Path(sweep).stem != rec["sweep"]:
+        raise RecordError(f"{rundir} is sweep {rec['sweep']!r}, not {Path(sweep).stem!r}: resume it without "
+                          "naming the sweep (it keeps its own)")
+    units = check_sweep(rec["file"], f"{rec['sweep']}.toml", rec.get("scenarios"))
+    rec["history"] = [*rec.get("history", []), history_entry("resume", len(units), str(rec["file"].get("switch")))]
+    return rec, units
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m accessnet.sweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("sweep", help="name in experiments/sweeps/ or a path to a .toml")
+    ap.add_argument("sweep", nargs="?", help="name in experiments/sweeps/ or a path to a .toml (with --resume: "
+                                             "optional, the sweep's own)")
     ap.add_argument("--jobs", type=int, default=1, help="replications at once (default 1; see above)")
     ap.add_argument("--out", type=Path, default=ROOT / "results")
-    ap.add_argument("--resume", type=Path, help="continue an interrupted sweep directory")
+    ap.add_argument("--resume", type=Path, help="continue a sweep directory from its own record (run.json)")
     ap.add_argument("--list", action="store_true", help="print the matrix and exit")
     a = ap.parse_args(argv)
     try:
-        data, units = load_sweep(a.sweep)
-    except ConfigError as e:
+        if a.resume:
+            rec, units = resume_record(a.resume, a.sweep)
+        elif a.sweep:
+            data, _ = load_sweep(a.sweep)
+            files = scenario_files(data)
+            units = check_sweep(data, a.sweep, files)
+            rec = {"format": 2, "kind": "sweep", "sweep": Path(a.sweep).stem, "file": data, "scenarios": files,
+                   "replications": len(units), "history": [history_entry("start", len(units), str(data.get("switch")))]}
+        else:
+            ap.error("name a sweep, or --resume a sweep directory")
+    except (ConfigError, RecordError) as e:
         print(f"sweep error: {e}", file=sys.stderr)
         return 2
     if a.list:
@@ -205,11 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-    name = Path(a.sweep).stem
-    rundir = a.resume or a.out / f"{time.strftime('%Y%m%d-%H%M%S')}-sweep-{name}"
+    rundir = a.resume or a.out / f"{time.strftime('%Y%m%d-%H%M%S')}-sweep-{rec['sweep']}"
     rundir.mkdir(parents=True, exist_ok=True)
-    (rundir / "run.json").write_text(json.dumps({"sweep": name, "file": data, "argv": sys.argv,
-                                                 "replications": len(units)}, indent=1))
+    write_record(rundir, rec)
     print(f"sweep {rundir}: {len(units)} replications")
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(Interrupted()))
     try:

@@ -1,0 +1,302 @@
+"""Workloads as objects: each section of a scenario file (``[audio]``, ``[web]``, ``[burst]``, ``[bulk]``,
+``[users]``, ``[rtc]``) is one class here that owns its random plan, its processes, its stop and its logs.
+
+A replication is a topology, a switch and a list of workloads (``accessnet.replication``); the runner
+knows nothing of any workload. Adding a workload is one class with a ``section`` name here (and its keys in
+``accessnet.scenario``); no runner code changes.
+
+Each workload draws its randomness from a generator seeded with the replication's seed and its own
+section name, so the draws of one workload never depend on which other workloads a scenario has, and every
+AQM of a scenario sees the same draws in one replication number (``Case.rep_seed``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
+
+AUDIO_PORT, WEB_PORT, RTC_PORT = 5004, 8080, 5006
+PY = sys.executable
+# The audio endpoints run at a real-time priority (10: below the switch, 20, and the delay lines, 30) so
+# that CPU load does not delay their timestamps: the audio's OWD must measure the network, not the
+# scheduler. Bulk TCP endpoints stay at normal priority: they must never starve the wire.
+REALTIME = ["chrt", "-r", "10"]
+
+
+@dataclass
+class Lab:
+    """What a workload needs from the running replication: the network, where logs go, the clock origin
+    (the audio's start), the time limit, and a way to start processes that the runner stops and cleans."""
+
+    net: AccessNet
+    out: Path
+    t0_ns: int
+    duration_s: float
+    tail_s: float
+    cc: str
+    procs: list[subprocess.Popen] = field(default_factory=list)
+    web_server: subprocess.Popen | None = None
+
+    def spawn(self, node, args: list[str], name: str, realtime: bool = False) -> subprocess.Popen:
+        """``python -m <args>`` in a host, output to ``<name>.out``, registered for cleanup."""
+        f = open(self.out / f"{name}.out", "wb")
+        argv = [*(REALTIME if realtime else []), PY, "-m", *args]
+        p = node.popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
+                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.procs.append(p)
+        self.net.registry.process(p.pid, [PY, "-m", *args])
+        return p
+
+    def ensure_web_server(self) -> None:
+        """One web server per replication, shared by every TCP workload."""
+        if self.web_server is None:
+            self.web_server = self.spawn(self.net.srv, ["accessnet.web", "server", "--port", str(WEB_PORT), "--cc",
+                                                        self.cc, "--log", str(self.out / "server_flows.jsonl")],
+                                         "web_server")
+            time.sleep(0.3)
+
+    def at(self, s: float) -> int:
+        return self.t0_ns + int(s * 1e9)
+
+
+class Workload:
+    """One traffic component of a replication. Subclasses set ``section`` and override what they need."""
+
+    section: ClassVar[str] = ""
+    tcp: ClassVar[bool] = False  # its flows go into flows.csv (client logs merged with the web server's)
+
+    def __init__(self, cfg: dict, seed: int) -> None:
+        self.cfg = dict(cfg)
+        self.seed = seed
+        self.rng = random.Random(f"{seed}/{self.section}")
+        self.plan: dict[str, Any] = self.draw()
+        self.procs: list[subprocess.Popen] = []
+
+    def draw(self) -> dict:
+        """The replication's random plan of this workload (JSON, recorded in meta.json)."""
+        return {}
+
+    def transfers(self) -> list[dict]:
+        """Short transfers ({start_s, flows, bytes}) that a replication's time limit must leave room for."""
+        return []
+
+    def tcp_start_s(self) -> float | None:
+        """When its first TCP flow starts (s after the audio's start), None without TCP."""
+        return None
+
+    def n_flows(self) -> int:
+        return 0
+
+    def start(self, lab: Lab) -> None:
+        raise NotImplementedError
+
+    def ends_run(self) -> bool:
+        """True when the replication may end once this workload is done (and the others that end it)."""
+        return False
+
+    def done(self) -> bool:
+        return all(p.poll() is not None for p in self.procs)
+
+    def stop(self) -> None:
+        """First phase of the stop: senders stop sending (their last packets still arrive afterwards)."""
+
+    def collect(self, out: Path) -> None:
+        """After every process has stopped: turn its logs into the replication's data files."""
+
+
+def _start_range(cfg: dict) -> tuple[float, float]:
+    lo, hi = cfg.get("start_s", [10, 12])
+    return float(lo), float(hi)
+
+
+class Audio(Workload):
+    """CBR audio, server to phone; always present. It ends the run only when nothing else does."""
+
+    section = "audio"
+
+    def start(self, lab: Lab) -> None:
+        a = self.cfg
+        lab.spawn(lab.net.cli, ["accessnet.audio", "recv", "--port", str(AUDIO_PORT), "--log",
+                                str(lab.out / "audio_rx.csv"), "--duration", str(lab.duration_s + 5)], "audio_rx",
+                  realtime=True)
+        self.sender = lab.spawn(lab.net.srv, [
+            "accessnet.audio", "send", "--dst", CLIENT_IP, "--port", str(AUDIO_PORT),
+            "--interval-ms", str(a.get("interval_ms", 20)), "--payload", str(a.get("payload", 40)),
+            "--duration", str(lab.duration_s), "--start-at", str(lab.t0_ns), "--log", str(lab.out / "audio_tx.csv")],
+            "audio_tx", realtime=True)
+
+    def done(self) -> bool:
+        return self.sender.poll() is not None
+
+    def stop(self) -> None:
+        _stop_sender(self.sender)
+
+
+def _stop_sender(p: subprocess.Popen) -> None:
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+class Bursts(Workload):
+    """Parallel TCP downloads starting together: one web client per burst."""
+
+    tcp = True
+
+    def transfers(self) -> list[dict]:
+        return [b for b in self.plan["bursts"] if not b.get("bulk")]
+
+    def tcp_start_s(self) -> float | None:
+        return min(b["start_s"] for b in self.plan["bursts"])
+
+    def n_flows(self) -> int:
+        return sum(b["flows"] for b in self.plan["bursts"])
+
+    def start(self, lab: Lab) -> None:
+        lab.ensure_web_server()
+        for b in self.plan["bursts"]:
+            k = b["burst"]
+            self.procs.append(lab.spawn(lab.net.cli, [
+                "accessnet.web", "client", "--dst", SERVER_IP, "--port", str(WEB_PORT), "--flows", str(b["flows"]),
+                "--bytes", str(b["bytes"]), "--burst", str(k), "--start-at", str(lab.at(b["start_s"])),
+                "--timeout", str(lab.duration_s), "--log", str(lab.out / f"client_flows_{k}.csv")], f"web_client_{k}"))
+
+    def ends_run(self) -> bool:
+        return True
+
+
+class Web(Bursts):
+    """``[web]``: N parallel flows, total_bytes split evenly, all starting at U(start_s)."""
+
+    section = "web"
+
+    def draw(self) -> dict:
+        lo, hi = _start_range(self.cfg)
+        n = int(self.cfg.get("flows", 1))
+        return {"bursts": [{"start_s": self.rng.uniform(lo, hi), "flows": n,
+                            "bytes": int(self.cfg.get("total_bytes", 372_000)) // n}]}
+
+
+class Burst(Bursts):
+    """``[burst]``: burstN+N, a burst at U(start_s) and a similar one second_after_s later."""
+
+    section = "burst"
+
+    def draw(self) -> dict:
+        lo, hi = _start_range(self.cfg)
+        n = int(self.cfg.get("flows", 1))
+        first = self.rng.uniform(lo, hi)
+        per = int(self.cfg.get("total_bytes", 180_000)) // n
+        second = first + float(self.cfg.get("second_after_s", 1.0))
+        return {"bursts": [{"start_s": s, "flows": n, "bytes": per} for s in (first, second)]}
+
+
+class Bulk(Bursts):
+    """``[bulk]``: one long-lived flow from start_s (it never stretches the time limit)."""
+
+    section = "bulk"
+
+    def draw(self) -> dict:
+        return {"bursts": [{"start_s": float(self.cfg.get("start_s", 5.0)), "flows": 1,
+                            "bytes": int(self.cfg.get("bytes", 1_000_000_000)), "bulk": True}]}
+
+
+class Users(Workload):
+    """``[users]``: web users, each page downloads of U(min, max) bytes with Exp(idle) between (the tool
+    draws them from this replication's seed)."""
+
+    section = "users"
+    tcp = True
+
+    def draw(self) -> dict:
+        return {"seed": self.rng.getrandbits(48), "count": int(self.cfg.get("count", 5)),
+                "start_s": float(self.cfg.get("start_s", 2.0))}
+
+    def tcp_start_s(self) -> float | None:
+        return self.plan["start_s"]
+
+    def n_flows(self) -> int:
+        return self.plan["count"]
+
+    def start(self, lab: Lab) -> None:
+        u = self.cfg
+        lab.ensure_web_server()
+        self.procs.append(lab.spawn(lab.net.cli, [
+            "accessnet.web", "users", "--dst", SERVER_IP, "--port", str(WEB_PORT), "--users", str(self.plan["count"]),
+            "--min-bytes", str(int(u.get("min_bytes", 100_000))), "--max-bytes", str(int(u.get("max_bytes", 1_500_000))),
+            "--idle-mean-s", str(float(u.get("idle_mean_s", 10.0))), "--start-at", str(lab.at(self.plan["start_s"])),
+            "--duration", str(lab.duration_s - self.plan["start_s"] - lab.tail_s), "--seed", str(self.plan["seed"]),
+            "--log", str(lab.out / "client_flows_users.csv")], "web_users"))
+
+    def ends_run(self) -> bool:
+        return True
+
+
+class Rtc(Workload):
+    """``[rtc]``: one adaptive real-time flow, server to phone (accessnet.rtc)."""
+
+    section = "rtc"
+
+    def start(self, lab: Lab) -> None:
+        r = self.cfg
+        rstart = float(r.get("start_s", 0.0))
+        lab.spawn(lab.net.cli, ["accessnet.rtc", "recv", "--port", str(RTC_PORT), "--log", str(lab.out / "rtc_rx.csv"),
+                                "--duration", str(lab.duration_s + 5)], "rtc_rx", realtime=True)
+        self.sender = lab.spawn(lab.net.srv, [
+            "accessnet.rtc", "send", "--dst", CLIENT_IP, "--port", str(RTC_PORT), "--size", str(int(r.get("size", 1200))),
+            "--start-kbps", str(float(r.get("start_kbps", 128))), "--max-kbps", str(float(r.get("max_kbps", 2500))),
+            "--duration", str(lab.duration_s - rstart - lab.tail_s), "--start-at", str(lab.at(rstart)),
+            "--log", str(lab.out / "rtc_tx.csv")], "rtc_tx", realtime=True)
+
+    def stop(self) -> None:
+        _stop_sender(self.sender)
+
+
+WORKLOADS: dict[str, type[Workload]] = {w.section: w for w in (Audio, Web, Burst, Bulk, Users, Rtc)}
+
+
+def workloads_for(spec: dict, seed: int) -> list[Workload]:
+    """The workloads of a scenario's traffic sections (audio always), each with this replication's plan;
+    bursts are numbered 0, 1, ... across workloads (the ``burst`` column of flows.csv)."""
+    out = [cls(spec.get(name, {}), seed) for name, cls in WORKLOADS.items() if name == "audio" or name in spec]
+    for k, b in enumerate(b for w in out for b in w.plan.get("bursts", [])):
+        b["burst"] = k
+    return out
+
+
+def plan_of(workloads: list[Workload]) -> dict:
+    """meta.json's ``plan``: the bursts (as before) and every workload's own plan."""
+    bursts = [b for w in workloads for b in w.plan.get("bursts", [])]
+    return {"bursts": bursts, "workloads": {w.section: w.plan for w in workloads}}
+
+
+def run_limit_s(duration_s: float, workloads: list[Workload], rate_bps: float) -> float:
+    """A replication's hard time limit: the scenario's ``duration_s``, stretched on slow links so that its
+    short transfers can finish: the last start + 4 x all their bytes at the link rate + 5 s (web6 on EDGE:
+    372 kB take 18.6 s at 160 kbit/s, so 40 s cut every burst short). Bulk flows never stretch it."""
+    short = [t for w in workloads for t in w.transfers()]
+    if not short:
+        return duration_s
+    need = max(t["start_s"] for t in short) + 4 * sum(t["flows"] * t["bytes"] for t in short) * 8 / rate_bps + 5
+    return max(duration_s, math.ceil(need))
+
+
+def merge_tcp_logs(workloads: list[Workload], out: Path) -> None:
+    """flows.csv from every TCP workload's client logs and the web server's log."""
+    if any(w.tcp for w in workloads):
+        from .web import merge_flows
+        merge_flows(sorted(out.glob("client_flows_*.csv")), out / "server_flows.jsonl", out / "flows.csv")

@@ -1,0 +1,70 @@
+"""Workloads as objects (no network needed): a stand-in host records what each workload starts. Two AQMs of
+one replication start exactly the same traffic; the runner needs no code per workload."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from accessnet import scenario as scen
+from accessnet.workloads import WORKLOADS, Lab, workloads_for
+
+T0 = 1_800_000_000_000_000_000
+
+
+class FakeNode:
+    def __init__(self, name: str, log: list) -> None:
+        self.name, self.log = name, log
+
+    def popen(self, argv, **kw):
+        self.log.append((self.name, list(argv)))
+        return subprocess.Popen(["true"])
+
+
+class FakeRegistry:
+    def process(self, *a) -> None:
+        pass
+
+
+class FakeNet:
+    def __init__(self, log: list) -> None:
+        self.srv, self.cli = FakeNode("srv", log), FakeNode("cli", log)
+        self.registry = FakeRegistry()
+
+
+def started(case: scen.Case, seed: int, out: Path) -> list:
+    log: list = []
+    lab = Lab(FakeNet(log), out, T0, 40.0, 2.0, "cubic")
+    for w in workloads_for(case.spec, seed):
+        w.start(lab)
+    for p in lab.procs:
+        p.wait()
+    return log
+
+
+def test_two_aqms_of_a_replication_start_the_same_traffic(tmp_path):
+    for name in ("web6", "burst6+6", "rtc5", "bulk"):
+        sc = scen.load(name, {"aqms": ["fifo", "iwa"], "iws": [10]})
+        fifo, iwa = sc.cases
+        runs = [started(c, c.rep_seed(sc.seed, 3), tmp_path) for c in (fifo, iwa)]
+        assert runs[0] == runs[1], name
+        assert any("accessnet.audio" in argv for _, argv in runs[0])
+        other_rep = started(fifo, fifo.rep_seed(sc.seed, 4), tmp_path)
+        if name != "bulk":  # bulk has no random draw
+            assert other_rep != runs[0], name
+
+
+def test_each_section_is_one_workload_and_the_audio_always_runs():
+    sc = scen.load("rtc5")
+    loads = workloads_for(sc.cases[0].spec, 1)
+    assert [w.section for w in loads] == ["audio", *[s for s in WORKLOADS if s in sc.data and s != "audio"]]
+    assert [w.section for w in workloads_for({}, 1)] == ["audio"]
+
+
+def test_bursts_are_numbered_across_workloads():
+    loads = workloads_for({"web": {"flows": 2, "start_s": [10, 12]}, "burst": {"flows": 3},
+                           "bulk": {"start_s": 5}}, 7)
+    bursts = [b for w in loads for b in w.plan.get("bursts", [])]
+    assert [b["burst"] for b in bursts] == [0, 1, 2, 3]
+    assert bursts[2]["start_s"] - bursts[1]["start_s"] == 1.0  # the second burst of burstN+N
+    assert sum(w.n_flows() for w in loads) == 2 + 3 + 3 + 1
