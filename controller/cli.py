@@ -46,7 +46,22 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
                    "for the first connection, then reconnects for ever")
 
 
+def check_tls(args) -> None:
+    """TLS options must make a complete set: a client certificate or key without the CA would silently
+    connect in plaintext, and a certificate without its key (or the reverse) cannot authenticate."""
+    ca, cert, key = getattr(args, "tls_ca", None), getattr(args, "tls_cert", None), getattr(args, "tls_key", None)
+    if (cert or key) and not ca:
+        raise ConfigError("--tls-cert/--tls-key need --tls-ca (the switch's CA): without it the connection "
+                          "would not be encrypted")
+    if bool(cert) != bool(key):
+        raise ConfigError("--tls-cert and --tls-key go together (mutual TLS needs both)")
+    for opt, path in (("--tls-ca", ca), ("--tls-cert", cert), ("--tls-key", key)):
+        if path is not None and not Path(path).is_file():
+            raise ConfigError(f"{opt} {path}: no such file")
+
+
 def target_from(args) -> SwitchTarget:
+    check_tls(args)
     tls = None
     if args.tls_ca:
         import finsy as fy
@@ -153,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
+        check_tls(args)  # before anything connects
         if args.cmd in ("install", "set-aqm"):
             return asyncio.run(cmd_install(args))
         if args.cmd == "counters":
