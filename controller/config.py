@@ -44,7 +44,7 @@ KNOWN = {
     "aqm.red": {"w_q", "max_p", "th_min", "th_max", "mean_pktsize"},
     "aqm.codel": {"target_s", "interval_s"},
     "aqm.pie": {"target_s", "tupdate_s", "alpha", "beta", "max_burst_s"},
-    "aqm.iwa": {"target_s", "mtu_bytes", "hold_s", "age_s"},
+    "aqm.iwa": {"budget_s", "target_s", "mtu_bytes", "hold_s", "age_s"},
 }
 # IWA's integers (refmodel.params.IwaParams) and the knob each is derived from, so that an error about a
 # derived integer also names what the configuration said.

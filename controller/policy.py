@@ -64,11 +64,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from refmodel.params import byte_time_q16, drain_ns
+from refmodel.params import byte_time_q16, codel_target_ns_for, drain_ns, iwa_target_ns
 
 NS = 1_000_000_000
 FRAME = 1514  # a full-size Ethernet frame: 1500 B MTU + 14 B header (no FCS)
-CODEL_TARGET_NS = 5_000_000  # RFC 8289: CoDel's target
 QUIET_NS = NS  # recovery starts after this long without a violation (= hold_s, RFC 6298's initial RTO)
 
 
@@ -99,15 +98,9 @@ def frame_ns(rate_bps: float, frame_bytes: int = FRAME) -> int:
     return drain_ns(frame_bytes, byte_time_q16(rate_bps))
 
 
-def target_for(rate_bps: float, budget_ns: int, frame_bytes: int = FRAME) -> int:
-    """The jitter budget less max(2 frames, 5 ms), never below one frame."""
-    frame = frame_ns(rate_bps, frame_bytes)
-    return max(frame, budget_ns - max(2 * frame, CODEL_TARGET_NS))
-
-
-def codel_target_for(rate_bps: float, frame_bytes: int = FRAME) -> int:
-    """CoDel's target for established flows: RFC 8289's 5 ms, never below one frame."""
-    return max(CODEL_TARGET_NS, frame_ns(rate_bps, frame_bytes))
+# The data plane's defaults derive from the same two functions (refmodel.params), so the loop starts from them.
+target_for = iwa_target_ns  # the jitter budget less max(2 frames, 5 ms), never below one frame
+codel_target_for = codel_target_ns_for  # CoDel's target for established flows: 5 ms, never below one frame
 
 
 def _ms(ns: int) -> str:

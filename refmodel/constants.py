@@ -79,6 +79,7 @@ FLOW_SCALE_MASK = 0x0F
 FLOW_SHAPE = 0x10  # the client's SYN was seen, so its window scale is known: the flow may be shaped
 FLOW_ANNOUNCED = 0x20  # SYN-ACK seen, no ACK yet: one frame of queue is reserved for its first window
 FLOW_ACKED = 0x40  # the client's first ACK passed: the start phase's end is known
+FLOW_EPOCH = 0x80  # parity of the reserve's epoch its frame was reserved in
 # The client's SYN, remembered until the SYN-ACK (``flow_syn``): signature (top 24 bits of the hash) | bits
 SYN_SEEN = 0x80
 SYN_WS = 0x40  # the SYN carried a window-scale option

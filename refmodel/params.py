@@ -248,12 +248,30 @@ def pie_params(
 TCP_FRAME_OVERHEAD = 54
 
 
+CODEL_TARGET_NS = 5_000_000  # RFC 8289: CoDel's target
+
+
+def iwa_target_ns(rate_bps: float, budget_ns: int, mtu_bytes: int = 1514) -> int:
+    """IWA's target from the audio's jitter budget: the budget less max(2 frames, 5 ms), never below one
+    frame (``controller/policy.py`` says why; the policy tunes from this value)."""
+    frame = drain_ns(mtu_bytes, byte_time_q16(rate_bps))
+    return max(frame, budget_ns - max(2 * frame, CODEL_TARGET_NS))
+
+
+def codel_target_ns_for(rate_bps: float, mtu_bytes: int = 1514) -> int:
+    """CoDel's target for IWA's established flows: RFC 8289's 5 ms, never below one frame time."""
+    return max(CODEL_TARGET_NS, drain_ns(mtu_bytes, byte_time_q16(rate_bps)))
+
+
 def iwa_params(
-    rate_bps: float = 2e6, *, target_s: float = 0.0278880, mtu_bytes: int = 1514, hold_s: float = 1.0,
-    age_s: float = 10.0,
+    rate_bps: float = 2e6, *, budget_s: float = 0.040, target_s: float | None = None, mtu_bytes: int = 1514,
+    hold_s: float = 1.0, age_s: float = 10.0,
 ) -> IwaParams:
-    """IWA's integers for a link of ``rate_bps`` with ``mtu_bytes`` frames (docs/iwa.md)."""
+    """IWA's integers for a link of ``rate_bps`` with ``mtu_bytes`` frames (docs/iwa.md): the target from
+    the audio's jitter budget (``budget_s``), unless ``target_s`` sets it."""
     where = "iwa: "
+    if not isinstance(budget_s, (int, float)) or budget_s <= 0:
+        raise ConfigError(f"{where}budget_s = {budget_s!r} is out of range: must be > 0")
     mss = check_field("mss_bytes", mtu_bytes - TCP_FRAME_OVERHEAD, lo=1, where=where)
     bt = byte_time_q16(rate_bps)
     # ns per payload byte: a segment of mss bytes occupies the link for a frame of mtu_bytes
@@ -265,7 +283,8 @@ def iwa_params(
     if age < hold:
         raise ConfigError(f"{where}age_s = {age_s} is out of range: must be >= hold_s ({hold_s})")
     return IwaParams(
-        target_ns=check_field("target_ns", round(target_s * NS), lo=1, where=where),
+        target_ns=check_field("target_ns", round(target_s * NS) if target_s is not None else
+                              iwa_target_ns(rate_bps, round(budget_s * NS), mtu_bytes), lo=1, where=where),
         mss_bytes=mss, payload_ns_q16=payload_q16, bytes_per_ns_q32=per_ns, hold_ns=hold, age_ns=age,
     )
 
@@ -284,12 +303,13 @@ def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: i
                     bucket_bytes: int = 1514, ecn: bool = False, red: dict | None = None,
                     codel: dict | None = None, pie: dict | None = None, iwa: dict | None = None) -> PipelineParams:
     """Everything the data plane needs for one bottleneck, from human units."""
+    mtu = int((iwa or {}).get("mtu_bytes", 1514))  # one frame size for the queue model and IWA
     q = queue_params(rate_bps, limit_pkts=limit_pkts, limit_bytes=limit_bytes, bucket_bytes=bucket_bytes,
-                     aqm=aqm, ecn=ecn)
+                     mtu_bytes=mtu, aqm=aqm, ecn=ecn)
     red_cfg = red_params(rate_bps, **red) if red else RedParams()
     if codel is None and q.aqm == Aqm.IWA:
         # IWA's control of established flows is CoDel with RFC 8289's target: 5 ms, at least one frame time
-        codel = {"target_s": max(0.005, q.mtu_ns / NS)}
+        codel = {"target_s": codel_target_ns_for(rate_bps, mtu) / NS}
     return PipelineParams(
         queue=q, red=red_cfg,
         codel=codel_params(**(codel or {})), pie=pie_params(**(pie or {})), iwa=iwa_params(rate_bps, **(iwa or {})),
@@ -299,6 +319,6 @@ def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: i
 __all__ = [
     "ConfigError", "QueueParams", "RedParams", "CodelParams", "PieParams", "IwaParams", "PipelineParams",
     "pipeline_params", "queue_params", "red_params", "codel_params", "pie_params", "iwa_params", "drain_ns",
-    "bytes_to_ns", "ns_to_bytes",
+    "bytes_to_ns", "ns_to_bytes", "iwa_target_ns", "codel_target_ns_for", "CODEL_TARGET_NS",
     "byte_time_q16", "parse_aqm", "FIELD_BITS", "FLOW_SLOTS",
 ]

@@ -10,20 +10,30 @@ Per flow:
   and the SYN-ACK carried the option (RFC 7323); a flow whose SYN the switch
   did not see is never shaped (its scale is unknown).
 * ``state``: the scale, SHAPE, ANNOUNCED (one frame of queue reserved until
-  its first ACK), ACKED.
+  its first ACK), ACKED, and the parity of the reserve's epoch it reserved in.
 * ``edge``: the right edge of the window the server was given (ACK number +
   scaled window). Every upstream ACK moves it; it never moves left.
 * ``end``: where the flow's *start phase* ends, fixed at its first ACK: its
   first byte plus ``ns_to_bytes(rtt + target)``, with the RTT measured at the
-  switch (SYN-ACK to ACK). That is what a flow has in flight when its slow
-  start first fills the path and the audio's budget; past it, the flow is
-  established (CoDel's, in ``iwa.py``).
+  switch: the server's side from the client's SYN to the SYN-ACK (kept in
+  ``end`` until the first ACK; ``syn_t`` holds the SYN's time) plus the
+  client's side from the SYN-ACK to its first ACK. That is what a flow has in
+  flight when its slow start first fills the path and the audio's budget;
+  past it, the flow is established (CoDel's, in ``iwa.py``).
 
 Globals (IWA only): ``grant_tat``, the window openings given, as a queue that
 drains at the link rate from the moment of the grant (a grant the server
-never uses is forgotten by itself), and ``reserve``, one frame per announced
-flow, forgotten ``hold_ns`` after the last SYN-ACK (so handshakes that never
-complete cannot pin it).
+never uses is forgotten by itself), and the *reserve*, one frame per
+announced flow, released by that flow's first ACK. The reserve is kept in two
+generations (``reserve_cur``, ``reserve_old``) of epochs at least ``hold_ns``
+long: a SYN-ACK more than ``hold_ns`` into the current epoch starts a new one
+(the current generation becomes the old one, the old one is forgotten), the
+old generation counts until ``hold_ns`` into the new epoch, the current one
+until ``2 hold_ns``. So every reserved frame is gone at most ``3 hold_ns``
+after its SYN-ACK, however many other SYN-ACKs follow: a handshake that never
+completes cannot pin it. A flow's first ACK releases its frame from the
+generation of its epoch's parity (one bit per flow: a flow older than two
+epochs may release another's frame, which only ever frees room early).
 
 An upstream ACK of a starting flow may open the server's window by at most
 
@@ -41,7 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .constants import (
-    FLOW_ACKED, FLOW_ANNOUNCED, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
+    FLOW_ACKED, FLOW_ANNOUNCED, FLOW_EPOCH, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
     TrafficClass,
 )
 from .flows import Track, seq_before
@@ -66,15 +76,20 @@ class Grant:
 class StartShaper:
     def __init__(self) -> None:
         self.syn = [0] * FLOW_SLOTS
+        self.syn_t = [0] * FLOW_SLOTS
         self.state = [0] * FLOW_SLOTS
         self.edge = [0] * FLOW_SLOTS
         self.end = [0] * FLOW_SLOTS
         self.grant_tat = 0
-        self.reserve = 0
-        self.reserve_t = 0
+        self.reserve_cur = 0
+        self.reserve_old = 0
+        self.epoch_t = 0
+        self.epoch = 0
 
-    def _reserve(self, p: IwaParams, now: int) -> int:
-        return self.reserve if now - self.reserve_t <= p.hold_ns else 0
+    def _reserve(self, p: IwaParams, now: int) -> tuple[int, int]:
+        """The two generations as they count at ``now``."""
+        e = now - self.epoch_t
+        return (self.reserve_cur if e <= 2 * p.hold_ns else 0), (self.reserve_old if e <= p.hold_ns else 0)
 
     def downstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track) -> Track:
         if pkt.udp_valid or not pkt.tcp_valid or pkt.tcp_payload < 0:
@@ -83,14 +98,22 @@ class StartShaper:
         if t.flags & TrackFlag.NEW_FLOW:  # SYN-ACK of a new flow
             syn = self.syn[slot]
             state = FLOW_ANNOUNCED
+            server_rtt = 0
             if syn & SYN_SEEN and (syn ^ t.hash) & 0xFFFFFF00 == 0:
                 state |= FLOW_SHAPE
+                server_rtt = (now - self.syn_t[slot]) & U32
                 if syn & SYN_WS and pkt.ws_shift >= 0:
                     state |= syn & FLOW_SCALE_MASK
-            self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, t.isn
             if iwa_on:
-                self.reserve = min(self._reserve(p, now) + mtu_ns, U32)
-                self.reserve_t = now
+                cur, old = self._reserve(p, now)
+                if now - self.epoch_t > p.hold_ns:  # a new epoch: the current generation becomes the old one
+                    cur, old = 0, cur
+                    self.epoch, self.epoch_t = (self.epoch + 1) & 0xFF, now
+                    self.reserve_old = old
+                self.reserve_cur = min(cur + mtu_ns, U32)
+                if self.epoch & 1:
+                    state |= FLOW_EPOCH
+            self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, server_rtt
             return t
         if not (t.tracked and pkt.tcp_payload > 0 and pkt.tcp_flags & (TCP_SYN | TCP_ACK) != (TCP_SYN | TCP_ACK)):
             return t
@@ -111,7 +134,7 @@ class StartShaper:
             rec = (t.hash & 0xFFFFFF00) | SYN_SEEN
             if pkt.ws_shift >= 0:
                 rec |= SYN_WS | min(pkt.ws_shift, WS_MAX)
-            self.syn[slot] = rec
+            self.syn[slot], self.syn_t[slot] = rec, now & U32
             return Grant()
         if f & (TCP_SYN | TCP_RST | TCP_ACK) != TCP_ACK or not t.tracked:
             return Grant()
@@ -119,7 +142,7 @@ class StartShaper:
         flags = TrackFlag.TRACKED
         released = False
         if not state & FLOW_ACKED:  # the handshake's ACK: RTT at the switch, and the start phase's length
-            rtt = min(t.age, U32)
+            rtt = min(t.age, U32) + end  # the client's side + the server's (kept in end since the SYN-ACK)
             end = (t.isn + ns_to_bytes(p, min(rtt + p.target_ns, U32))) & U32
             released = bool(state & FLOW_ANNOUNCED)
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED
@@ -128,11 +151,11 @@ class StartShaper:
         own = (pkt.ack + (pkt.window << scale)) & U32  # the client's own right edge
         starting = seq_before(edge, end)
         new_edge = own if seq_before(edge, own) else edge
-        reserve = self._reserve(p, now) if iwa_on else 0
+        cur, old = self._reserve(p, now) if iwa_on else (0, 0)
         window, room = None, 0
         if iwa_on and state & FLOW_SHAPE and starting and not seq_before(own, edge):
             flags |= TrackFlag.STARTING
-            used = reserve + max(0, queue_tat - now) + max(0, self.grant_tat - now)
+            used = cur + old + max(0, queue_tat - now) + max(0, self.grant_tat - now)
             room = max(0, p.target_ns + (mtu_ns if released else 0) - used)
             want = (edge + ns_to_bytes(p, min(room, U32))) & U32
             if seq_before(own, want):
@@ -152,6 +175,9 @@ class StartShaper:
         self.state[slot], self.edge[slot], self.end[slot] = state, new_edge, end
         if iwa_on and flags & TrackFlag.STARTING and advance:
             self.grant_tat = max(self.grant_tat, now) + bytes_to_ns(p, advance)
-        if iwa_on and released:
-            self.reserve = reserve - mtu_ns if reserve > mtu_ns else 0
+        if iwa_on and released:  # from the generation it was reserved in
+            if bool(state & FLOW_EPOCH) == bool(self.epoch & 1):
+                self.reserve_cur = cur - mtu_ns if cur > mtu_ns else 0
+            else:
+                self.reserve_old = old - mtu_ns if old > mtu_ns else 0
         return Grant(True, flags, window, new_edge, advance, room)

@@ -26,6 +26,14 @@ def test_enums_match():
         assert p4_names == {prefix + m.name for m in enum}
 
 
+def test_flow_state_bits_match():
+    c = p4_consts()
+    for name in ("FLOW_SCALE_MASK", "FLOW_SHAPE", "FLOW_ANNOUNCED", "FLOW_ACKED", "FLOW_EPOCH", "SYN_SEEN", "SYN_WS",
+                 "WS_MAX"):
+        assert c[name] == getattr(C, name), name
+    assert c["TCP_OPT_BYTES"] == 40  # the most options a TCP header carries: (15 - 5) * 4
+
+
 def test_scalars_match():
     c = p4_consts()
     assert c["RING_SIZE"] == C.RING_SIZE

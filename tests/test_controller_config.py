@@ -37,7 +37,7 @@ def test_params_from_config():
     (lambda c: c["aqm"].update(iwa={"hold_s": 2.0, "age_s": 1.0}),
      r"aqm.iwa: age_s = 1.0 is out of range: must be >= hold_s"),
     (lambda c: c["aqm"].update(iwa={"allowance_bytes": 3028}), r"aqm.iwa: unknown key\(s\) \['allowance_bytes'\]; "
-     r"allowed \['age_s', 'hold_s', 'mtu_bytes', 'target_s'\]"),
+     r"allowed \['age_s', 'budget_s', 'hold_s', 'mtu_bytes', 'target_s'\]"),
 ])
 def test_bad_configs_name_the_field_and_range(mutate, message):
     import copy
