@@ -66,7 +66,7 @@ class TrackFlag(IntEnum):
     """Bits of the flow tracker's verdict (telemetry ``tflags``)."""
 
     TRACKED = 1  # slot holds this flow
-    STARTING = 2  # within window and start_bytes
+    STARTING = 2  # new data before the flow's start-phase end (upstream: an ACK IWA shaped)
     RTX = 4  # segment ends at or below the highest sequence seen
     NEW_FLOW = 8  # this packet (a SYN-ACK) created the slot
     COLLISION = 16  # SYN-ACK found the slot held by another live flow
