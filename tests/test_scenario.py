@@ -57,3 +57,49 @@ def test_run_limit_stretches_on_slow_links_only():
     assert edge == pytest.approx(start + 4 * 372_000 * 8 / 160_000 + 5, abs=1)  # about 91 s
     bulk = workloads_for({"bulk": {"start_s": 5, "bytes": 10**9}}, 1)
     assert run_limit_s(40, bulk, profile("edge").rate_bps) == 40  # a bulk flow runs to the limit
+
+
+@pytest.mark.parametrize("section, bad, says", [
+    ("run", {"profile": {"name": "x", "rate_bps": -1, "delay_ms": 70}}, "rate_bps = -1: must be a number in"),
+    ("run", {"profile": {"name": "../../etc", "rate_bps": 1e6, "delay_ms": 70}}, "profile name = '../../etc'"),
+    ("run", {"profile": {"name": "hspa", "rate_bps": 1e6, "delay_ms": 70}}, "built-in profile"),
+    ("run", {"profile": {"name": "x", "rate_bps": 1e6, "delay_ms": 70, "colour": 1}}, "unknown key"),
+    ("run", {"profile": {"name": "x", "rate_bps": 1e6, "delay_ms": 1e9}}, "delay_ms = 1000000000.0"),
+    ("run", {"buffer": "0p"}, "0 packets; must be in \\[1, 100000\\]"),
+    ("run", {"buffer": "10B"}, "10 bytes"),
+    ("run", {"buffer": "-2bdp"}, "expected e.g."),
+    ("run", {"cc": "cubic; rm -rf /"}, "cc = 'cubic; rm -rf /'"),
+    ("run", {"cc": "nosuchcc"}, "not available in this kernel: allowed"),
+    ("run", {"reps": 0}, "reps = 0: must be an integer in \\[1, 100000\\]"),
+    ("run", {"reps": True}, "reps = True"),
+    ("run", {"duration_s": -5}, "duration_s = -5"),
+    ("run", {"iws": []}, "iws = \\[\\]"),
+    ("run", {"iws": [10.5]}, "IW must be"),
+    ("run", {"aqms": []}, "non-empty list"),
+    ("run", {"aqms": ["fifo"], "switch": "kernel"}, "only the kernel AQMs"),
+    ("web", {"flows": 0}, "\\[web\\] flows = 0"),
+    ("web", {"start_s": [12, 10]}, "\\[web\\] start_s = \\[12, 10\\]"),
+    ("web", {"flows": 10, "total_bytes": 5}, "flows = 10 is above total_bytes = 5"),
+    ("web", {"colour": 1}, "\\[web\\] unknown key"),
+    ("audio", {"interval_ms": 0}, "interval_ms = 0"),
+    ("audio", {"payload": 9000}, "payload = 9000"),
+    ("users", {"min_bytes": 10, "max_bytes": 5}, "min_bytes = 10 is above"),
+    ("rtc", {"size": 20}, "size = 20"),
+    ("bulk", {"bytes": -1}, "bytes = -1"),
+    ("burst", {"second_after_s": "soon"}, "second_after_s = 'soon'"),
+    ("aqm", {"blue": {}}, "one table per P4 AQM"),
+    ("aqm", {"iwa": {"nonsense_knob": 1}}, "aqm iwa"),
+])
+def test_every_bad_value_is_refused_with_key_value_and_range(tmp_path, section, bad, says):
+    import tomllib
+    data = tomllib.loads((scen.SCENARIO_DIR / "web6.toml").read_text())
+    data[section] = {**data.get(section, {}), **bad}
+    with pytest.raises(ConfigError, match=says):
+        scen.build(tmp_path / "mine.toml", data)
+
+
+def test_scenario_names_must_be_path_safe(tmp_path):
+    import tomllib
+    data = tomllib.loads((scen.SCENARIO_DIR / "web6.toml").read_text())
+    with pytest.raises(ConfigError, match="scenario name"):
+        scen.build(tmp_path / "a b;c.toml", data)

@@ -38,34 +38,67 @@ PROFILES = {
 SEED_BDP = {"edge": 7, "hspa": 24, "lte": 125}
 
 
+PROFILE_KEYS = {"name": None, "rate_bps": (1e3, 1e11), "delay_ms": (0.0, 10_000.0), "server_delay_ms": (0.0, 10_000.0)}
+PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_]{0,31}")
+
+
 def profile(spec: str | dict) -> Profile:
-    """A named profile, or a custom one: {"name", "rate_bps", "delay_ms", "server_delay_ms"}."""
+    """A named profile, or a custom one: {"name", "rate_bps", "delay_ms", "server_delay_ms"}, each value
+    checked (the name becomes part of directory names; a built-in name would pick that link's RED rows)."""
     if isinstance(spec, dict):
-        try:
-            return Profile(str(spec.get("name", "custom")), float(spec["rate_bps"]), float(spec["delay_ms"]),
-                           float(spec.get("server_delay_ms", 11.0)))
-        except KeyError as e:
-            raise ConfigError(f"profile: missing {e.args[0]}") from None
-    try:
-        return PROFILES[spec.lower()]
-    except KeyError:
-        raise ConfigError(f"profile = {spec!r} is unknown: allowed {', '.join(PROFILES)} or a table") from None
+        extra = set(spec) - set(PROFILE_KEYS)
+        if extra:
+            raise ConfigError(f"profile: unknown key(s) {sorted(extra)}; allowed {sorted(PROFILE_KEYS)}")
+        for key in ("rate_bps", "delay_ms"):
+            if key not in spec:
+                raise ConfigError(f"profile: missing {key}")
+        name = spec.get("name", "custom")
+        if not isinstance(name, str) or not PROFILE_NAME.fullmatch(name):
+            raise ConfigError(f"profile name = {name!r}: must be [a-z0-9][a-z0-9_]* (at most 32): it becomes part "
+                              "of directory names")
+        if name in PROFILES:
+            raise ConfigError(f"profile name = {name!r} is a built-in profile: give the custom link its own name")
+        vals = {}
+        for key, (lo, hi) in ((k, r) for k, r in PROFILE_KEYS.items() if r):
+            v = spec.get(key, 11.0 if key == "server_delay_ms" else None)
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and lo <= v <= hi):
+                raise ConfigError(f"profile {key} = {v!r}: must be a number in [{lo:g}, {hi:g}]")
+            vals[key] = float(v)
+        return Profile(name, vals["rate_bps"], vals["delay_ms"], vals["server_delay_ms"])
+    if not isinstance(spec, str) or spec.lower() not in PROFILES:
+        raise ConfigError(f"profile = {spec!r} is unknown: allowed {', '.join(PROFILES)} or a table")
+    return PROFILES[spec.lower()]
+
+
+MAX_PACKETS = 100_000
+BYTES_RANGE = (1514, 10**9)
 
 
 def buffer_packets(spec: str | int, prof: Profile) -> dict:
-    """'2bdp', 'bdp', '50p' / 50 -> {'packets': n}; '72000B' -> {'bytes': n}."""
-    if isinstance(spec, int):
-        return {"packets": spec}
-    s = spec.strip().lower()
-    m = re.fullmatch(r"(\d*\.?\d*)\s*\*?\s*bdp", s)
-    if m:
-        k = float(m[1]) if m[1] else 1.0
-        bdp = SEED_BDP.get(prof.name, max(1, round(prof.bdp_packets)))
-        return {"packets": max(1, round(k * bdp))}
-    m = re.fullmatch(r"(\d+)\s*p(ackets)?", s)
-    if m:
-        return {"packets": int(m[1])}
-    m = re.fullmatch(r"(\d+)\s*b(ytes)?", s)
-    if m:
-        return {"bytes": int(m[1])}
-    raise ConfigError(f"buffer = {spec!r}: expected e.g. '2bdp', 'bdp', '50p' or '72000B'")
+    """'2bdp', 'bdp', '50p' / 50 -> {'packets': n}; '72000B' -> {'bytes': n}; each within its range."""
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        out = {"packets": spec}
+    elif isinstance(spec, str):
+        s = spec.strip().lower()
+        bdp_m = re.fullmatch(r"(\d+\.?\d*|\.\d+)?\s*\*?\s*bdp", s)
+        p_m = re.fullmatch(r"(\d+)\s*p(ackets)?", s)
+        b_m = re.fullmatch(r"(\d+)\s*b(ytes)?", s)
+        if bdp_m:
+            k = float(bdp_m[1]) if bdp_m[1] else 1.0
+            if not 0 < k <= 1000:
+                raise ConfigError(f"buffer = {spec!r}: the BDP multiple must be in (0, 1000]")
+            bdp = SEED_BDP.get(prof.name, max(1, round(prof.bdp_packets)))
+            out = {"packets": max(1, round(k * bdp))}
+        elif p_m:
+            out = {"packets": int(p_m[1])}
+        elif b_m:
+            out = {"bytes": int(b_m[1])}
+        else:
+            raise ConfigError(f"buffer = {spec!r}: expected e.g. '2bdp', 'bdp', '50p' or '72000B'")
+    else:
+        raise ConfigError(f"buffer = {spec!r}: expected e.g. '2bdp', 'bdp', '50p' or '72000B'")
+    if "packets" in out and not 1 <= out["packets"] <= MAX_PACKETS:
+        raise ConfigError(f"buffer = {spec!r}: {out['packets']} packets; must be in [1, {MAX_PACKETS}]")
+    if "bytes" in out and not BYTES_RANGE[0] <= out["bytes"] <= BYTES_RANGE[1]:
+        raise ConfigError(f"buffer = {spec!r}: {out['bytes']} bytes; must be in [{BYTES_RANGE[0]}, {BYTES_RANGE[1]}]")
+    return out

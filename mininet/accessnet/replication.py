@@ -26,8 +26,9 @@ from refmodel.params import ConfigError
 
 from . import scenario as scen
 from .leftovers import Lease
-from .switches import Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available, toolchain_versions
-from .topology import AccessNet
+from .switches import (KERNEL_QDISCS, Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available,
+                       toolchain_versions)
+from .topology import AccessNet, kernel_qdisc_error
 from .workloads import Lab, Workload, merge_tcp_logs, plan_of, run_limit_s, workloads_for
 
 LOG = logging.getLogger("iwlab.run")
@@ -60,6 +61,27 @@ def pick_switch(case: scen.Case, want: str, seed: int) -> Switch:
     if want == "bmv2" or (want == "auto" and bmv2_available()):
         return Bmv2Switch()
     return ModelSwitch(seed)
+
+
+def preflight(units: Sequence[Unit], want: str | None) -> None:
+    """Refuse, before anything starts, what every replication of a case would fail on: a P4 AQM on the
+    kernel backend, BMv2 asked for where it is absent, a kernel AQM this kernel lacks (tried for real)."""
+    tried: dict[str, str | None] = {}
+    for u in units:
+        kind = want or u.sc.switch
+        if u.case.aqm in scen.P4_AQMS:
+            if kind == "kernel":
+                raise ConfigError(f"{u.case.name}: aqm {u.case.aqm!r} runs on the P4 switch, not on the kernel backend")
+            if kind == "bmv2" and not bmv2_available():
+                raise ConfigError(f"{u.case.name}: switch 'bmv2' asked for, but BMv2 (simple_switch_grpc and "
+                                  "build/bottleneck.json) is not available here")
+            continue
+        qdisc = KERNEL_QDISCS[u.case.aqm](u.case.buffer, u.case.profile)
+        if qdisc not in tried:
+            tried[qdisc] = kernel_qdisc_error(qdisc, u.case.profile.rate_bps)
+        if tried[qdisc]:
+            raise ConfigError(f"{u.case.name}: aqm {u.case.aqm!r} ('{qdisc}') is not available in this kernel: "
+                              f"{tried[qdisc]}")
 
 
 def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: list[Workload], switch: Switch) -> dict:

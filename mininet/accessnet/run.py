@@ -28,7 +28,7 @@ from refmodel.params import ConfigError
 
 from . import scenario as scen
 from .record import RECORD_FORMAT, RecordError, history_entry, write_record
-from .replication import Interrupted, Unit, execute
+from .replication import Interrupted, Unit, execute, preflight
 from .switches import bmv2_available, ensure_p4_build
 from .topology import ROOT
 
@@ -92,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'resume' if a.resume else 'scenario'} error: {e}", file=sys.stderr)
         return 2
     reps, want = rec["reps"], rec["switch"]
+    units = units_of(sc, reps, int(rec["format"]))
+    try:
+        preflight(units, want)
+    except ConfigError as e:
+        print(f"refused before anything started: {e}", file=sys.stderr)
+        return 2
     if want in ("auto", "bmv2") and any(c.aqm in scen.P4_AQMS for c in sc.cases):
         try:
             ensure_p4_build()  # never the stand-in by accident: compile p4src/ first where p4c is present
@@ -110,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
         raise Interrupted()
 
     signal.signal(signal.SIGTERM, on_signal)
-    units = units_of(sc, reps, int(rec["format"]))
     print(f"run {rundir} : {sc.name}, {len(sc.cases)} cases x {reps} reps")
     try:
         res = execute(units, rundir, want, jobs=a.jobs)

@@ -7,8 +7,11 @@ adding a file; no code changes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
+import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +39,90 @@ KERNEL_AQMS = ("pfifo", "kred", "kcodel", "kfq_codel", "kpie")
 TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc", "users"}
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
             "tail_s", "jitter_budget_ms", "rate_changes"}
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,63}")  # scenario, sweep and profile names: path-safe
+CC_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
+
+# Every value a scenario may hold, with its allowed range: (kind, low, high), bounds inclusive; "num" is an
+# int or a float, "int" an int, "range" a [low, high] pair of numbers within the bounds.
+RANGES: dict[str, dict[str, tuple]] = {
+    "run": {"reps": ("int", 1, 100_000), "seed": ("int", 0, 2**62), "duration_s": ("num", 1, 86_400),
+            "audio_only_s": ("num", 0.1, 86_400), "tail_s": ("num", 0, 3600), "jitter_budget_ms": ("num", 0.001, 1000)},
+    "audio": {"interval_ms": ("num", 1, 1000), "payload": ("int", 0, 1400)},
+    "web": {"flows": ("int", 1, 1000), "total_bytes": ("int", 1, 10**11), "start_s": ("range", 0, 86_400)},
+    "burst": {"flows": ("int", 1, 1000), "total_bytes": ("int", 1, 10**11), "start_s": ("range", 0, 86_400),
+              "second_after_s": ("num", 0, 86_400)},
+    "bulk": {"start_s": ("num", 0, 86_400), "bytes": ("int", 1, 10**14)},
+    "rtc": {"start_kbps": ("num", 1, 10**6), "max_kbps": ("num", 1, 10**6), "size": ("int", 64, 1472),
+            "start_s": ("num", 0, 86_400)},
+    "users": {"count": ("int", 1, 1000), "min_bytes": ("int", 1, 10**11), "max_bytes": ("int", 1, 10**11),
+              "idle_mean_s": ("num", 0.001, 86_400), "start_s": ("num", 0, 86_400)},
+}
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_value(where: str, key: str, value, spec: tuple) -> None:
+    """Refuse a value outside its kind or range, naming the key, the value and what is allowed."""
+    kind, lo, hi = spec
+    if kind == "range":
+        ok = (isinstance(value, list) and len(value) == 2 and all(_is_num(x) for x in value)
+              and lo <= value[0] <= value[1] <= hi)
+        allowed = f"[low, high] with {lo} <= low <= high <= {hi}"
+    else:
+        ok = (isinstance(value, int) and not isinstance(value, bool) if kind == "int" else _is_num(value)) \
+            and lo <= value <= hi
+        allowed = f"{'an integer' if kind == 'int' else 'a number'} in [{lo}, {hi}]"
+    if not ok:
+        raise ConfigError(f"{where} {key} = {value!r}: must be {allowed}")
+
+
+def check_sections(data: dict, label: str) -> None:
+    """Every key of every traffic section and of [run] (except the ones checked where they are read)."""
+    if not isinstance(data.get("description", ""), str):
+        raise ConfigError(f"{label}: description must be a string")
+    for section, ranges in RANGES.items():
+        table = data.get(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{label}: [{section}] must be a table")
+        extra = set(table) - set(ranges) - (RUN_KEYS if section == "run" else set())
+        if extra:
+            raise ConfigError(f"{label}: [{section}] unknown key(s) {sorted(extra)}; allowed {sorted(ranges)}")
+        for key, spec in ranges.items():
+            if key in table:
+                check_value(f"{label}: [{section}]", key, table[key], spec)
+    for section, lo, hi in (("users", "min_bytes", "max_bytes"), ("rtc", "start_kbps", "max_kbps"),
+                            ("web", "flows", "total_bytes"), ("burst", "flows", "total_bytes")):
+        t = data.get(section, {})
+        if lo in t and hi in t and t[lo] > t[hi]:
+            raise ConfigError(f"{label}: [{section}] {lo} = {t[lo]!r} is above {hi} = {t[hi]!r}")
+
+
+@functools.cache
+def available_cc() -> tuple[str, ...] | None:
+    """The kernel's available TCP congestion controls (None where the kernel does not say)."""
+    try:
+        return tuple(open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split())
+    except OSError:
+        return None
+
+
+def check_cc(cc, label: str) -> str:
+    if not isinstance(cc, str) or not CC_NAME.fullmatch(cc):
+        raise ConfigError(f"{label}: [run] cc = {cc!r}: must be a congestion control's name ([a-z][a-z0-9_]*)")
+    have = available_cc()
+    if have is not None and cc not in have:
+        raise ConfigError(f"{label}: [run] cc = {cc!r} is not available in this kernel: allowed {', '.join(have)} "
+                          f"(load it with 'modprobe tcp_{cc}')")
+    return cc
+
+
+def check_name(kind: str, name: str) -> str:
+    if not SAFE_NAME.fullmatch(name):
+        raise ConfigError(f"{kind} name {name!r}: must be letters, digits, '_', '+' or '-' (at most 64, not "
+                          "starting with a sign): it becomes part of directory names")
+    return name
 
 
 @dataclass(frozen=True)
@@ -127,37 +214,71 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
     """A scenario from its data (a file's, or the copy a run directory's run.json keeps); named by
     ``path``'s stem."""
     path = Path(path)
+    check_name("scenario", path.stem)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path.name}: not a table of sections")
     unknown = set(data) - TOP_KEYS
     if unknown:
         raise ConfigError(f"{path.name}: unknown section(s) {sorted(unknown)}; allowed {sorted(TOP_KEYS)}")
     if overrides:
         data = {**data, "run": {**data.get("run", {}), **overrides}}
     run = data.get("run", {})
+    if not isinstance(run, dict):
+        raise ConfigError(f"{path.name}: [run] must be a table")
     bad = set(run) - RUN_KEYS
     if bad:
         raise ConfigError(f"{path.name}: [run] unknown key(s) {sorted(bad)}; allowed {sorted(RUN_KEYS)}")
+    check_sections(data, path.name)
+    if not isinstance(run.get("rate_changes", []), list):
+        raise ConfigError(f"{path.name}: [run] rate_changes must be a list of [at_s, rate_bps]")
     for item in run.get("rate_changes", []):
         if (not isinstance(item, list) or len(item) != 2 or not all(isinstance(x, (int, float)) for x in item)
                 or item[0] < 0 or item[1] <= 0):
             raise ConfigError(f"{path.name}: [run] rate_changes item {item!r}: expected [at_s >= 0, rate_bps > 0]")
-    if not 0 < float(run.get("jitter_budget_ms", 40)) <= 1000:
-        raise ConfigError(f"{path.name}: [run] jitter_budget_ms must be in (0, 1000]")
-    prof = profile(run.get("profile", "hspa"))
-    buf = buffer_packets(run.get("buffer", "2bdp"), prof)
-    aqms = [str(a).lower() for a in run.get("aqms", ["fifo"])]
+    try:
+        prof = profile(run.get("profile", "hspa"))
+        buf = buffer_packets(run.get("buffer", "2bdp"), prof)
+    except ConfigError as e:
+        raise ConfigError(f"{path.name}: [run] {e}") from None
+    aqms = run.get("aqms", ["fifo"])
+    if not isinstance(aqms, list) or not aqms or not all(isinstance(a, str) for a in aqms):
+        raise ConfigError(f"{path.name}: [run] aqms = {aqms!r}: must be a non-empty list of AQM names")
+    aqms = [a.lower() for a in aqms]
     for a in aqms:
         if a not in P4_AQMS + KERNEL_AQMS:
             raise ConfigError(f"{path.name}: aqm {a!r} is unknown: allowed {', '.join(P4_AQMS + KERNEL_AQMS)}")
-    iws = [int(i) for i in run.get("iws", [10])]
-    if any(i < 1 or i > 100 for i in iws):
-        raise ConfigError(f"{path.name}: iws = {iws}: each IW must be 1..100 segments")
+    iws = run.get("iws", [10])
+    if (not isinstance(iws, list) or not iws
+            or not all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= 100 for i in iws)):
+        raise ConfigError(f"{path.name}: [run] iws = {iws!r}: each IW must be 1..100 segments")
     knobs = data.get("aqm", {})
+    if not isinstance(knobs, dict) or set(knobs) - set(P4_AQMS):
+        raise ConfigError(f"{path.name}: [aqm] holds one table per P4 AQM ({', '.join(P4_AQMS)}); got "
+                          f"{sorted(knobs) if isinstance(knobs, dict) else knobs!r}")
     cases = []
     for aqm, iw in itertools.product(aqms, iws):
         cfg, real_buf = _switch_cfg(prof, buf, aqm, knobs)
+        if aqm in P4_AQMS:
+            _check_switch_cfg(path.name, aqm, cfg)
         cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf)))
-    switch = str(run.get("switch", "auto"))
+    switch = run.get("switch", "auto")
     if switch not in ("auto", "bmv2", "model", "kernel"):
-        raise ConfigError(f"{path.name}: switch = {switch!r}: allowed auto, bmv2, model, kernel")
+        raise ConfigError(f"{path.name}: [run] switch = {switch!r}: allowed auto, bmv2, model, kernel")
+    if switch == "kernel" and any(a in P4_AQMS for a in aqms):
+        raise ConfigError(f"{path.name}: [run] switch = 'kernel' has only the kernel AQMs ({', '.join(KERNEL_AQMS)}); "
+                          f"{', '.join(a for a in aqms if a in P4_AQMS)} run on the P4 switch")
+    cc = check_cc(run.get("cc", "cubic"), path.name)
     return Scenario(path.stem, path, data, cases, int(run.get("reps", 3)), int(run.get("seed", 1)),
-                    str(run.get("cc", "cubic")), float(run.get("duration_s", 40.0)), switch)
+                    cc, float(run.get("duration_s", 40.0)), switch)
+
+
+def _check_switch_cfg(label: str, aqm: str, cfg: dict) -> None:
+    """The switch's table for a P4 AQM, checked by the controller's own rules (the same ones that would
+    refuse it at run time, after the network is built)."""
+    from controller.config import params_from_dict
+    try:
+        params_from_dict(cfg)
+    except ConfigError as e:
+        raise ConfigError(f"{label}: aqm {aqm}: {e}") from None
+    except (TypeError, ValueError, KeyError) as e:
+        raise ConfigError(f"{label}: aqm {aqm}: bad knob ({type(e).__name__}: {e})") from None

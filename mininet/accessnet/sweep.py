@@ -37,7 +37,7 @@ from pathlib import Path
 from refmodel.params import ConfigError
 
 from . import scenario as scen
-from .replication import Interrupted, Unit, execute
+from .replication import Interrupted, Unit, execute, preflight
 from .record import RecordError, history_entry, write_record
 from .topology import ROOT
 
@@ -53,6 +53,7 @@ def load_sweep(name_or_path: str) -> tuple[dict, list[Unit]]:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"sweep {path}: {e}") from None
+    scen.check_name("sweep", path.stem)
     return data, check_sweep(data, path.name)
 
 
@@ -143,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if os.geteuid() != 0:
         print("a sweep needs root (network namespaces)", file=sys.stderr)
+        return 2
+    try:
+        preflight(units, None)
+    except ConfigError as e:
+        print(f"refused before anything started: {e}", file=sys.stderr)
         return 2
     if any(u.sc.switch in ("auto", "bmv2") and u.case.aqm in scen.P4_AQMS for u in units):
         from .switches import ensure_p4_build

@@ -75,18 +75,29 @@ def offloads_off(node: Node, intf: str) -> None:
 
 @functools.cache
 def has_netem() -> bool:
-    """netem works here? (tried on a throwaway dummy device in a throwaway namespace of this process)"""
-    ns = f"iwlab-probe-{os.getpid()}"
+    """netem works here? (tried for real, see kernel_qdisc_error)"""
+    return kernel_qdisc_error("netem delay 1ms", 1e9) is None
+
+
+def kernel_qdisc_error(qdisc: str, rate_bps: float) -> str | None:
+    """Why the kernel refuses ``qdisc`` as the lab installs it (a child of the tbf drain shaper), or None
+    when it works; tried on a throwaway dummy device in a throwaway namespace of this process."""
+    ns = f"iwlab-probe-{os.getpid()}-q"
     try:
-        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
-        subprocess.run(["ip", "-n", ns, "link", "add", "d0", "type", "dummy"], check=True, capture_output=True)
-        r = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "d0", "root", "netem",
-                            "delay", "1ms"], capture_output=True)
-        return r.returncode == 0
-    except (OSError, subprocess.CalledProcessError):
-        return False
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True, timeout=10)
+        # a veth pair (every kernel that runs the lab has veth; some lack the dummy device)
+        subprocess.run(["ip", "-n", ns, "link", "add", "d0", "type", "veth", "peer", "name", "d1"], check=True,
+                       capture_output=True, timeout=10)
+        ex = ["ip", "netns", "exec", ns]
+        r = subprocess.run([*ex, *shaper.tbf_args("d0", rate_bps)], capture_output=True, text=True, timeout=10)
+        if r.returncode == 0:
+            r = subprocess.run([*ex, "tc", "qdisc", "replace", "dev", "d0", "parent", "1:1", "handle", "10:",
+                                *qdisc.split()], capture_output=True, text=True, timeout=10)
+        return None if r.returncode == 0 else (r.stderr or r.stdout).strip() or f"exit {r.returncode}"
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"probe failed: {e}"
     finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
 
 
 @dataclass
