@@ -2,7 +2,11 @@
 really got beyond the base delay with the sojourn the switch predicted for it (telemetry).
 
 Audio records are matched to audio packets by order (one sender, FIFO path,
-nothing lost before the switch); packets the switch dropped are skipped.
+nothing lost before the switch); packets the switch dropped are skipped. The
+order is only trusted as far as the records' sequence numbers run without a
+gap: a record lost on the way to the capture (it may have been an audio
+packet's) would shift every later match by one, so matching stops at the
+first missing sequence number, and the summary says how many were missing.
 Records of decision BYPASS (upstream packets, e.g. the ACKs whose window IWA
 rewrote) never waited in the queue and are never taken for audio.
 """
@@ -22,14 +26,28 @@ from .telemetry_reader import read_telemetry
 AUDIO_PORT = 5004
 
 
+def record_gaps(seq: np.ndarray) -> tuple[int, int | None]:
+    """(number of sequence numbers missing between the first and the last record, the first missing one)."""
+    s = np.unique(np.asarray(seq, dtype=np.int64))
+    if s.size < 2:
+        return 0, None
+    step = np.diff(s)
+    at = np.nonzero(step != 1)[0]
+    return int((step[at] - 1).sum()), (int(s[at[0]]) + 1 if at.size else None)
+
+
 def _matched(rep: Path) -> tuple[dict, np.ndarray, np.ndarray]:
-    """meta.json, and for every audio packet that passed the switch: (OWD - base delay) - predicted
-    sojourn, and the predicted sojourn."""
+    """meta.json (with ``records_missing``), and for every audio packet that passed the switch, up to the
+    first missing telemetry record: (OWD - base delay) - predicted sojourn, and the predicted sojourn."""
     rep = Path(rep)
     meta = read_meta(rep)
     audio = read_audio(rep)
     tel, _ = read_telemetry(rep / "telemetry.pcap")
+    missing, first_missing = record_gaps(tel["seq"].to_numpy())
+    meta = {**meta, "records_missing": missing}
     a = tel[(tel["proto"] == 17) & (tel["dport"] == AUDIO_PORT) & (tel["decision"] != Decision.BYPASS)]
+    if first_missing is not None:
+        a = a[a["seq"] < first_missing]
     a = a.sort_values("seq")
     n = min(len(a), len(audio.df))
     if n == 0:
@@ -72,7 +90,8 @@ def summary(rep: Path) -> dict:
                 "p99_ms": float(np.percentile(x, 99)) / 1e6, "max_ms": float(x.max()) / 1e6}
 
     return {"all": stats(e), "queued": stats(e[queued]), "idle": stats(e[~queued]),
-            "wire_late_max_ms": wire_lateness_ms(rep), "case": meta.get("case"), "switch": meta.get("switch")}
+            "wire_late_max_ms": wire_lateness_ms(rep), "case": meta.get("case"), "switch": meta.get("switch"),
+            "records_missing": meta["records_missing"]}
 
 
 if __name__ == "__main__":

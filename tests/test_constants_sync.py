@@ -11,7 +11,8 @@ P4 = Path(__file__).resolve().parent.parent / "p4src"
 
 def p4_consts():
     text = (P4 / "include" / "constants.p4").read_text()
-    out = {m[1]: int(m[2], 0) for m in re.finditer(r"const\s+bit<\d+>\s+(\w+)\s*=\s*(\w+);", text)}
+    # bit<N> and int<N> alike (PIE_TWO_PERCENT is an int<64>: a bit<N>-only pattern skipped it silently)
+    out = {m[1]: int(m[2], 0) for m in re.finditer(r"const\s+(?:bit|int)<\d+>\s+(\w+)\s*=\s*(-?\w+);", text)}
     out.update({m[1]: int(m[2], 0) for m in re.finditer(r"#define\s+(\w+)\s+(\d+)", text)})
     return out
 
@@ -63,3 +64,15 @@ def test_action_parameter_widths_match():
         if name in ("aqm", "ecn", "telemetry"):
             continue
         assert FIELD_BITS[name] == width, name
+
+
+def test_pie_constants_and_scaling_ladder_match():
+    from refmodel import pie
+    c = p4_consts()
+    for name in ("ONE", "TWO_PERCENT", "TENTH", "FIFTH", "DELAY_250MS"):
+        assert c["PIE_" + name] == getattr(pie, name), name
+    text = (P4 / "include" / "aqm_pie.p4").read_text()
+    ladder = re.findall(r"if \(p < (\w+)\) \{\s*delta = delta >> (\d+);", text)
+    assert len(ladder) == len(pie.SCALE_STEPS), ladder  # every step of RFC 8033's table, in order
+    steps = tuple((c[b] if b in c else int(b), int(s)) for b, s in ladder)
+    assert steps == pie.SCALE_STEPS

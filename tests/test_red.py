@@ -134,4 +134,8 @@ def test_idle_table_error_is_within_three_percent():
             m = int(ptc * key * 1024 / 1e9)
             exact = (1 - w) ** m
             assert f / 2**24 == pytest.approx(exact, rel=0.031), (lo, hi)
-    assert math.isclose(1.0, 1.0)
+    table = red_params(HSPA, w_q=w, max_p=0.1, th_min=5, th_max=20).idle_decay
+    assert all(nxt[0] == row[1] + 1 for row, nxt in zip(table, table[1:]))  # contiguous: no idle time unmatched
+    # the last row takes every longer idle time to zero, where the exact decay is already below 0.2 %
+    lo, hi, f = table[-1]
+    assert (hi, f) == (2**32 - 1, 0) and (1 - w) ** int(ptc * lo * 1024 / 1e9) < 0.002

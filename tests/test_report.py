@@ -340,6 +340,19 @@ def test_upstream_records_are_never_taken_for_audio(run):
     assert after == before and after["all"]["packets"] > 30
 
 
+def test_a_lost_telemetry_record_stops_the_match_instead_of_shifting_it(run):
+    """Audio records are paired with audio packets by position: a record missing from the capture (here
+    audio record 12) would pair every later packet with its successor's record. Matching stops at the gap."""
+    from experiments.bottleneck_check import record_gaps, sojourn_errors_ns, summary
+    rep = run / IWA / "rep0"
+    before = sojourn_errors_ns(rep)
+    write_telemetry(rep / "telemetry.pcap", [r for r in tel_records() if r.seq != 12])
+    after = sojourn_errors_ns(rep)
+    assert len(after) == 12 and list(after) == list(before[:12])  # the packets before the gap, unchanged
+    assert summary(rep)["records_missing"] == 1
+    assert record_gaps([3, 4, 7, 8, 10]) == (3, 5) and record_gaps([1, 2, 3]) == (0, None)
+
+
 def test_single_bottleneck_section(built):
     """The synthetic iwa rep0 has a constant OWD while its telemetry predicts sojourns of 0..39 ms: the check
     must show errors far over 1 ms for the queued packets (and none for the fifo case, which has no telemetry)."""
