@@ -1,83 +1,506 @@
-"""The initial-window-aware AQM on constructed bursts (the seeds' web6 case at HSPA)."""
+"""IWA 2 on the reference model: start shaping through the client's receive window, per-flow reserves,
+CoDel for established flows, the drop safety net, the option parser, collisions and aging.
 
-from frames import MSS, audio, iw_burst, syn_ack, tcp
+Two kinds of tests: single frames through ``Pipeline.process`` (exact expectations), and closed loops in
+``tcpsim.py`` (TCP senders and receivers around the pipeline, the lab's HSPA link: 2 Mbit/s, 11 ms server
+side, 70 ms client side, RTT 162 ms, a 48-packet buffer, audio every 20 ms, jitter budget 40 ms).
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+
+import pytest
+from frames import (
+    LINUX_SYN, MACOS_SYN, MSS, NO_WS_SYN, WINDOWS_SYN, audio, client_ack, client_syn, syn_ack, tcp, tcp_fields,
+)
+from scapy.all import IP, TCP, UDP, Ether, Raw, raw
+from tcpsim import Flow, Sim
 
 from refmodel import Decision, Pipeline, Reason, Route, TrafficClass
-from refmodel.constants import FLOW_SLOTS
+from refmodel.constants import FLOW_SLOTS, TrackFlag
 from refmodel.flows import flow_hash
-from refmodel.packet import parse
-from refmodel.params import pipeline_params
+from refmodel.packet import parse, window_scale_option
+from refmodel.params import ns_to_bytes, pipeline_params
+
+try:  # the controller's policy derives IWA's target from the jitter budget
+    from controller.policy import target_for
+except ImportError:  # pragma: no cover
+    def target_for(rate_bps, budget_ns):
+        return 27_888_000
 
 MS = 1_000_000
+U32 = 0xFFFFFFFF
+RATE = 2e6
+BUDGET_NS = 40 * MS
+TARGET_NS = target_for(RATE, BUDGET_NS)  # 27.888 ms at HSPA
+IWA = dict(target_s=TARGET_NS / 1e9)
 ROUTES = {1: Route(2, True), 2: Route(1, False)}
-IWA = dict(target_s=0.040, allowance_bytes=MSS)
+D_SERVER, D_CLIENT = 11 * MS, 70 * MS
+RTT = 2 * (D_SERVER + D_CLIENT)
+FRAME_NS = 1514 * 4000  # one full frame at 2 Mbit/s
+CODEL_TARGET_NS = max(5 * MS, FRAME_NS)
 
 
-def web6_burst(aqm, flows=6, iw=10, audio_n=40, **iwa):
-    """SYN-ACKs at t = 0, then all initial windows at once at t = 80 ms (one RTT later),
-    with 20 ms CBR audio throughout; HSPA, 2*BDP = 48 packets of buffer."""
-    p = Pipeline(ROUTES, pipeline_params(2e6, aqm, limit_pkts=48, iwa=iwa or IWA))
-    syn_acks, segs = iw_burst(flows, iw)
-    events = [(0, f) for f in syn_acks] + [(80 * MS, s) for s in segs]
-    events += [(i * 20 * MS + 1, audio(i)) for i in range(audio_n)]
-    events.sort(key=lambda e: e[0])
-    return p, [(t, f, p.process(t, f, 1)) for t, f in events]
+def params(aqm="iwa", limit=48, **kw):
+    return pipeline_params(RATE, aqm, limit_pkts=limit, iwa=dict(IWA), **kw)
 
 
-def audio_results(res):
-    return [r for _, f, r in res if r.cls == TrafficClass.UDP]
+def pipe(aqm="iwa", **kw):
+    return Pipeline(ROUTES, params(aqm, **kw))
 
 
-def test_fifo_lets_the_burst_delay_the_audio():
-    _, res = web6_burst("fifo")
-    worst = max(r.record.sojourn_ns for r in audio_results(res))
-    assert worst > 200 * MS
+def room(r):
+    return getattr(r, "record", r).s2 & U32  # an upstream record: the queue room the grant was sized from
 
 
-def test_iwa_keeps_the_audio_under_target_through_6_x_iw10():
-    _, res = web6_burst("iwa")
-    aud = audio_results(res)
-    assert all(r.decision == Decision.PASS for r in aud)
-    assert max(r.record.sojourn_ns for r in aud) <= 40 * MS
+def edge(r):
+    return getattr(r, "record", r).s1 & U32  # ... and the right edge the server now has
 
 
-def test_iwa_gives_every_starting_flow_its_allowance():
-    _, res = web6_burst("iwa")
-    passed_per_flow = {}
-    for _, f, r in res:
-        if r.cls == TrafficClass.TCP_START and r.decision == Decision.PASS:
-            port = parse(f).dport
-            passed_per_flow[port] = passed_per_flow.get(port, 0) + 1
-    assert len(passed_per_flow) == 6 and min(passed_per_flow.values()) >= 1
-    surplus = [r for _, _, r in res if r.reason == Reason.IWA_SURPLUS]
-    assert surplus and all(r.cls == TrafficClass.TCP_START for r in surplus)
+def window(r):
+    return tcp_fields(r.frame).window
 
 
-def test_retransmissions_of_dropped_segments_pass():
-    p, res = web6_burst("iwa", audio_n=4)  # stop at t = 80 ms: the queue is still full
-    dropped = [f for _, f, r in res if r.reason == Reason.IWA_SURPLUS]
-    # retransmit them immediately, while the queue is still above target
-    rtx = [p.process(81 * MS, f, 1) for f in dropped[:5]]
+def open_flow(p, t=0, port=40000, syn=LINUX_SYN, synack_ws=9, isn=1000, own=502, syn_seen=True):
+    """A handshake as the switch sees it: the client's SYN at t, the server's SYN-ACK 2 d_server later, the
+    client's first ACK (window field ``own``) one RTT after the SYN. Returns (SYN-ACK, ACK) results."""
+    if syn_seen:
+        p.process(t, client_syn(5000, syn, sport=port), 2)
+    opts = [("MSS", MSS)] + ([("WScale", synack_ws)] if synack_ws is not None else [])
+    sa = p.process(t + 2 * D_SERVER, syn_ack(isn, dport=port, ack=5001, options=opts), 1)
+    return sa, p.process(t + RTT, client_ack(isn + 1, own, sport=port), 2)
+
+
+def fill(p, t, n, port=50000):
+    """n full segments of an untracked flow into the queue at t (n frame times of queue)."""
+    return [p.process(t, tcp(1 + k * MSS, dport=port), 1) for k in range(n)]
+
+
+# --------------------------------------------------------------------------- web6 IW10 at HSPA, closed loop
+
+SIZE = 62_000  # web6: 372 kB in 6 flows
+
+
+def link_rate_limit_ns(flows=6, size=SIZE):
+    """Completion (client SYN to last byte) if the link were busy from the first byte: handshake and request
+    (2 RTT) plus every frame of the responses at the link rate."""
+    full, last = divmod(size, MSS)
+    frame_bytes = flows * (full * (MSS + 54) + (last + 54 if last else 0))
+    return 2 * RTT + frame_bytes * 8 * 10**9 / RATE
+
+
+@functools.lru_cache(maxsize=None)
+def web6(aqm, limit=48):
+    flows = [Flow(40000 + i, start=10 * MS + i * MS, size=SIZE, isn=1_000_000 * (i + 1)) for i in range(6)]
+    return Sim(params(aqm, limit), flows, audio=(0, 6000 * MS)).run(6500 * MS)
+
+
+def audio_max(sim, until=None):
+    return max(s for t, s in sim.audio if until is None or t < until)
+
+
+def completions(sim):
+    return [f.done for f in sim.flows.values()]
+
+
+def test_fifo_lets_the_web6_burst_delay_the_audio():
+    big = web6("fifo", 1000)  # no loss: the simulator fills the link as TCP would
+    assert not big.drops and big.audio_drops == 0
+    assert audio_max(big) > 200 * MS
+    assert max(completions(big)) <= 1.02 * link_rate_limit_ns()
+    hspa = web6("fifo", 48)  # the lab's 2*BDP buffer overflows
+    assert audio_max(hspa) > 200 * MS
+    assert hspa.drops and all(d[3] == Reason.LIMIT for d in hspa.drops)
+
+
+def test_iwa_web6_is_loss_free_and_starves_nobody():
+    s = web6("iwa")
+    assert s.drops == [] and s.audio_drops == 0
+    for f in s.flows.values():
+        assert f.retransmits == 0 and f.rtos == 0
+        assert f.done is not None  # every flow completes
+        t, ack, field, own, first_edge = f.acks[0]  # the handshake's ACK as the server got it
+        assert first_edge - ack >= MSS  # a first window of at least one segment
+        assert field < own  # ... shaped
+    assert s.rewrites
+
+
+def first_unshaped_ack(sim):
+    """When the switch first let a shaped flow's ACK through unshaped (its start phase ended)."""
+    return min(t for t, _, r in sim.grants if r.tflags & TrackFlag.TRACKED and not r.tflags & TrackFlag.STARTING
+               and r.tflags & TrackFlag.FIRST_ACK == 0 and r.reason == Reason.UPSTREAM)
+
+
+def test_iwa_keeps_the_audio_within_budget_while_flows_start():
+    s = web6("iwa")
+    fifo = web6("fifo", 48)
+    t_end = first_unshaped_ack(s) + 2 * D_SERVER  # the first data the unshaped ACK releases reaches the switch
+    assert t_end > 600 * MS  # several RTTs of shaping
+    assert audio_max(fifo, t_end) > 200 * MS
+    assert audio_max(s, t_end) <= BUDGET_NS
+
+
+@pytest.mark.xfail(strict=True, reason="design: when a flow's start phase ends its window jumps from the shaped "
+                   "edge to the client's own and the sender's cwnd (grown while rwnd-limited) leaves at once: "
+                   "audio max 73 ms here, 11 of 300 packets over 40 ms")
+def test_iwa_keeps_every_audio_packet_within_budget_through_web6():
+    assert audio_max(web6("iwa")) <= BUDGET_NS
+
+
+@pytest.mark.xfail(strict=True, reason="design: the room is target - queue - grants per ACK, so the aggregate "
+                   "window of starting flows grows by about one target per RTT and the first ACK after the "
+                   "queue drains takes all of it: flows finish one after another, the last at 4.2 s against "
+                   "a link-rate limit of 1.87 s (FIFO without loss: 1.88 s, FIFO with 48 packets: 3.76 s)")
+def test_iwa_web6_completes_near_the_link_rate():
+    assert max(completions(web6("iwa"))) <= 1.25 * link_rate_limit_ns()
+
+
+# --------------------------------------------------------------------------- windows: every rewritten ACK
+
+@functools.lru_cache(maxsize=None)
+def mixed():
+    """Stacks and corner cases side by side: each flow's ACKs checked as the server gets them."""
+    k = dict(size=SIZE, iw=10)
+    flows = [
+        Flow(40000, 0, syn_options=LINUX_SYN, **k),
+        Flow(40001, 1 * MS, syn_options=WINDOWS_SYN, **k),
+        Flow(40002, 2 * MS, syn_options=MACOS_SYN, **k),
+        Flow(40003, 3 * MS, syn_options=NO_WS_SYN, rwnd=64240, **k),  # no window scaling
+        Flow(40004, 4 * MS, syn_options=LINUX_SYN, synack_ws=None, rwnd=64240, **k),  # the server declines it
+        Flow(40005, 5 * MS, rwnd=4 * MSS, **k),  # a client whose own window is smaller than any grant
+        Flow(40006, 6 * MS, hidden=("syn",), **k),  # the switch never saw the SYN
+        Flow(40007, 7 * MS, lose_synacks=1, **k),  # the first SYN-ACK is lost on the access link
+        Flow(40008, 8 * MS, isn=U32 - 20_000, **k),  # sequence numbers wrap during the start phase
+    ]
+    return Sim(params(), flows, audio=(0, 5000 * MS)).run(6000 * MS)
+
+
+def test_windows_in_closed_loop_stay_within_floor_own_window_and_never_move_left():
+    s = mixed()
+    # no segment of a starting flow is lost; past their start phase, flows are CoDel's
+    assert all(d[3] == Reason.CODEL and d[4] == TrafficClass.TCP_EST for d in s.drops)
+    for f in s.flows.values():
+        assert f.done is not None and f.rtos == 0, f.port
+        prev = None
+        for t, ack, field, own, e in f.acks:
+            assert field <= own  # never above the client's own window
+            assert e - ack >= min(MSS, own << f.shift)  # never below one MSS (unless the client's own is)
+            assert prev is None or e >= prev  # the right edge never moves left
+            prev = e
+
+
+def test_rewrites_touch_only_the_window_and_keep_the_checksum_valid():
+    s = mixed()
+    assert len(s.rewrites) > 50
+    for port, before, after in s.rewrites:
+        at = parse(before).tcp_at
+        changed = {i for i in range(len(before)) if before[i] != after[i]}
+        assert changed and changed <= set(range(at + 14, at + 18)), port  # window and checksum only
+        seg = Ether(after)
+        sent = seg[TCP].chksum
+        del seg[TCP].chksum
+        assert Ether(raw(seg))[TCP].chksum == sent, port  # Scapy recomputes the checksum it lacks
+        assert tcp_fields(after).window < tcp_fields(before).window  # only ever lowered
+
+
+def test_switch_and_server_agree_on_every_edge():
+    """The edge the switch keeps (telemetry) is the one the server computes from the forwarded window with the
+    scale it negotiated: the switch read the scale right for every stack, unscaled when either side lacks it."""
+    s = mixed()
+    for port, f in s.flows.items():
+        if port == 40006:
+            continue  # never shaped: the switch does not know its scale
+        switch = [edge(r) for t, p, r in s.grants if p == port]
+        assert switch == [e & U32 for _, _, _, _, e in f.acks], port
+    shifts = {p: f.shift for p, f in s.flows.items()}
+    assert shifts == {40000: 7, 40001: 8, 40002: 6, 40003: 0, 40004: 0, 40005: 7, 40006: 7, 40007: 7, 40008: 7}
+
+
+def test_closed_loop_corner_cases_are_left_alone():
+    s = mixed()
+    rewritten = {port for port, _, _ in s.rewrites}
+    assert 40006 not in rewritten  # SYN unseen: fail open
+    small = [r for t, port, r in s.grants if port == 40005 and r.tflags & TrackFlag.STARTING]
+    # a window smaller than the grant passes as the client wrote it (the switch only ever lowers it)
+    assert any(r.reason == Reason.UPSTREAM and ns_to_bytes(params().iwa, room(r)) > 4 * MSS for r in small)
+    assert {40000, 40001, 40002, 40003, 40004, 40007, 40008} <= rewritten
+    assert s.flows[40007].synacks == 2
+
+
+@pytest.mark.parametrize("syn,shift", [(LINUX_SYN, 7), (WINDOWS_SYN, 8), (MACOS_SYN, 6)],
+                         ids=["linux", "windows", "macos"])
+def test_first_window_is_the_room_rounded_up_to_the_client_scale(syn, shift):
+    p = pipe()
+    _, a = open_flow(p, syn=syn, own=1000)
+    assert a.reason == Reason.IWA_WINDOW and a.record.tflags & TrackFlag.FIRST_ACK
+    assert room(a) == TARGET_NS  # empty queue, no other flow: all of it (its own reserved frame released)
+    want = ns_to_bytes(p.params.iwa, TARGET_NS)
+    field = window(a)
+    assert (field - 1) << shift < want <= field << shift  # rounded up to the scale: never below the room
+    assert edge(a) == 1001 + (field << shift)
+
+
+@pytest.mark.parametrize("syn,synack_ws", [(NO_WS_SYN, 9), (LINUX_SYN, None)], ids=["syn-without", "synack-without"])
+def test_windows_are_unscaled_unless_both_sides_scale(syn, synack_ws):
+    p = pipe()
+    _, a = open_flow(p, syn=syn, synack_ws=synack_ws, own=64240)
+    assert window(a) == ns_to_bytes(p.params.iwa, TARGET_NS)  # bytes, exactly
+    assert edge(a) == 1001 + window(a)
+
+
+def test_a_shift_above_14_counts_as_14():
+    p = pipe()
+    _, a = open_flow(p, syn=[("MSS", 1460), ("WScale", 15)], own=4)
+    assert window(a) == 1 and edge(a) == 1001 + (1 << 14)
+
+
+def test_a_client_window_smaller_than_the_grant_is_never_raised():
+    p = pipe()
+    frame = client_ack(1001, 20)  # 2560 B, below the 6.7 kB the room allows
+    _, a = open_flow(p, own=20)
+    assert a.reason == Reason.UPSTREAM and a.frame == frame and edge(a) == 1001 + (20 << 7)
+    p2 = pipe()
+    _, b = open_flow(p2, own=5)  # even below one MSS: the floor never raises it either
+    assert b.reason == Reason.UPSTREAM and window(b) == 5
+
+
+def test_the_edge_never_moves_left_when_the_room_is_gone():
+    p = pipe()
+    _, a = open_flow(p)
+    e = edge(a)
+    fill(p, RTT + 1 * MS, 12)  # 73 ms of queue: no room for anyone
+    for k in range(1, 4):  # the client acks the first segments
+        r = p.process(RTT + 2 * MS + k * MS, client_ack(1001 + k * MSS, 502), 2)
+        assert room(r) == 0
+        new = 1001 + k * MSS + (window(r) << 7)
+        assert e <= new < e + 128 and edge(r) == new  # held (rounded up to the scale), not cut to one MSS
+        e = new
+    ack = 1001 + 4 * MSS  # one MSS beyond this ACK is past the edge: the floor
+    r = p.process(RTT + 10 * MS, client_ack(ack, 502), 2)
+    assert window(r) == -(-MSS // 128) and edge(r) == ack + (window(r) << 7) > e
+
+
+def test_a_flow_whose_syn_the_switch_never_saw_is_never_shaped():
+    p = pipe()
+    fill(p, 0, 8)
+    frame = client_ack(1001, 502)
+    _, a = open_flow(p, syn_seen=False)
+    assert a.reason == Reason.UPSTREAM and a.frame == frame
+    fill(p, RTT + 1 * MS, 8)  # far above target: its initial window still all passes (nothing is BEYOND)
+    res = [p.process(RTT + 2 * MS, tcp(1001 + k * MSS), 1) for k in range(10)]
+    assert all(r.decision == Decision.PASS and not r.record.tflags & TrackFlag.BEYOND for r in res)
+
+
+def test_a_retransmitted_synack_keeps_the_edge_the_server_was_given():
+    p = pipe()
+    _, a = open_flow(p)  # the client's ACK passes the switch, then is lost on its way to the server
+    e, field = edge(a), window(a)
+    r = p.process(1022 * MS, syn_ack(1000, ack=5001, options=[("MSS", MSS), ("WScale", 9)]), 1)
+    assert r.record.tflags & TrackFlag.TRACKED and not r.record.tflags & TrackFlag.NEW_FLOW
+    fill(p, 1161 * MS, 12)  # no room now
+    dup = p.process(1162 * MS, client_ack(1001, 502), 2)  # the client answers the retransmission
+    assert window(dup) == field and edge(dup) == e
+
+
+def test_a_retransmitted_synack_reserves_no_second_frame():
+    p = pipe()
+    p.process(0, client_syn(5000, sport=40000), 2)
+    opts = [("MSS", MSS), ("WScale", 9)]
+    assert p.process(22 * MS, syn_ack(1000, ack=5001, options=opts), 1).record.tflags & TrackFlag.NEW_FLOW
+    again = p.process(400 * MS, syn_ack(1000, ack=5001, options=opts), 1)  # its retransmission
+    assert not again.record.tflags & TrackFlag.NEW_FLOW
+    _, b = open_flow(p, t=500 * MS, port=40001)  # another flow: A's one frame is still reserved, not two
+    assert room(b) == TARGET_NS - FRAME_NS
+
+
+# --------------------------------------------------------------------------- the reserve (issue 11's leak)
+
+@functools.lru_cache(maxsize=None)
+def small_responses_then_iw10():
+    """40 flows of 400 B, one every 0.5 s (every other one closes, the rest go silent), then an IW10 flow."""
+    flows = [Flow(41000 + i, i * 500 * MS, 400, close=i % 2 == 0, isn=10_000 * (i + 1)) for i in range(40)]
+    flows.append(Flow(40000, 20_500 * MS, SIZE, isn=5_000_000))
+    return Sim(params(), flows).run(23_000 * MS)
+
+
+def test_small_responses_leak_no_reserve():
+    s = small_responses_then_iw10()
+    assert s.drops == []
+    assert all(f.done is not None for f in s.flows.values())
+    first = next(r for t, port, r in s.grants if port == 40000 and r.tflags & TrackFlag.FIRST_ACK)
+    assert room(first) == TARGET_NS  # the whole room: nothing left reserved by the 40 earlier flows
+    f = s.flows[40000]
+    assert f.acks[0][4] - f.acks[0][1] >= ns_to_bytes(params().iwa, TARGET_NS)
+    assert f.retransmits == 0
+
+
+def test_a_handshake_that_never_completes_is_forgotten():
+    p = pipe()
+    p.process(0, client_syn(5000, sport=40000), 2)
+    p.process(22 * MS, syn_ack(1000, ack=5001, options=[("MSS", MSS), ("WScale", 9)]), 1)  # no ACK ever
+    _, b = open_flow(p, t=300 * MS, port=40001)
+    assert room(b) == TARGET_NS - FRAME_NS  # its frame is held while it may still start
+    hold = p.params.iwa.hold_ns
+    _, c = open_flow(p, t=3 * hold + 100 * MS, port=40002)
+    assert room(c) == TARGET_NS  # ... and forgotten after the hold
+
+
+# --------------------------------------------------------------------------- established flows
+
+BULK = 10**7
+
+
+@functools.lru_cache(maxsize=None)
+def bulk(aqm, hidden=()):
+    """A bulk flow whose client window (80 kB) holds a standing queue of about 160 ms under FIFO."""
+    flows = [Flow(41000, 0, BULK, rwnd=80_000, hidden=hidden, close=False)]
+    return Sim(params(aqm, 1000 if aqm == "fifo" else 48), flows, audio=(0, 4000 * MS)).run(4000 * MS)
+
+
+def sojourns(sim, after):
+    return sorted(s for t, s in sim.audio if t >= after)
+
+
+@pytest.mark.parametrize("hidden", [(), ("syn", "synack")], ids=["past-its-start-phase", "untracked"])
+def test_a_bulk_incumbent_is_codels(hidden):
+    fifo, s = bulk("fifo"), bulk("iwa", hidden)
+    assert sojourns(fifo, 2000 * MS)[0] > 150 * MS  # FIFO: the audio waits behind the standing queue
+    assert s.drops and all(d[3] == Reason.CODEL and d[4] == TrafficClass.TCP_EST for d in s.drops)
+    assert s.audio_drops == 0
+    late = sojourns(s, 2000 * MS)
+    assert late[len(late) // 2] <= CODEL_TARGET_NS  # the standing queue is gone
+    # CoDel's sawtooth still crosses the budget now and then (6 % and 2 % of the audio here, max 78 ms)
+    assert sum(x > BUDGET_NS for x in late) <= 0.1 * len(late)
+    assert s.flows[41000].rtos == 0
+
+
+BIG_UDP = raw(Ether() / IP(src="10.0.0.1", dst="10.0.1.1") / UDP(sport=9, dport=9) / Raw(b"x" * 1472))
+
+
+def test_codel_forgets_a_standing_queue_the_established_flows_did_not_see_end():
+    """CoDel's interval starts afresh after the queue was below target, even if only audio saw it."""
+    p = pipe()
+    fill(p, 0, 3)  # an established flow above CoDel's target: its interval starts
+    for t in range(50, 1000, 20):
+        p.process(t * MS, audio(), 1)  # ~1 s of empty queue, seen by the audio only
+    for _ in range(3):
+        p.process(1000 * MS, BIG_UDP, 1)  # a queue above CoDel's target again, built by datagrams
+    res = [p.process(1000 * MS, tcp(1 + (3 + k) * MSS, dport=50000), 1) for k in range(15)]
+    assert all(r.decision == Decision.PASS for r in res)  # above target for less than an interval: no drop
+
+
+def test_audio_is_never_early_dropped():
+    p = pipe()
+    fill(p, 0, 40)  # far above every target
+    res = [p.process(k * MS, audio(), 1) for k in range(0, 400, 20)]
+    assert all(r.decision == Decision.PASS and r.cls == TrafficClass.UDP for r in res)
+
+
+# --------------------------------------------------------------------------- the safety net
+
+def ignoring_sender(p, ecn=False):
+    """A shaped flow whose sender ignores the window: its whole IW10 right after the first ACK, with the
+    queue already at the target (another flow's data). Returns the results of the 10 segments."""
+    _, a = open_flow(p)
+    fill(p, RTT + 1 * MS, 6)  # 36 ms of queue: above the 27.9 ms target
+    return a, [p.process(RTT + 2 * MS, tcp(1001 + k * MSS, tos=2 if ecn else 0), 1) for k in range(10)]
+
+
+def test_data_beyond_the_edge_is_dropped_while_above_target():
+    p = pipe()
+    a, res = ignoring_sender(p)
+    e = edge(a)
+    for k, r in enumerate(res):
+        beyond = 1001 + (k + 1) * MSS > e
+        assert bool(r.record.tflags & TrackFlag.BEYOND) == beyond
+        if beyond:
+            assert r.decision == Decision.DROP and r.reason == Reason.IWA_SURPLUS
+        else:
+            assert r.decision == Decision.PASS
+    assert any(r.reason == Reason.IWA_SURPLUS for r in res)
+
+
+def test_with_ecn_surplus_is_still_dropped():
+    p = pipe(ecn=True)
+    _, res = ignoring_sender(p, ecn=True)
+    assert any(r.reason == Reason.IWA_SURPLUS for r in res)
+    assert all(r.decision != Decision.MARK for r in res)
+    assert all(r.decision == Decision.DROP for r in res if r.reason == Reason.IWA_SURPLUS)
+
+
+def test_retransmissions_of_a_starting_flow_pass():
+    p = pipe()
+    _, res = ignoring_sender(p)
+    dropped = [k for k, r in enumerate(res) if r.reason == Reason.IWA_SURPLUS]
+    rtx = [p.process(RTT + 3 * MS, tcp(1001 + k * MSS), 1) for k in dropped]  # still above target
     assert all(r.cls == TrafficClass.TCP_RTX and r.decision == Decision.PASS for r in rtx)
-    assert any(r.reason == Reason.IWA_RTX for r in rtx)
+    assert all(r.reason == Reason.IWA_RTX for r in rtx)
 
 
-def test_established_flows_are_never_early_dropped():
-    # a flow whose SYN-ACK the switch never saw, sending a big burst
-    p = Pipeline(ROUTES, pipeline_params(2e6, "iwa", limit_pkts=48, iwa=IWA))
-    res = [p.process(0, tcp(seq=1 + k * MSS, dport=50000), 1) for k in range(40)]
-    assert all(r.cls == TrafficClass.TCP_EST and r.decision == Decision.PASS for r in res)
+@functools.lru_cache(maxsize=None)
+def web6_ignoring():
+    flows = [Flow(40000 + i, 10 * MS + i * MS, SIZE, isn=1_000_000 * (i + 1), ignore_window=True)
+             for i in range(6)]
+    return Sim(params(), flows, audio=(0, 5000 * MS)).run(6000 * MS)
 
 
-def test_flow_leaves_start_phase_after_window_and_start_bytes():
-    iwa = dict(target_s=0.040, allowance_bytes=MSS, window_s=0.5, start_bytes=10 * MSS)
-    p = Pipeline(ROUTES, pipeline_params(2e6, "iwa", iwa=iwa))
-    p.process(0, syn_ack(1000), 1)
-    assert p.process(1 * MS, tcp(1001), 1).cls == TrafficClass.TCP_START
-    assert p.process(1 * MS, tcp(1001 + 10 * MSS), 1).cls == TrafficClass.TCP_EST  # beyond start_bytes
-    p.process(0, syn_ack(5000, dport=40001), 1)
-    assert p.process(600 * MS, tcp(5001, dport=40001), 1).cls == TrafficClass.TCP_EST  # beyond window
+def test_senders_ignoring_the_window_lose_only_surplus_and_still_complete():
+    s = web6_ignoring()
+    assert s.drops and {d[3] for d in s.drops} <= {Reason.IWA_SURPLUS, Reason.CODEL}
+    assert any(d[3] == Reason.IWA_SURPLUS for d in s.drops)
+    assert all(f.done is not None for f in s.flows.values())
+    assert s.audio_drops == 0
 
+
+# --------------------------------------------------------------------------- the option parser
+
+def syn_with_raw_options(opts: bytes, flags="S") -> bytes:
+    pad = opts + b"\x00" * (-len(opts) % 4)
+    return raw(Ether() / IP(src="10.0.1.1", dst="10.0.0.1")
+               / TCP(sport=40000, dport=80, flags=flags, dataofs=5 + len(pad) // 4, options=[]) / pad)
+
+
+@pytest.mark.parametrize("opts,shift", [
+    (b"\x03\x03\x07", 7),
+    (b"\x01\x01\x03\x03\x07", 7),  # NOPs are one byte
+    (b"\x02\x04\x05\xb4\x03\x03\x07", 7),  # MSS, then WS
+    (b"\x00\x03\x03\x07", -1),  # EOL ends the list
+    (b"\x02\x00\x03\x03\x07", -1),  # length 0: malformed, the walk ends
+    (b"\x02\x01\x03\x03\x07", -1),  # length 1: the same
+    (b"\x02\x0a\x05\xb4\x03\x03\x07\x01", -1),  # an option running past the end swallows the WS
+    (b"\x03\x04\x07\x00", -1),  # a window-scale of another length is skipped, not read
+    (b"\x03\x03\x07\x03\x03\x09", 9),  # the last one counts
+    (b"\x08\x0a" + b"\x00" * 8 + b"\x01\x03\x03\x0e", 14),  # Linux's TS, NOP, WS 14
+], ids=["ws", "nops", "mss-ws", "eol", "len0", "len1", "past-end", "ws-len4", "two-ws", "ts-ws"])
+def test_window_scale_option_walk(opts, shift):
+    f = syn_with_raw_options(opts)
+    assert parse(f).ws_shift == shift
+    assert window_scale_option(f, 34 + 20, 40) == shift  # the walk stops at the end of the frame, too
+
+
+@pytest.mark.parametrize("cut,shift", [(0, 7), (1, -1), (2, -1), (3, -1)])
+def test_window_scale_option_in_a_truncated_frame(cut, shift):
+    """The frame ends inside the options (the header claims more): read up to the end of the frame only."""
+    opts = b"\x02\x04\x05\xb4\x01\x03\x03\x07"
+    f = syn_with_raw_options(opts)
+    f = f[:34 + 20 + len(opts) - cut]
+    assert parse(f).ws_shift == shift
+    assert window_scale_option(f, 34 + 20, len(opts)) == shift
+
+
+def test_window_scale_option_from_the_scapy_layouts_and_only_on_syns():
+    assert parse(client_syn(options=LINUX_SYN)).ws_shift == 7
+    assert parse(client_syn(options=WINDOWS_SYN)).ws_shift == 8
+    assert parse(client_syn(options=MACOS_SYN)).ws_shift == 6
+    assert parse(client_syn(options=NO_WS_SYN)).ws_shift == -1
+    assert parse(syn_with_raw_options(b"\x03\x03\x07", flags="A")).ws_shift == -1  # not a SYN: not walked
+    assert window_scale_option(b"\x03", 0, 5) == -1 and window_scale_option(b"\x03\x03", 0, 5) == -1
+    assert window_scale_option(b"", 0, 40) == -1
+
+
+# --------------------------------------------------------------------------- collisions and aging
 
 def colliding_port(base=40000):
     ref = flow_hash(parse(syn_ack(dport=base))) & (FLOW_SLOTS - 1)
@@ -88,16 +511,51 @@ def colliding_port(base=40000):
 
 
 def test_hash_collision_fails_open_and_aging_frees_the_slot():
-    iwa = dict(target_s=0.040, allowance_bytes=MSS, window_s=1.0, age_s=2.0)
-    p = Pipeline(ROUTES, pipeline_params(2e6, "iwa", iwa=iwa))
+    p = Pipeline(ROUTES, pipeline_params(RATE, "iwa", limit_pkts=48, iwa=dict(IWA, hold_s=1.0, age_s=2.0)))
     other = colliding_port()
-    assert p.process(0, syn_ack(dport=40000), 1).record.tflags & 8  # NEW_FLOW
-    r = p.process(1 * MS, syn_ack(dport=other), 1)
-    assert r.record.tflags & 16  # COLLISION
-    # the colliding flow is treated as established: never early-dropped
-    burst = [p.process(2 * MS, tcp(1001 + k * MSS, dport=other), 1) for k in range(30)]
-    assert all(b.cls == TrafficClass.TCP_EST and b.decision == Decision.PASS for b in burst)
-    # the first flow still owns the slot
-    assert p.process(3 * MS, tcp(1001 + 5 * MSS, dport=40000), 1).cls == TrafficClass.TCP_START
-    # after age_s the slot is free again
-    assert p.process(2_500 * MS, syn_ack(dport=other), 1).record.tflags & 8
+    sa, a = open_flow(p, port=40000)
+    assert sa.record.tflags & TrackFlag.NEW_FLOW and a.reason == Reason.IWA_WINDOW
+    sb, b = open_flow(p, t=200 * MS, port=other)
+    assert sb.record.tflags & TrackFlag.COLLISION
+    assert b.reason == Reason.UPSTREAM and b.record is None  # the slot is taken: never shaped, no record
+    fill(p, 400 * MS, 8)  # above target
+    burst = [p.process(401 * MS, tcp(1001 + k * MSS, dport=other), 1) for k in range(10)]
+    assert all(r.cls == TrafficClass.TCP_EST and r.reason != Reason.IWA_SURPLUS for r in burst)
+    assert p.process(402 * MS, tcp(1001, dport=40000), 1).cls == TrafficClass.TCP_START  # still the owner's
+    sb, _ = open_flow(p, t=2_500 * MS, port=other)  # after age_s the slot is free again
+    assert sb.record.tflags & TrackFlag.NEW_FLOW
+
+
+def test_a_colliding_syn_leaves_both_flows_unshaped():
+    """The SYN register is per slot: a colliding SYN before the first flow's SYN-ACK overwrites it, and the
+    first flow then starts unshaped (fail open) instead of with the wrong scale."""
+    p = pipe()
+    other = colliding_port()
+    p.process(0, client_syn(5000, sport=40000), 2)
+    p.process(1 * MS, client_syn(5000, WINDOWS_SYN, sport=other), 2)
+    opts = [("MSS", MSS), ("WScale", 9)]
+    p.process(22 * MS, syn_ack(1000, dport=40000, ack=5001, options=opts), 1)
+    a = p.process(RTT, client_ack(1001, 502, sport=40000), 2)
+    assert a.reason == Reason.UPSTREAM and window(a) == 502
+
+
+def test_start_phase_ends_one_rtt_plus_target_after_the_first_byte():
+    p = pipe()
+    _, a = open_flow(p)  # RTT at the switch: SYN to first ACK
+    end = 1001 + ns_to_bytes(p.params.iwa, RTT + TARGET_NS)
+    before = p.process(RTT + 1 * MS, tcp(end - MSS), 1)
+    after = p.process(RTT + 2 * MS, tcp(end), 1)
+    assert before.cls == TrafficClass.TCP_START and after.cls == TrafficClass.TCP_EST
+
+
+def test_data_before_the_first_ack_is_starting():
+    p = pipe()
+    p.process(0, client_syn(5000), 2)
+    p.process(22 * MS, syn_ack(1000, ack=5001, options=[("MSS", MSS), ("WScale", 9)]), 1)
+    assert p.process(30 * MS, tcp(1001 + 100 * MSS), 1).cls == TrafficClass.TCP_START
+
+
+def test_window_field_offset_is_where_scapy_puts_it():
+    f = client_ack(1001, 502)
+    at = parse(f).tcp_at
+    assert struct.unpack_from("!H", f, at + 14)[0] == 502 == tcp_fields(f).window

@@ -1,0 +1,278 @@
+"""A small discrete-event TCP simulator around ``refmodel.Pipeline``: a test harness, not a TCP of record.
+
+The lab's topology, in a closed loop (one server, one client host, one switch):
+
+    server --d_server--> switch (ingress 1) -> queue (the record's sojourn_ns) --d_client--> client
+    server <--d_server-- switch (ingress 2: never queued; IWA may rewrite the window) <--d_client-- client
+
+Every frame is a real one built by Scapy (``frames.py``), and the server dissects the ACK *as the switch
+forwarded it*, so a rewritten window is the one it obeys.
+
+* Client: a SYN with its option list; on the SYN-ACK the third ACK and a 100 B request; then one cumulative
+  ACK per segment received (quickack, as Linux does while a connection starts: no delayed ACKs), advertising
+  its own window ``rwnd`` bytes beyond what it holds in order (the application reads at once), scaled by
+  its shift when both the SYN and the SYN-ACK carried the option (RFC 7323).
+* Server: per flow snd_una/snd_nxt, cwnd = IW segments, slow start (cwnd += bytes acked) then +MSS per cwnd,
+  growing only while cwnd-limited (in flight >= cwnd / 2 before the ACK, roughly as Linux); snd_wnd from the
+  latest ACK; sends full segments (the last one may be short) while they fit in min(cwnd, snd_wnd), or in
+  cwnd alone for a sender that ignores the window. A FIN once everything is acked (``close``).
+* Losses are repaired and counted, so tests can demand there were none: fast retransmit on the third
+  duplicate ACK, NewReno partial ACKs; an RTO (1 s, doubling: no RTT estimator, so no spurious RTO while
+  queues stay under a second) resends the first unacked segment with cwnd = 1 MSS; a SYN-ACK whose ACK does
+  not come is resent after 1 s. FINs are not retransmitted.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from frames import LINUX_SYN, MSS, audio, client_ack, client_syn, syn_ack, tcp, tcp_fields
+
+from refmodel import Pipeline, Route
+
+MS = 1_000_000
+U32 = 0xFFFFFFFF
+ROUTES = {1: Route(2, True), 2: Route(1, False)}
+REQUEST = 100  # bytes of the client's request
+CLIENT_ISN = 5000
+RTO = 1000 * MS
+AUDIO = audio()
+
+
+def unwrap(x: int, ref: int) -> int:
+    """The absolute sequence number nearest ``ref`` whose low 32 bits are ``x``."""
+    return ref + ((x - ref + (1 << 31)) & U32) - (1 << 31)
+
+
+@dataclass
+class Flow:
+    port: int  # the client's port (the server is SERVER:80)
+    start: int  # ns: the client sends its SYN
+    size: int  # bytes of the response
+    iw: int = 10
+    syn_options: list = field(default_factory=lambda: list(LINUX_SYN))
+    synack_ws: int | None = 9  # the server's window-scale option (None: its SYN-ACK carries none)
+    rwnd: int = 502 << 7  # the client's own receive window in bytes
+    isn: int = 1_000_000  # the server's ISN
+    ignore_window: bool = False  # a sender that obeys cwnd only
+    close: bool = True  # the server sends a FIN after the last byte (else the flow just goes silent)
+    ecn: bool = False  # data segments sent ECT(0)
+    hidden: tuple = ()  # kinds of frames ("syn", "synack") that reach the other end without the switch
+    lose_synacks: int = 0  # this many SYN-ACKs are lost after the switch (on the access link)
+    # the server
+    shift: int = 0  # the client's window shift as the server applies it
+    established: bool = False
+    snd_una: int = 0
+    snd_nxt: int = 0
+    end: int = 0  # one past the response's last byte (0: no request yet)
+    cwnd: int = 0
+    ssthresh: int = 1 << 40
+    snd_wnd: int = 0
+    dupacks: int = 0
+    recover: int = 0  # NewReno: snd_nxt when the loss was detected (0: not in recovery)
+    rto: int = RTO
+    timer: int = 0  # generation of the armed retransmission timer
+    fin: bool = False
+    retransmits: int = 0
+    rtos: int = 0
+    synacks: int = 0
+    acks: list = field(default_factory=list)  # every ACK the server got: (t, ack, field seen, own field, edge)
+    # the client
+    syn_at: int = 0
+    rcv_nxt: int = 0
+    ooo: dict = field(default_factory=dict)  # out-of-order segments: seq -> end
+    own_field: int = 0  # the window field the client writes
+    requested: bool = False
+    done: int | None = None  # ns from the SYN to the response's last byte at the client
+
+    @property
+    def client_ws(self) -> int | None:
+        return next((v for k, v in self.syn_options if k == "WScale"), None)
+
+
+class Sim:
+    def __init__(self, params, flows, *, d_server=11 * MS, d_client=70 * MS, audio=(0, 0), pipeline=None):
+        self.p = pipeline or Pipeline(ROUTES, params)
+        self.flows = {f.port: f for f in flows}
+        self.d_server, self.d_client = d_server, d_client
+        self.q, self.n, self.now = [], 0, 0
+        self.audio = []  # (t, sojourn_ns) of every audio packet the switch passed
+        self.audio_drops = 0
+        self.drops = []  # TCP frames the switch dropped: (t, port, kind, reason, cls)
+        self.rewrites = []  # ACKs whose window the switch rewrote: (port, frame in, frame out)
+        self.grants = []  # the switch's telemetry of every tracked upstream ACK: (t, port, record)
+        for f in flows:
+            self.at(f.start, self.client_syn, f)
+        for t in range(audio[0], audio[1], 20 * MS):
+            self.at(t, self.down, None, AUDIO, "audio")
+
+    def at(self, t, fn, *args):
+        heapq.heappush(self.q, (t, self.n, fn, args))
+        self.n += 1
+
+    def run(self, until: int) -> "Sim":
+        while self.q and self.q[0][0] <= until:
+            self.now, _, fn, args = heapq.heappop(self.q)
+            fn(*args)
+        return self
+
+    # ------------------------------------------------------------------ the switch and the links
+
+    def down(self, f, frame, kind):
+        r = self.p.process(self.now, frame, 1)
+        if r.egress is None:
+            if f is None:
+                self.audio_drops += 1
+            else:
+                self.drops.append((self.now, f.port, kind, r.reason, r.cls))
+        elif f is None:
+            self.audio.append((self.now, r.record.sojourn_ns))
+        elif kind == "synack" and f.lose_synacks:
+            f.lose_synacks -= 1
+        else:
+            self.at(self.now + r.record.sojourn_ns + self.d_client, self.client_rx, f, r.frame)
+
+    def up(self, f, frame):
+        r = self.p.process(self.now, frame, 2)
+        if r.frame != frame:
+            self.rewrites.append((f.port, frame, r.frame))
+        if r.record is not None:
+            self.grants.append((self.now, f.port, r.record))
+        self.at(self.now + self.d_server, self.server_rx, f, r.frame)
+
+    def server_send(self, f, frame, kind):
+        if kind in f.hidden:
+            self.at(self.now + self.d_server + self.d_client, self.client_rx, f, frame)
+        else:
+            self.at(self.now + self.d_server, self.down, f, frame, kind)
+
+    def client_send(self, f, frame, kind="ack"):
+        if kind in f.hidden:
+            self.at(self.now + self.d_client + self.d_server, self.server_rx, f, frame)
+        else:
+            self.at(self.now + self.d_client, self.up, f, frame)
+
+    # ------------------------------------------------------------------ the client
+
+    def client_syn(self, f):
+        f.syn_at = self.now
+        self.client_send(f, client_syn(CLIENT_ISN, f.syn_options, sport=f.port), "syn")
+
+    def client_ack(self, f, payload=0):
+        seq = CLIENT_ISN + 1 + (REQUEST if f.requested and not payload else 0)
+        self.client_send(f, client_ack(f.rcv_nxt, f.own_field, seq, payload, "PA" if payload else "A", f.port))
+
+    def client_rx(self, f, frame):
+        t = tcp_fields(frame)
+        if t.flags.S:
+            scaled = f.client_ws is not None and any(k == "WScale" for k, _ in t.options)
+            f.own_field = f.rwnd >> min(f.client_ws, 14) if scaled else min(f.rwnd, 0xFFFF)
+            f.rcv_nxt = f.isn + 1
+            self.client_ack(f)  # the third ACK (again, for a retransmitted SYN-ACK)
+            if not f.requested:
+                self.client_ack(f, REQUEST)
+                f.requested = True
+            return
+        seq, n = unwrap(t.seq, f.rcv_nxt), len(t.payload) + (1 if t.flags.F else 0)
+        if n == 0:
+            return
+        if seq > f.rcv_nxt:
+            f.ooo[seq] = max(f.ooo.get(seq, 0), seq + n)
+        else:
+            f.rcv_nxt = max(f.rcv_nxt, seq + n)
+            while f.ooo:
+                s = min(f.ooo)
+                if s > f.rcv_nxt:
+                    break
+                f.rcv_nxt = max(f.rcv_nxt, f.ooo.pop(s))
+        if f.done is None and f.rcv_nxt >= f.isn + 1 + f.size:
+            f.done = self.now - f.syn_at
+        self.client_ack(f)
+
+    # ------------------------------------------------------------------ the server
+
+    def send_synack(self, f):
+        if f.established:
+            return
+        opts = [("MSS", MSS)] + ([("WScale", f.synack_ws)] if f.synack_ws is not None else [])
+        f.synacks += 1
+        self.server_send(f, syn_ack(f.isn, dport=f.port, ack=CLIENT_ISN + 1, options=opts, window=65160), "synack")
+        self.at(self.now + RTO * f.synacks, self.send_synack, f)
+
+    def server_rx(self, f, frame):
+        t = tcp_fields(frame)
+        if t.flags.S:  # the client's SYN: its window is never scaled
+            ws = next((v for k, v in t.options if k == "WScale"), None)
+            f.shift = min(ws, 14) if ws is not None and f.synack_ws is not None else 0
+            f.snd_wnd = t.window
+            if not f.synacks:
+                self.send_synack(f)
+            return
+        ack = unwrap(t.ack, f.snd_una or f.isn + 1)
+        if not f.established:
+            if ack != f.isn + 1:
+                return
+            f.established, f.snd_una, f.snd_nxt, f.cwnd = True, ack, ack, f.iw * MSS
+        f.acks.append((self.now, ack, t.window, f.own_field, ack + (t.window << f.shift)))
+        f.snd_wnd = t.window << f.shift
+        if len(t.payload) and not f.end:
+            f.end = f.isn + 1 + f.size
+        self.on_ack(f, ack, len(t.payload) > 0)
+        self.send(f)
+
+    def on_ack(self, f, ack, has_data):
+        if ack > f.snd_una:
+            acked, flight = ack - f.snd_una, f.snd_nxt - f.snd_una
+            f.snd_una, f.dupacks, f.rto = ack, 0, RTO
+            if f.recover:
+                if ack >= f.recover:
+                    f.recover, f.cwnd = 0, f.ssthresh
+                else:
+                    self.retransmit(f)  # NewReno: a partial ACK shows the next hole
+            elif flight >= f.cwnd // 2:  # cwnd-limited: grow
+                f.cwnd += acked if f.cwnd < f.ssthresh else max(1, MSS * acked // f.cwnd)
+            self.arm(f)
+        elif ack == f.snd_una and f.snd_nxt > f.snd_una and not has_data:
+            f.dupacks += 1
+            if f.dupacks == 3 and not f.recover:
+                f.ssthresh = f.cwnd = max((f.snd_nxt - f.snd_una) // 2, 2 * MSS)
+                f.recover = f.snd_nxt
+                self.retransmit(f)
+
+    def send(self, f):
+        wnd = f.cwnd if f.ignore_window else min(f.cwnd, f.snd_wnd)
+        idle = f.snd_nxt == f.snd_una
+        while f.snd_nxt < f.end:
+            n = min(MSS, f.end - f.snd_nxt)
+            if f.snd_nxt + n > f.snd_una + wnd:
+                break
+            self.segment(f, f.snd_nxt, n)
+            f.snd_nxt += n
+        if idle and f.snd_nxt > f.snd_una:
+            self.arm(f)
+        if f.close and f.end and f.snd_una == f.end and not f.fin:
+            f.fin, f.snd_nxt = True, f.end + 1
+            self.server_send(f, tcp(f.end, 0, "FA", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST), "fin")
+
+    def segment(self, f, seq, n):
+        frame = tcp(seq, n, "A", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST, tos=2 if f.ecn else 0)
+        self.server_send(f, frame, "data")
+
+    def retransmit(self, f):
+        f.retransmits += 1
+        self.segment(f, f.snd_una, min(MSS, f.end - f.snd_una))
+
+    def arm(self, f):
+        f.timer += 1
+        if f.snd_una < min(f.snd_nxt, f.end):
+            self.at(self.now + f.rto, self.on_rto, f, f.timer)
+
+    def on_rto(self, f, timer):
+        if timer != f.timer:
+            return
+        f.rtos += 1
+        f.ssthresh, f.cwnd, f.rto = max((f.snd_nxt - f.snd_una) // 2, 2 * MSS), MSS, 2 * f.rto
+        f.recover = f.snd_nxt
+        self.retransmit(f)
+        self.arm(f)
