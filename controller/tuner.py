@@ -146,8 +146,8 @@ class ClosedLoop:
             self.base = self._with_rate(self.rate_bps)
             rate_changed = True
         st, self.stats = self.stats, PeriodStats()
-        obs = policy.Observation(t_ns=now_ns, rate_bps=self.rate_bps, jitter_budget_ns=self.budget_ns,
-                                 audio_p99_sojourn_ns=st.p99())
+        obs = policy.Observation(t_ns=now_ns, rate_bps=self.rate_bps, jitter_budget_ns=self.budget_ns)
+        p99 = st.p99()
         reason = f"link rate -> {self.rate_bps / 1e6:g} Mbit/s; " if rate_changed else ""
         if self.tuning:
             d = policy.tune(self.state, obs, frame_bytes=self.base.iwa.mss_bytes + TCP_FRAME_OVERHEAD)
@@ -159,7 +159,7 @@ class ClosedLoop:
         else:
             new = self.base
             reason += "observe only (aqm is not iwa)"
-        self._row(obs, new, st, reason)
+        self._row(obs, new, st, p99, reason)
         changed = rate_changed or new != self.params
         self.params = new
         return Action(new, rate_changed, self.rate_bps) if changed else None
@@ -168,13 +168,14 @@ class ClosedLoop:
         """What the switch is left with when the controller stops: the configured knobs at the current rate."""
         return self.base
 
-    def _row(self, obs: policy.Observation, p: PipelineParams, st: PeriodStats, reason: str) -> None:
+    def _row(self, obs: policy.Observation, p: PipelineParams, st: PeriodStats, p99: int | None,
+             reason: str) -> None:
         self.rows += 1
         if self._csv is None:
             return
         self._csv.writerow([obs.t_ns, int(self.rate_bps), p.queue.aqm.name.lower(), p.iwa.target_ns,
                             p.codel.target_ns, len(st.audio_sojourn_ns),
-                            "" if obs.audio_p99_sojourn_ns is None else obs.audio_p99_sojourn_ns, st.new_flows,
+                            "" if p99 is None else p99, st.new_flows,
                             st.windows, st.drops, reason])
         self._log.flush()
 

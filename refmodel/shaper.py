@@ -41,8 +41,11 @@ An upstream ACK of a starting flow may open the server's window by at most
 
 never below one MSS beyond the ACK, never above the client's own window,
 never moving the right edge left; the window is rounded up to the client's
-scale. Downstream, new data that begins at or past the flow's end becomes
-``TCP_EST``, and data ending past the edge the server was given is
+scale. Past its start phase a flow's window follows the client's, opened by
+at most twice what each ACK acknowledges (the server's own slow-start pace):
+lifting the clamp at once would let the server send up to a window back to
+back (Linux grows cwnd to twice its flight while window-limited). Downstream,
+new data that begins at or past the flow's end becomes ``TCP_EST``, and data ending past the edge the server was given is
 ``BEYOND`` (the sender ignored the window: ``iwa.py``'s safety net).
 """
 
@@ -77,6 +80,8 @@ class StartShaper:
     def __init__(self) -> None:
         self.syn = [0] * FLOW_SLOTS
         self.syn_t = [0] * FLOW_SLOTS
+        self.srtt = [0] * FLOW_SLOTS
+        self.ack = [0] * FLOW_SLOTS
         self.state = [0] * FLOW_SLOTS
         self.edge = [0] * FLOW_SLOTS
         self.end = [0] * FLOW_SLOTS
@@ -113,7 +118,8 @@ class StartShaper:
                 self.reserve_cur = min(cur + mtu_ns, U32)
                 if self.epoch & 1:
                     state |= FLOW_EPOCH
-            self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, server_rtt
+            self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, t.isn
+            self.srtt[slot], self.ack[slot] = server_rtt, t.isn
             return t
         if not (t.tracked and pkt.tcp_payload > 0 and pkt.tcp_flags & (TCP_SYN | TCP_ACK) != (TCP_SYN | TCP_ACK)):
             return t
@@ -139,10 +145,13 @@ class StartShaper:
         if f & (TCP_SYN | TCP_RST | TCP_ACK) != TCP_ACK or not t.tracked:
             return Grant()
         state, edge, end = self.state[slot], self.edge[slot], self.end[slot]
+        lead, last_ack = self.srtt[slot], self.ack[slot]
+        acked = (pkt.ack - last_ack) & U32 if seq_before(last_ack, pkt.ack) else 0
         flags = TrackFlag.TRACKED
         released = False
-        if not state & FLOW_ACKED:  # the handshake's ACK: RTT at the switch, and the start phase's length
-            rtt = min(t.age, U32) + end  # the client's side + the server's (kept in end since the SYN-ACK)
+        first = not state & FLOW_ACKED
+        if first:  # the handshake's ACK: RTT at the switch, and the start phase's length
+            rtt = min(t.age, U32) + lead  # the client's side (SYN-ACK to ACK) + the server's (SYN to SYN-ACK)
             end = (t.isn + ns_to_bytes(p, min(rtt + p.target_ns, U32))) & U32
             released = bool(state & FLOW_ANNOUNCED)
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED
@@ -153,11 +162,20 @@ class StartShaper:
         new_edge = own if seq_before(edge, own) else edge
         cur, old = self._reserve(p, now) if iwa_on else (0, 0)
         window, room = None, 0
-        if iwa_on and state & FLOW_SHAPE and starting and not seq_before(own, edge):
-            flags |= TrackFlag.STARTING
-            used = cur + old + max(0, queue_tat - now) + max(0, self.grant_tat - now)
-            room = max(0, p.target_ns + (mtu_ns if released else 0) - used)
-            want = (edge + ns_to_bytes(p, min(room, U32))) & U32
+        if iwa_on and state & FLOW_SHAPE and not seq_before(own, edge):
+            if starting:
+                flags |= TrackFlag.STARTING
+                # the queue this ACK's data will find when it arrives, one server RTT (lead) from now
+                used = cur + old + max(0, max(queue_tat, self.grant_tat) - (now + lead))
+                room = max(0, p.target_ns + (mtu_ns if released else 0) - used)
+                grant = ns_to_bytes(p, min(room, U32))
+                if not first and grant > 2 * acked:  # no more than the server's own slow start can use
+                    grant = 2 * acked
+            else:
+                # past its start phase: the window follows the client's at the server's own slow-start pace
+                # (twice what this ACK acknowledges), so the end of the start phase is never a jump
+                grant = 2 * acked
+            want = (edge + grant) & U32
             if seq_before(own, want):
                 want = own
             floor = (pkt.ack + p.mss_bytes) & U32  # never below one MSS
@@ -173,8 +191,11 @@ class StartShaper:
                 window = field
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
         self.state[slot], self.edge[slot], self.end[slot] = state, new_edge, end
+        if seq_before(last_ack, pkt.ack):
+            self.ack[slot] = pkt.ack
         if iwa_on and flags & TrackFlag.STARTING and advance:
-            self.grant_tat = max(self.grant_tat, now) + bytes_to_ns(p, advance)
+            # scheduled on the link behind everything queued or granted, from when its data can arrive
+            self.grant_tat = max(self.grant_tat, queue_tat, now + lead) + bytes_to_ns(p, advance)
         if iwa_on and released:  # from the generation it was reserved in
             if bool(state & FLOW_EPOCH) == bool(self.epoch & 1):
                 self.reserve_cur = cur - mtu_ns if cur > mtu_ns else 0
