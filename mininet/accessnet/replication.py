@@ -250,6 +250,24 @@ def _worker(slot: int, tasks, results, rundir: Path, want: str | None, run_one: 
         results.put((u.key, meta.get("status"), meta.get("switch"), meta.get("error", ""), time.time() - t))
 
 
+class Progress:
+    """One line per finished replication, with an ETA (shared by the local and the Ray engine)."""
+
+    def __init__(self, n: int, parallel: int, say: Callable[[str], None]) -> None:
+        self.n, self.parallel, self.say = n, max(1, parallel), say
+        self.durations: list[float] = []
+        self.failed = 0
+
+    def report(self, key: str, status: str, kind: str, err: str, dt: float) -> None:
+        self.durations.append(dt)
+        self.failed += status != "ok"
+        i = len(self.durations)
+        left = self.n - i
+        eta = sum(self.durations) / i * left / self.parallel / 60
+        self.say(f"[{i}/{self.n}] {key}: {status} ({kind}) in {dt:.1f}s{'  ' + err if status != 'ok' else ''}"
+                 f"{f', ETA {eta:.1f} min' if left else ''}")
+
+
 def execute(units: Sequence[Unit], rundir: Path, want: str | None = None, jobs: int = 1, run_one: RunOne | None = None,
             say: Callable[[str], None] = print) -> dict:
     """Run every unit not yet done (switch kind ``want``, else each scenario's); progress and ETA through
@@ -259,24 +277,16 @@ def execute(units: Sequence[Unit], rundir: Path, want: str | None = None, jobs: 
     skipped = len(units) - len(todo)
     if skipped:
         say(f"{skipped} of {len(units)} replications already done: not redone")
-    n, durations, failed = len(todo), [], 0
-
-    def report(i: int, key: str, status: str, kind: str, err: str, dt: float) -> None:
-        nonlocal failed
-        durations.append(dt)
-        failed += status != "ok"
-        left = n - i
-        eta = sum(durations) / len(durations) * left / max(1, jobs) / 60
-        say(f"[{i}/{n}] {key}: {status} ({kind}) in {dt:.1f}s{'  ' + err if status != 'ok' else ''}"
-            f"{f', ETA {eta:.1f} min' if left else ''}")
+    n = len(todo)
+    progress = Progress(n, jobs, say)
 
     if jobs <= 1:
         for i, u in enumerate(todo, 1):
             say(f"[{i}/{n}] {u.key}: running")
             t = time.time()
             meta = run_one(u.sc, u.case, u.rep, rundir / u.dirname, want or u.sc.switch, 0)
-            report(i, u.key, meta.get("status"), meta.get("switch"), meta.get("error", ""), time.time() - t)
-        return {"ran": n, "skipped": skipped, "failed": failed}
+            progress.report(u.key, meta.get("status"), meta.get("switch"), meta.get("error", ""), time.time() - t)
+        return {"ran": n, "skipped": skipped, "failed": progress.failed}
 
     ctx = mp.get_context("fork")
     tasks, results = ctx.Queue(), ctx.Queue()
@@ -290,10 +300,10 @@ def execute(units: Sequence[Unit], rundir: Path, want: str | None = None, jobs: 
         w.start()
     say(f"{n} replications on {jobs} parallel slots")
     try:
-        for i in range(1, n + 1):
+        for _ in range(n):
             while True:
                 try:
-                    report(i, *results.get(timeout=1.0))
+                    progress.report(*results.get(timeout=1.0))
                     break
                 except Exception:  # queue.Empty
                     if not any(w.is_alive() for w in workers) and results.empty():
@@ -307,4 +317,4 @@ def execute(units: Sequence[Unit], rundir: Path, want: str | None = None, jobs: 
         raise
     for w in workers:
         w.join()
-    return {"ran": n, "skipped": skipped, "failed": failed}
+    return {"ran": n, "skipped": skipped, "failed": progress.failed}

@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "results")
     ap.add_argument("--resume", type=Path, help="continue a sweep directory from its own record (run.json)")
     ap.add_argument("--list", action="store_true", help="print the matrix and exit")
+    ap.add_argument("--engine", choices=["local", "ray"], default="local",
+                    help="local: this machine (--jobs); ray: one replication per Ray lab node (accessnet.ray_engine)")
+    ap.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one)")
     a = ap.parse_args(argv)
     try:
         if a.resume:
@@ -163,10 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sweep {rundir}: {len(units)} replications")
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(Interrupted()))
     try:
-        res = execute(units, rundir, None, a.jobs)
+        if a.engine == "ray":
+            from .ray_engine import execute_ray
+            res = execute_ray(units, rundir, None, a.ray_address)
+        else:
+            res = execute(units, rundir, None, a.jobs)
     except (KeyboardInterrupt, Interrupted):
         print(f"interrupted: finished replications are kept; resume with --resume {rundir}", file=sys.stderr)
         return 130
+    except RuntimeError as e:  # the Ray engine: no cluster, no lab node
+        print(f"sweep error: {e}; finished replications are kept in {rundir}", file=sys.stderr)
+        return 2
     from .summary import print_summary
     print_summary(rundir)
     return 1 if res["ran"] and res["failed"] == res["ran"] else 0
