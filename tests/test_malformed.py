@@ -3,7 +3,7 @@
 import copy
 
 import pytest
-from frames import CLIENT, SERVER, syn_ack, tcp
+from frames import CLIENT, LINUX_SYN, SERVER, client_syn, syn_ack, tcp
 from scapy.all import ARP, IP, TCP, UDP, Ether, IPOption_NOP, Raw, raw
 
 from refmodel import Decision, Pipeline, Route, TrafficClass
@@ -20,8 +20,8 @@ def fresh():
 
 
 def snapshot(p):
-    f = p.flows
-    return copy.deepcopy((f.sig, f.start, f.isn, f.seqhi))
+    """All flow state: the tracker's and IWA's start shaper's (per-flow windows, grants, reserve)."""
+    return copy.deepcopy((vars(p.flows), vars(p.shaper)))
 
 
 ODD = {
@@ -51,6 +51,18 @@ def test_odd_frames_are_forwarded_as_other_without_touching_flow_state(name):
     r = p.process(1_000_000, ODD[name], 1)
     assert r.cls == TrafficClass.OTHER
     assert r.decision == Decision.PASS and r.egress == 2
+    assert snapshot(p) == before
+
+
+@pytest.mark.parametrize("name", sorted(ODD))
+def test_odd_frames_upstream_pass_unchanged_without_touching_flow_state(name):
+    p = Pipeline(ROUTES, pipeline_params(2e6, "iwa"))
+    p.process(0, client_syn(5000, LINUX_SYN), 2)  # the client's SYN was seen: its flow is shaped
+    p.process(22_000_000, syn_ack(1000, ack=5001, options=[("MSS", 1460), ("WScale", 7)]), 1)
+    before = snapshot(p)
+    r = p.process(100_000_000, ODD[name], 2)
+    assert r.cls == TrafficClass.OTHER
+    assert r.decision == Decision.BYPASS and r.egress == 1 and r.frame == ODD[name]
     assert snapshot(p) == before
 
 
