@@ -8,6 +8,7 @@ side, 70 ms client side, RTT 162 ms, a 48-packet buffer, audio every 20 ms, jitt
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import struct
 
@@ -31,6 +32,7 @@ except ImportError:  # pragma: no cover
         return 27_888_000
 
 MS = 1_000_000
+NS = 1_000_000_000
 U32 = 0xFFFFFFFF
 RATE = 2e6
 BUDGET_NS = 40 * MS
@@ -127,19 +129,12 @@ def test_iwa_web6_is_loss_free_and_starves_nobody():
     assert s.rewrites
 
 
-def first_unshaped_ack(sim):
-    """When the switch first let a shaped flow's ACK through unshaped (its start phase ended)."""
-    return min(t for t, _, r in sim.grants if r.tflags & TrackFlag.TRACKED and not r.tflags & TrackFlag.STARTING
-               and r.tflags & TrackFlag.FIRST_ACK == 0 and r.reason == Reason.UPSTREAM)
-
-
 def test_iwa_keeps_the_audio_within_budget_while_flows_start():
-    s = web6("iwa")
-    fifo = web6("fifo", 48)
-    t_end = first_unshaped_ack(s) + 2 * D_SERVER  # the first data the unshaped ACK releases reaches the switch
-    assert t_end > 600 * MS  # several RTTs of shaping
-    assert audio_max(fifo, t_end) > 200 * MS
-    assert audio_max(s, t_end) <= BUDGET_NS
+    """The first three RTTs of data (handshakes and requests take 2 RTT from the SYNs at 10 ms)."""
+    s, fifo = web6("iwa"), web6("fifo", 48)
+    first_rtts = 10 * MS + 5 * RTT
+    assert audio_max(fifo, first_rtts) > 200 * MS
+    assert audio_max(s, first_rtts) <= BUDGET_NS
 
 
 @pytest.mark.xfail(strict=True, reason="design: when a flow's start phase ends its window jumps from the shaped "
@@ -271,15 +266,14 @@ def test_the_edge_never_moves_left_when_the_room_is_gone():
     _, a = open_flow(p)
     e = edge(a)
     fill(p, RTT + 1 * MS, 12)  # 73 ms of queue: no room for anyone
-    for k in range(1, 4):  # the client acks the first segments
-        r = p.process(RTT + 2 * MS + k * MS, client_ack(1001 + k * MSS, 502), 2)
-        assert room(r) == 0
-        new = 1001 + k * MSS + (window(r) << 7)
-        assert e <= new < e + 128 and edge(r) == new  # held (rounded up to the scale), not cut to one MSS
+    for k in range(1, 8):  # the client acks the first segments
+        ack = 1001 + k * MSS
+        r = p.process(RTT + 2 * MS + k * MS, client_ack(ack, 502), 2)
+        assert r.reason == Reason.IWA_WINDOW  # still shaped: not the client's own 64 kB
+        new = ack + (window(r) << 7)
+        assert new >= e and edge(r) == new  # never left of what the server was given
+        assert new - ack >= MSS  # never below one MSS
         e = new
-    ack = 1001 + 4 * MSS  # one MSS beyond this ACK is past the edge: the floor
-    r = p.process(RTT + 10 * MS, client_ack(ack, 502), 2)
-    assert window(r) == -(-MSS // 128) and edge(r) == ack + (window(r) << 7) > e
 
 
 def test_a_flow_whose_syn_the_switch_never_saw_is_never_shaped():
@@ -345,6 +339,31 @@ def test_a_handshake_that_never_completes_is_forgotten():
     hold = p.params.iwa.hold_ns
     _, c = open_flow(p, t=3 * hold + 100 * MS, port=40002)
     assert room(c) == TARGET_NS  # ... and forgotten after the hold
+
+
+def test_an_abandoned_handshake_cannot_be_pinned_by_later_syn_acks():
+    """Issue 11: no counter that silent flows can pin. Flows keep starting every 0.5 s (each completes its
+    handshake); the one that never did is forgotten within 3 hold_s of its SYN-ACK all the same."""
+    p = pipe()
+    p.process(0, client_syn(5000, sport=40000), 2)
+    p.process(22 * MS, syn_ack(1000, ack=5001, options=[("MSS", MSS), ("WScale", 9)]), 1)  # no ACK ever
+    hold = p.params.iwa.hold_ns
+    rooms = [room(open_flow(p, t=k * 500 * MS, port=40000 + k)[1]) for k in range(1, 2 * (3 * hold // NS) + 1)]
+    assert rooms[0] == TARGET_NS - FRAME_NS  # held at first
+    assert rooms[-1] == TARGET_NS  # gone by 3 hold_s
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a first ACK releases one frame (room + mtu) even when that frame was "
+                   "already forgotten (handshake longer than the reserve's life, e.g. a SYN-ACK retransmitted twice "
+                   "after 1 s and 2 s): the flow gets target + one frame")
+def test_a_first_ack_after_its_frame_was_forgotten_gets_no_more_than_the_target():
+    p = pipe()
+    p.process(0, client_syn(5000, sport=40000), 2)
+    opts = [("MSS", MSS), ("WScale", 9)]
+    for t in (22 * MS, 1022 * MS, 3022 * MS):  # the SYN-ACK and its retransmissions, lost after the switch
+        p.process(t, syn_ack(1000, ack=5001, options=opts), 1)
+    a = p.process(3162 * MS, client_ack(1001, 502), 2)
+    assert room(a) <= TARGET_NS
 
 
 # --------------------------------------------------------------------------- established flows
@@ -502,10 +521,14 @@ def test_window_scale_option_from_the_scapy_layouts_and_only_on_syns():
 
 # --------------------------------------------------------------------------- collisions and aging
 
+@functools.lru_cache(maxsize=None)
 def colliding_port(base=40000):
-    ref = flow_hash(parse(syn_ack(dport=base))) & (FLOW_SLOTS - 1)
+    """A client port whose flow lands in the same slot as ``base``'s (with another signature)."""
+    pkt = parse(syn_ack(dport=base))
+    ref = flow_hash(pkt)
     for port in range(base + 1, 65535):
-        if flow_hash(parse(syn_ack(dport=port))) & (FLOW_SLOTS - 1) == ref:
+        h = flow_hash(dataclasses.replace(pkt, dport=port))
+        if h & (FLOW_SLOTS - 1) == ref & (FLOW_SLOTS - 1) and h >> 8 != ref >> 8:
             return port
     raise AssertionError("no collision found")
 
