@@ -1,7 +1,7 @@
 """IWA's start shaping (twin of ``p4src/include/start_shaper.p4``).
 
 Each flow's window state (same slot as ``flows.py``) and the queue room
-starting flows may still take (``docs/iwa.md`` derives every rule).
+shaped flows may still take (``docs/iwa.md`` derives every rule).
 
 Per flow:
 
@@ -13,40 +13,50 @@ Per flow:
   its first ACK), ACKED, and the parity of the reserve's epoch it reserved in.
 * ``edge``: the right edge of the window the server was given (ACK number +
   scaled window). Every upstream ACK moves it; it never moves left.
+* ``srtt``: the server's side of the RTT, from the client's SYN (``syn_t``)
+  to the SYN-ACK: how long the data a grant releases takes to arrive.
+* ``ack``: the highest ACK number seen, so the next ACK tells what it acknowledges.
 * ``end``: where the flow's *start phase* ends, fixed at its first ACK: its
   first byte plus ``ns_to_bytes(rtt + target)``, with the RTT measured at the
-  switch: the server's side from the client's SYN to the SYN-ACK (kept in
-  ``end`` until the first ACK; ``syn_t`` holds the SYN's time) plus the
-  client's side from the SYN-ACK to its first ACK. That is what a flow has in
-  flight when its slow start first fills the path and the audio's budget;
-  past it, the flow is established (CoDel's, in ``iwa.py``).
+  switch (``srtt`` plus the SYN-ACK to the first ACK). That is what a flow
+  has in flight when its slow start first fills the path and the audio's
+  budget; past it, the flow is established (CoDel's too, in ``iwa.py``).
 
-Globals (IWA only): ``grant_tat``, the window openings given, as a queue that
-drains at the link rate from the moment of the grant (a grant the server
-never uses is forgotten by itself), and the *reserve*, one frame per
-announced flow, released by that flow's first ACK. The reserve is kept in two
-generations (``reserve_cur``, ``reserve_old``) of epochs at least ``hold_ns``
-long: a SYN-ACK more than ``hold_ns`` into the current epoch starts a new one
-(the current generation becomes the old one, the old one is forgotten), the
-old generation counts until ``hold_ns`` into the new epoch, the current one
-until ``2 hold_ns``. So every reserved frame is gone at most ``3 hold_ns``
-after its SYN-ACK, however many other SYN-ACKs follow: a handshake that never
-completes cannot pin it. A flow's first ACK releases its frame from the
-generation of its epoch's parity (one bit per flow: a flow older than two
-epochs may release another's frame, which only ever frees room early).
+Globals (IWA only): ``grant_tat``, the window openings beyond replacement,
+as a queue that drains at the link rate from when their data can arrive (one
+server RTT after the grant: a grant the server never uses is forgotten by
+itself); ``wavg``, the average window of shaped flows (EWMA, 1/8); and the
+*reserve*, one frame per announced flow, released by that flow's first ACK.
+The reserve is kept in two generations (``reserve_cur``, ``reserve_old``) of
+epochs at least ``hold_ns`` long: a SYN-ACK more than ``hold_ns`` into the
+current epoch starts a new one (the current generation becomes the old one,
+the old one is forgotten), the old generation counts until ``hold_ns`` into
+the new epoch, the current one until ``2 hold_ns``. So every reserved frame
+is gone at most ``3 hold_ns`` after its SYN-ACK, however many other SYN-ACKs
+follow: a handshake that never completes cannot pin it. A flow's first ACK
+releases its frame from the generation of its epoch's parity (one bit per
+flow: a flow older than two epochs may release another's frame, which only
+ever frees room early).
 
-An upstream ACK of a starting flow may open the server's window by at most
+Every upstream ACK of a shaped flow (SHAPE, IWA on) may move the edge by
 
-    room = target - queue - grants - reserve   (+ its own reserved frame)
+    grant = acked + min(room, acked)     (the first ACK: room)
+    room  = target - queue - grants in transit - reserve   (+ its own frame)
 
-never below one MSS beyond the ACK, never above the client's own window,
-never moving the right edge left; the window is rounded up to the client's
-scale. Past its start phase a flow's window follows the client's, opened by
-at most twice what each ACK acknowledges (the server's own slow-start pace):
-lifting the clamp at once would let the server send up to a window back to
-back (Linux grows cwnd to twice its flight while window-limited). Downstream,
-new data that begins at or past the flow's end becomes ``TCP_EST``, and data ending past the edge the server was given is
-``BEYOND`` (the sender ignored the window: ``iwa.py``'s safety net).
+``acked`` is what the ACK acknowledges: it left the queue, so replacing it
+keeps the queue as it is; on top comes the room, at most ``acked`` again
+(the server's own slow start could not use more), and nothing on top for a
+flow whose window is above ``wavg`` while the room is short (less than twice
+``acked``), so flows that started later catch up instead of waiting for the
+first ones to finish. Never below one MSS beyond the ACK, never above the
+client's own window, never moving the right edge left; the window is rounded
+up to the client's scale. Shaping goes on past the start phase: lifting the
+clamp at once lets the server send up to a window back to back (Linux grows
+cwnd to twice its flight while window-limited), which measured 73 ms of audio
+delay in web6. The start phase's end decides the class: past it, the flow's
+data is ``TCP_EST`` and CoDel's (``iwa.py``). Data ending past the edge the
+server was given is ``BEYOND`` (the sender ignored the window: ``iwa.py``'s
+safety net).
 """
 
 from __future__ import annotations
@@ -86,6 +96,7 @@ class StartShaper:
         self.edge = [0] * FLOW_SLOTS
         self.end = [0] * FLOW_SLOTS
         self.grant_tat = 0
+        self.wavg = 0
         self.reserve_cur = 0
         self.reserve_old = 0
         self.epoch_t = 0
@@ -165,16 +176,23 @@ class StartShaper:
         if iwa_on and state & FLOW_SHAPE and not seq_before(own, edge):
             if starting:
                 flags |= TrackFlag.STARTING
-                # the queue this ACK's data will find when it arrives, one server RTT (lead) from now
-                used = cur + old + max(0, max(queue_tat, self.grant_tat) - (now + lead))
-                room = max(0, p.target_ns + (mtu_ns if released else 0) - used)
-                grant = ns_to_bytes(p, min(room, U32))
-                if not first and grant > 2 * acked:  # no more than the server's own slow start can use
-                    grant = 2 * acked
-            else:
-                # past its start phase: the window follows the client's at the server's own slow-start pace
-                # (twice what this ACK acknowledges), so the end of the start phase is never a jump
-                grant = 2 * acked
+            # the queue this ACK's data will find when it arrives, one server RTT (lead) from now
+            used = cur + old + max(0, queue_tat - now) + max(0, self.grant_tat - (now + lead))
+            # its own reserved frame, if its generation still counts it
+            own_frame = (cur if bool(state & FLOW_EPOCH) == bool(self.epoch & 1) else old) > 0
+            room = max(0, p.target_ns + (mtu_ns if released and own_frame else 0) - used)
+            grant = ns_to_bytes(p, min(room, U32))
+            if not first:
+                # what this ACK acknowledges left the queue: replacing it keeps the queue as it is; on top,
+                # the room, but no more than the server's own slow start can use (twice what was acked),
+                # and none for a flow whose window is above the shaped flows' average while room is short
+                w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
+                inc = min(grant, acked)
+                if w > self.wavg and grant < 2 * acked:
+                    inc = 0
+                # the average window of shaped flows: an EWMA with weight 1/8, by shifts
+                self.wavg = self.wavg + ((w - self.wavg) >> 3) if w > self.wavg else self.wavg - ((self.wavg - w) >> 3)
+                grant = acked + inc
             want = (edge + grant) & U32
             if seq_before(own, want):
                 want = own
@@ -193,9 +211,10 @@ class StartShaper:
         self.state[slot], self.edge[slot], self.end[slot] = state, new_edge, end
         if seq_before(last_ack, pkt.ack):
             self.ack[slot] = pkt.ack
-        if iwa_on and flags & TrackFlag.STARTING and advance:
+        extra = advance - acked if advance > acked else 0  # beyond replacing what left: new queue
+        if iwa_on and state & FLOW_SHAPE and extra:
             # scheduled on the link behind everything queued or granted, from when its data can arrive
-            self.grant_tat = max(self.grant_tat, queue_tat, now + lead) + bytes_to_ns(p, advance)
+            self.grant_tat = max(self.grant_tat, now + lead) + bytes_to_ns(p, extra)
         if iwa_on and released:  # from the generation it was reserved in
             if bool(state & FLOW_EPOCH) == bool(self.epoch & 1):
                 self.reserve_cur = cur - mtu_ns if cur > mtu_ns else 0
