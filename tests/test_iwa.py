@@ -137,18 +137,18 @@ def test_iwa_keeps_the_audio_within_budget_while_flows_start():
     assert audio_max(s, first_rtts) <= BUDGET_NS
 
 
-@pytest.mark.xfail(strict=True, reason="design: when a flow's start phase ends its window jumps from the shaped "
-                   "edge to the client's own and the sender's cwnd (grown while rwnd-limited) leaves at once: "
-                   "audio max 73 ms here, 11 of 300 packets over 40 ms")
+@pytest.mark.xfail(strict=True, reason="design: audio max 94 ms at a7e777d (the clamp's release at the start "
+                   "phase's end let the server send its cwnd back to back), 73 ms at 1e007a1, 41.5 ms with 3 of "
+                   "300 packets over 40 ms at 410e416")
 def test_iwa_keeps_every_audio_packet_within_budget_through_web6():
     assert audio_max(web6("iwa")) <= BUDGET_NS
 
 
-@pytest.mark.xfail(strict=True, reason="design: the room is target - queue - grants per ACK, so the aggregate "
-                   "window of starting flows grows by about one target per RTT and the first ACK after the "
-                   "queue drains takes all of it: flows finish one after another, the last at 4.2 s against "
-                   "a link-rate limit of 1.87 s (FIFO without loss: 1.88 s, FIFO with 48 packets: 3.76 s)")
+@pytest.mark.xfail(strict=True, reason="design: the last flow finishes at 3.98 s (a7e777d: the aggregate window "
+                   "grew by about one target per RTT and flows were served one after another), 2.70 s at 410e416: "
+                   "1.44 x the link-rate limit of 1.87 s (FIFO without loss: 1.88 s, with 48 packets: 3.76 s)")
 def test_iwa_web6_completes_near_the_link_rate():
+    """Issue 11 asks for <= 2.0 s where the link-rate limit is about 1.73 s (1.16 x); 1.25 x here."""
     assert max(completions(web6("iwa"))) <= 1.25 * link_rate_limit_ns()
 
 
@@ -353,10 +353,9 @@ def test_an_abandoned_handshake_cannot_be_pinned_by_later_syn_acks():
     assert rooms[-1] == TARGET_NS  # gone by 3 hold_s
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a first ACK releases one frame (room + mtu) even when that frame was "
-                   "already forgotten (handshake longer than the reserve's life, e.g. a SYN-ACK retransmitted twice "
-                   "after 1 s and 2 s): the flow gets target + one frame")
 def test_a_first_ack_after_its_frame_was_forgotten_gets_no_more_than_the_target():
+    """A handshake longer than the reserve's life (the SYN-ACK retransmitted after 1 s and 2 s): its first
+    ACK gives back no frame that is no longer reserved (it did, target + one frame, before 410e416)."""
     p = pipe()
     p.process(0, client_syn(5000, sport=40000), 2)
     opts = [("MSS", MSS), ("WScale", 9)]
@@ -390,7 +389,7 @@ def test_a_bulk_incumbent_is_codels(hidden):
     assert s.audio_drops == 0
     late = sojourns(s, 2000 * MS)
     assert late[len(late) // 2] <= CODEL_TARGET_NS  # the standing queue is gone
-    # CoDel's sawtooth still crosses the budget now and then (6 % and 2 % of the audio here, max 78 ms)
+    # CoDel's sawtooth may still cross the budget now and then (up to 8 % of the audio across revisions)
     assert sum(x > BUDGET_NS for x in late) <= 0.1 * len(late)
     assert s.flows[41000].rtos == 0
 
