@@ -198,10 +198,24 @@ def load_cases(run_dirs: Sequence[Path], jbs: Sequence[float] = JITTER_BUFFERS_M
 # ----------------------------------------------------------------------------- per-case numbers
 
 
-def _burst_s(s: dict) -> float | None:
-    """A replication's web burst completion time: the mean over its bursts (one for webN), None if any
-    burst did not complete (it then counts as missing, shown in the table, never as a fast burst)."""
-    bursts = list(s.get("tcp", {}).get("bursts", {}).values())
+def bulk_bursts(meta: dict) -> set[int]:
+    """The burst numbers (flows.csv ``burst``) of bulk flows, from meta.json's plan: a bulk flow runs until the
+    replication ends and never completes, so it is no burst whose completion time means anything."""
+    plan = meta.get("plan") if isinstance(meta.get("plan"), dict) else {}
+    return {int(b["burst"]) for b in plan.get("bursts") or [] if isinstance(b, dict) and b.get("bulk")
+            and isinstance(b.get("burst"), int)}
+
+
+def _bursts(s: dict, bulk: Iterable[int] = ()) -> list[dict]:
+    skip = set(bulk)
+    return [b for k, b in s.get("tcp", {}).get("bursts", {}).items() if int(k) not in skip]
+
+
+def _burst_s(s: dict, bulk: Iterable[int] = ()) -> float | None:
+    """A replication's web burst completion time: the mean over its bursts (one for webN) but the ``bulk``
+    ones, None if any burst did not complete (it then counts as missing, shown in the table, never as a
+    fast burst)."""
+    bursts = _bursts(s, bulk)
     if not bursts or any(b["completion_s"] is None for b in bursts):
         return None
     return float(np.mean([b["completion_s"] for b in bursts]))
@@ -210,21 +224,33 @@ def _burst_s(s: dict) -> float | None:
 MAIN_KEYS = ("owd_median_s", "owd_p99_s", "level2plus", "loss_rate", "good_quality", "burst_s", "rtos")
 
 
-def rep_scalars(s: dict, jb_ms: float = JB_MAIN_MS) -> dict[str, float | None]:
+def rep_scalars(s: dict, jb_ms: float = JB_MAIN_MS, bulk: Iterable[int] = ()) -> dict[str, float | None]:
     """The main table's per-replication values (from summarize_rep): OWD median / p99 (s), share of packets
-    at loss period level >= 2, loss rate and good-quality share at ``jb_ms``, burst completion (s), RTOs."""
+    at loss period level >= 2, loss rate and good-quality share at ``jb_ms``, burst completion (s; bursts
+    numbered in ``bulk`` left out, ``bursts`` says how many are left), RTOs."""
     j = s["jitter_buffers_ms"][_jb_key(jb_ms)]
     tcp = s.get("tcp")
+    bulk = set(bulk)
     return {"owd_median_s": s["audio"]["owd_median_s"], "owd_p99_s": s["audio"]["owd_p99_s"],
             "level2plus": float(sum(j["levels"][2:])), "loss_rate": j["loss_rate"],
-            "good_quality": j["good_quality"], "burst_s": _burst_s(s) if tcp else None,
-            "rtos": float(tcp["rtos"]) if tcp else None}
+            "good_quality": j["good_quality"], "burst_s": _burst_s(s, bulk) if tcp else None,
+            "bursts": len(_bursts(s, bulk)), "rtos": float(tcp["rtos"]) if tcp else None}
+
+
+def rep_values(r: Rep, jb_ms: float = JB_MAIN_MS) -> dict[str, float | None]:
+    """rep_scalars of a replication, its bulk flows (meta.json's plan) left out of the burst completion."""
+    return rep_scalars(r.summary, jb_ms, bulk_bursts(r.meta))
+
+
+def stats_of(per_rep: Sequence[dict], keys: Iterable[str] = MAIN_KEYS) -> dict[str, dict]:
+    """mean_ci95 over replications' rep_values; burst completion only over replications that have bursts (a
+    bulk-only workload has none: not "incomplete")."""
+    return {k: mean_ci95(p[k] for p in per_rep if k != "burst_s" or p["bursts"]) for k in keys}
 
 
 def case_stats(c: Case, jb_ms: float = JB_MAIN_MS) -> dict[str, dict]:
     """mean_ci95 over the case's replications of every rep_scalars value."""
-    per_rep = [rep_scalars(r.summary, jb_ms) for r in c.reps]
-    return {k: mean_ci95(p[k] for p in per_rep) for k in MAIN_KEYS}
+    return stats_of([rep_values(r, jb_ms) for r in c.reps])
 
 
 def jb_ci(c: Case, key: str, jbs: Sequence[float]) -> dict[float, dict]:
@@ -421,6 +447,61 @@ def main_table(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in MAIN_HEADER], rows)
 
 
+PAIRED_KEYS = (("owd_p99_s", "Δ OWD p99 (ms)", 1e3, 1), ("level2plus", "Δ level ≥ 2 @{jb} (points)", 100, 1),
+               ("good_quality", "Δ good quality @{jb} (points)", 100, 1), ("burst_s", "Δ burst completion (s)", 1, 2),
+               ("rtos", "Δ RTOs per rep", 1, 1))
+
+
+def pair_key(c: Case, r: Rep) -> str:
+    """The pairing unit of a replication: meta.json "pair" (everything but the AQM), else its case name
+    without the AQM (runs written before meta.json recorded it)."""
+    return str(r.meta.get("pair") or c.name.replace(f"-{c.aqm}-iw", "-iw"))
+
+
+def _rep_of(r: Rep) -> int:
+    return int(r.meta.get("rep", _rep_number(r.path)[1]))
+
+
+def paired_diffs(cases: list[Case], jb_ms: float = JB_MAIN_MS, base: str = "fifo") -> list[dict]:
+    """Per case whose AQM is not ``base``: replication k minus the ``base`` AQM's replication k of the same
+    pairing unit, for every main-table value, as mean ± 95 % CI of the differences. Replications pair only
+    when both are readable and drew from the same seed (paired runs); others are counted, not used."""
+    by_pair: dict[tuple[str, int], Rep] = {}
+    for c in cases:
+        if c.aqm == base:
+            for r in c.reps:
+                by_pair[(pair_key(c, r), _rep_of(r))] = r
+    out = []
+    for c in cases:
+        if c.aqm == base or not c.reps:
+            continue
+        diffs: list[dict] = []
+        unpaired = 0
+        for r in c.reps:
+            b = by_pair.get((pair_key(c, r), _rep_of(r)))
+            if b is None or b.meta.get("seed") != r.meta.get("seed"):
+                unpaired += 1
+                continue
+            x, y = rep_scalars(r.summary, jb_ms), rep_scalars(b.summary, jb_ms)
+            diffs.append({k: None if x[k] is None or y[k] is None else x[k] - y[k] for k, *_ in PAIRED_KEYS})
+        if diffs or unpaired:
+            out.append({"case": c, "pairs": len(diffs), "unpaired": unpaired,
+                        "ci": {k: mean_ci95(d[k] for d in diffs) for k, *_ in PAIRED_KEYS}})
+    return out
+
+
+def paired_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
+    rows = []
+    for d in paired_diffs(cases, jb_ms):
+        c = d["case"]
+        rows.append([c.name, str(c.aqm), str(c.iw), str(c.n_flows), str(d["pairs"]), str(d["unpaired"]),
+                     *(fmt_ci(d["ci"][k], scale, digits, "incomplete") for k, _, scale, digits in PAIRED_KEYS)])
+    if not rows:
+        return ["No case has a FIFO partner in these runs."]
+    header = ["case", "AQM", "IW", "N", "pairs", "unpaired", *(h for _, h, *_ in PAIRED_KEYS)]
+    return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in header], rows)
+
+
 IPDV_COLUMNS = [("min", "Min"), *((f"p{p}", "Median" if p == 50 else f"{p}%") for p in IPDV_PERCENTILES),
                 ("max", "Max")]
 
@@ -575,6 +656,13 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              "with an incomplete burst counts as \"incomplete\", not as a time). RTOs: retransmission timeouts "
              "seen by the server, per replication.", "",
              *main_table(cases, jitter_buffer_ms), "",
+             "## Paired differences against FIFO", "",
+             "Replication k of a case minus FIFO's replication k of the same scenario, link, buffer and IW: both "
+             "saw the same random draws (same seed: start times, sizes, tool and switch seeds), so the difference "
+             "is free of the draws' variance. Mean ± 95 % confidence interval (Student t) of the differences; "
+             "negative is lower than FIFO. Pairs: replications with a readable FIFO partner of the same seed; "
+             "unpaired: the others (failed partner, or runs made before replications were paired).", "",
+             *paired_md(cases, jitter_buffer_ms), "",
              "## IPDV (as the seeds' Table 1)", "",
              "IPDV (RFC 3393) of consecutive audio packets that both arrived, sent while TCP was active; one CDF "
              "per case over all its replications pooled; seconds.", "",

@@ -40,15 +40,22 @@ def owd_ramp(step_ms: float) -> list[float | None]:
 
 
 def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: str = "fifo", status: str = "ok",
-              rtos: int = 0, telemetry: bool = False, tuning: bool = False) -> Path:
-    """One replication directory as docs/data-formats.md describes it (2 flows ending with packet 169)."""
+              rtos: int = 0, telemetry: bool = False, tuning: bool = False, seed: int | None = None,
+              burst_ms: int = 380, bulk: bool = False, pair: str | None = None) -> Path:
+    """One replication directory as docs/data-formats.md describes it: 2 flows (burst 0) from TCP_START, the
+    last ending ``burst_ms`` later (default: with packet 169); ``bulk``: a third flow (burst 1) that never
+    completes, marked bulk in meta.json's plan; ``seed`` default 7 + k (the same for every AQM: paired)."""
     rep = run / case / f"rep{k}"
     rep.mkdir(parents=True)
-    meta = {"status": status, "scenario": "web2", "case": case, "rep": k, "seed": 7 + k,
+    meta = {"status": status, "scenario": "web2", "case": case, "rep": k, "seed": 7 + k if seed is None else seed,
             "profile": {"name": "hspa", "rate_bps": 2e6, "delay_ms": 70.0, "server_delay_ms": 11.0},
             "buffer": {"packets": 48}, "aqm": aqm, "iw": 10, "cc": "cubic", "n_flows": 2,
             "versions": {"kernel": "6.1.0-test", "python": "3.11.2"}, "switch": "bmv2", "delay": "delayline",
-            "audio_start_ns": T0, "tcp_start_ns": TCP_START, "duration_s": 4.0}
+            "audio_start_ns": T0, "tcp_start_ns": TCP_START, "duration_s": 4.0,
+            "plan": {"bursts": [{"burst": 0, "start_s": 3.0, "flows": 2, "bytes": 62000}]
+                     + ([{"burst": 1, "start_s": 3.0, "flows": 1, "bytes": 10**9, "bulk": True}] if bulk else [])}}
+    if pair is not None:
+        meta["pair"] = pair
     if status != "ok":
         meta["error"] = "switch died"
     (rep / "meta.json").write_text(json.dumps(meta))
@@ -56,10 +63,11 @@ def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: 
     (rep / "audio_tx.csv").write_text("seq,send_ns\n" + "".join(f"{i},{s}\n" for i, s in enumerate(send)))
     (rep / "audio_rx.csv").write_text("seq,send_ns,recv_ns\n" + "".join(
         f"{i},{s},{s + round(d * MS)}\n" for i, (s, d) in enumerate(zip(send, owd_ms)) if d is not None))
-    end = TCP_START + 19 * 20 * MS
+    end = TCP_START + burst_ms * MS
     (rep / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n"
                                    f"0,0,{TCP_START},{end},62000,3,{rtos},1\n"
-                                   f"1,0,{TCP_START + MS},{end - 80 * MS},62000,0,0,1\n")
+                                   f"1,0,{TCP_START + MS},{end - 80 * MS},62000,0,0,1\n"
+                                   + (f"2,1,{TCP_START},,90000,0,0,0\n" if bulk else ""))
     if telemetry:
         write_telemetry(rep / "telemetry.pcap")
     if tuning:
@@ -366,3 +374,40 @@ def test_single_bottleneck_section(built):
     iwa = rows[IWA]
     assert iwa[3] == "1" and iwa[6] == str(s["queued"]["packets"]) and s["queued"]["packets"] > 10
     assert float(iwa[7]) == pytest.approx(s["queued"]["p99_ms"], abs=0.005) and float(iwa[7]) > 30
+
+
+def test_paired_differences_against_fifo(built):
+    """iwa rep0 pairs with fifo rep0 (same seed); iwa rep1 is unreadable, so it is counted as unpaired."""
+    _run, _out, md = built
+    assert "## Paired differences against FIFO" in md
+    header = [h.format(jb="40 ms") for h in ["case", "AQM", "IW", "N", "pairs", "unpaired",
+                                              *(h for _, h, *_ in report.PAIRED_KEYS)]]
+    section = md[md.index("## Paired differences against FIFO"):md.index("## IPDV")]
+    row = dict(zip(header, table_row(section, IWA)))
+    assert (row["pairs"], row["unpaired"]) == ("1", "0")
+    # constant 80 ms vs fifo rep0's ramp 80 + 5i: p99 80 - (80 + 5 * 18.81); level >= 2: 0 - 55 %
+    assert float(row["Δ OWD p99 (ms)"]) == pytest.approx(-5 * 18.81, abs=0.051)  # one rounded decimal
+    assert row["Δ level ≥ 2 @40 ms (points)"] == "-55.0" and row["Δ good quality @40 ms (points)"] == "55.0"
+    assert row["Δ burst completion (s)"] == "0.00" and row["Δ RTOs per rep"] == "-1.0"
+
+
+def test_replications_with_other_seeds_do_not_pair(run, tmp_path):
+    meta = run / IWA / "rep0" / "meta.json"
+    m = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**m, "seed": 999}))
+    cases, _ = report.load_cases([run])
+    (d,) = report.paired_diffs(cases)
+    assert (d["pairs"], d["unpaired"]) == (0, 1) and d["ci"]["level2plus"]["mean"] is None
+
+
+def test_bulk_flows_are_no_bursts(tmp_path: Path):
+    """A bulk flow never completes: the burst completion time is the web burst's alone, not "incomplete"."""
+    run = tmp_path / "r"
+    for k in (0, 1):
+        write_rep(run, "web6-bulk-hspa-48p-fifo-iw10", k, owd_ramp(5), bulk=True, burst_ms=380 + 20 * k)
+    c = report.load_cases([run])[0][0]
+    assert report.bulk_bursts(c.reps[0].meta) == {1}
+    st = report.case_stats(c)
+    assert st["burst_s"]["mean"] == pytest.approx(0.39) and st["burst_s"]["n_missing"] == 0
+    # Without the plan (older runs) the bulk burst is an incomplete burst, as before.
+    assert report.rep_scalars(c.reps[0].summary)["burst_s"] is None
