@@ -482,7 +482,7 @@ def paired_diffs(cases: list[Case], jb_ms: float = JB_MAIN_MS, base: str = "fifo
             if b is None or b.meta.get("seed") != r.meta.get("seed"):
                 unpaired += 1
                 continue
-            x, y = rep_scalars(r.summary, jb_ms), rep_scalars(b.summary, jb_ms)
+            x, y = rep_values(r, jb_ms), rep_values(b, jb_ms)  # bulk flows are no bursts, as in the main table
             diffs.append({k: None if x[k] is None or y[k] is None else x[k] - y[k] for k, *_ in PAIRED_KEYS})
         if diffs or unpaired:
             out.append({"case": c, "pairs": len(diffs), "unpaired": unpaired,
