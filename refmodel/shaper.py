@@ -41,6 +41,7 @@ ever frees room early).
 Every upstream ACK of a shaped flow (SHAPE, IWA on) may move the edge by
 
     grant = acked + min(room, acked)     (the first ACK: room)
+    grant = acked - min(deficit, acked / 2)   while the queue is above target
     room  = target - queue - grants in transit - reserve   (+ its own frame)
 
 ``acked`` is what the ACK acknowledges: it left the queue, so replacing it
@@ -48,7 +49,10 @@ keeps the queue as it is; on top comes the room, at most ``acked`` again
 (the server's own slow start could not use more), and nothing on top for a
 flow whose window is above ``wavg`` while the room is short (less than twice
 ``acked``), so flows that started later catch up instead of waiting for the
-first ones to finish. Never below one MSS beyond the ACK, never above the
+first ones to finish. While the queue is above target (a negative room) the
+edge moves by less than replacement, by at most half (this ACK sees the
+queue a server RTT before its data would arrive, so a full cut would be
+repeated by every ACK in between), so the queue drains. Never below one MSS beyond the ACK, never above the
 client's own window, never moving the right edge left; the window is rounded
 up to the client's scale. Shaping goes on past the start phase: lifting the
 clamp at once lets the server send up to a window back to back (Linux grows
@@ -180,9 +184,15 @@ class StartShaper:
             used = cur + old + max(0, queue_tat - now) + max(0, self.grant_tat - (now + lead))
             # its own reserved frame, if its generation still counts it
             own_frame = (cur if bool(state & FLOW_EPOCH) == bool(self.epoch & 1) else old) > 0
-            room = max(0, p.target_ns + (mtu_ns if released and own_frame else 0) - used)
+            avail = p.target_ns + (mtu_ns if released and own_frame else 0)
+            room = max(0, avail - used)
+            deficit = max(0, used - avail)
             grant = ns_to_bytes(p, min(room, U32))
-            if not first:
+            if not first and deficit:
+                # the queue is above target: replace only part of what left (at most half), so it drains; at
+                # most half, because this ACK sees the queue one server RTT before its data would arrive
+                grant = acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32)))
+            elif not first:
                 # what this ACK acknowledges left the queue: replacing it keeps the queue as it is; on top,
                 # the room, but no more than the server's own slow start can use (twice what was acked),
                 # and none for a flow whose window is above the shaped flows' average while room is short
