@@ -38,3 +38,48 @@ def test_two_runs_at_once_both_complete_with_their_data(tmp_path):
         flows = read_flows(reps[0])
         assert flows["completed"].tolist() == [1] and flows["bytes"].tolist() == [100000]
     assert labs[0] != labs[1]  # each in its own lab slot (names, namespaces, record)
+
+
+def test_bmv2_control_ports_exist_only_inside_the_runs_switch_namespace():
+    """BMv2's Thrift server listens on every address it can see (no option to bind one): run in the run's
+    switch namespace, whose ports have no addresses, neither it nor P4Runtime is reachable from outside."""
+    import random
+    import socket
+
+    from accessnet.leftovers import Lease
+    from accessnet.profiles import profile
+    from accessnet.switches import find_p4_tool, wait_port
+    from accessnet.topology import AccessNet, sh
+
+    exe = find_p4_tool("simple_switch_grpc")
+    if not exe:
+        pytest.skip("simple_switch_grpc not found (P4 toolchain)")
+    thrift, grpc = random.randrange(20000, 30000), random.randrange(30000, 40000)
+    with Lease() as lease:
+        net = AccessNet(lease.prefix, profile("hspa"), registry=lease.registry)
+        try:
+            net.start()
+            sw = net.sw.popen([exe, "--device-id", "1", *net.ports.bmv2_args(), "--thrift-port", str(thrift),
+                               "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_port(grpc, alive=lambda: sw.poll() is None, node=net.sw)
+                try:  # a BMv2 built without Thrift (only --with-pi) has no Thrift server at all
+                    wait_port(thrift, timeout=3, alive=lambda: sw.poll() is None, node=net.sw)
+                except TimeoutError:
+                    pass
+                inside = sh(net.sw, "ss -Hltn")
+                assert f"127.0.0.1:{grpc} " in inside or f"127.0.0.1]:{grpc} " in inside  # loopback only
+                outside = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True).stdout
+                assert f":{thrift} " not in outside and f":{grpc} " not in outside
+                for port in (thrift, grpc):
+                    with socket.socket() as s:
+                        assert s.connect_ex(("127.0.0.1", port)) != 0
+                addrs = sh(net.sw, "ip -o addr show")
+                assert " inet " in addrs and all(" inet 127." in x or " inet6 " in x
+                                                 for x in addrs.splitlines())  # only loopback has an address
+            finally:
+                sw.terminate()
+                sw.wait(timeout=10)
+        finally:
+            net.stop()

@@ -230,7 +230,8 @@ class Bmv2Switch(Switch):
             time.sleep(0.1)
         self._queue_depth()
         self.thread_priorities = prioritise_bmv2_threads(self.proc.pid)
-        (rundir / "switch.log").open("a").write(f"[iwlab] packet thread priorities: {self.thread_priorities}\n")
+        (rundir / "switch.log").open("a").write(f"[iwlab] packet thread priorities: {self.thread_priorities}\n"
+                                                f"[iwlab] egress queue depth: {self.queue_depth}\n")
 
     def _queue_depth(self) -> None:
         """BMv2's own egress queue must add no drops: make it deep (its rate is unlimited by default)."""
@@ -239,10 +240,14 @@ class Bmv2Switch(Switch):
             p = self.node.popen(["/usr/bin/python3", cli, "--thrift-port", str(self.thrift_port)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             try:
-                p.communicate(b"set_queue_depth 16384\n", timeout=30)
+                out, _ = p.communicate(b"set_queue_depth 16384\n", timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
-                p.wait()
+                out, _ = p.communicate()
+            ok = p.returncode == 0 and b"Could not connect" not in out and b"Error" not in out
+            self.queue_depth = "16384" if ok else f"default (set_queue_depth failed: {out.decode(errors='replace')[-200:].strip()})"
+        else:
+            self.queue_depth = "default (no simple_switch_CLI)"
 
 
 # simple_switch moves a packet through four threads: receive (stamps ingress_global_timestamp) -> ingress
