@@ -12,6 +12,10 @@
     reps = 10                              # optional: replaces [run] reps
     switch = "auto"                        # optional: auto | bmv2 | model | kernel
 
+    [[part]]                               # optional: several matrices in one sweep; each part takes the
+    scenarios = ["web6"]                   # keys above, and the top level's where it names none
+    reps = 10
+
 Every replication is one unit of work written atomically by
 ``replication.run_rep`` into ``<run>/<scenario>-<case>/rep<k>``: an interrupted sweep
 loses nothing finished and ``--resume`` runs only what is missing. A failed
@@ -42,7 +46,8 @@ from .record import RecordError, history_entry, write_record
 from .topology import ROOT
 
 SWEEP_DIR = ROOT / "experiments" / "sweeps"
-KEYS = {"description", "scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch"}
+MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch"}
+KEYS = MATRIX_KEYS | {"description", "part"}
 
 
 def load_sweep(name_or_path: str) -> tuple[dict, list[Unit]]:
@@ -62,9 +67,32 @@ def check_sweep(data: dict, label: str, scenarios: dict | None = None) -> list[U
     bad = set(data) - KEYS
     if bad:
         raise ConfigError(f"{path.name}: unknown key(s) {sorted(bad)}; allowed {sorted(KEYS)}")
-    if not data.get("scenarios"):
-        raise ConfigError(f"{path.name}: scenarios = [...] is required")
-    return expand(data, scenarios)
+    parts = matrices(data)
+    for k, m in enumerate(parts):
+        bad = set(m) - MATRIX_KEYS
+        if bad:
+            raise ConfigError(f"{path.name}: part {k + 1}: unknown key(s) {sorted(bad)}; allowed {sorted(MATRIX_KEYS)}")
+        if not m.get("scenarios"):
+            raise ConfigError(f"{path.name}: scenarios = [...] is required" + (f" (part {k + 1})" if "part" in data
+                                                                                 else ""))
+    units, seen = [], set()
+    for m in parts:  # a replication two parts name is run once
+        for u in expand(m, scenarios):
+            if u.key not in seen:
+                seen.add(u.key)
+                units.append(u)
+    return units
+
+
+def matrices(data: dict) -> list[dict]:
+    """The sweep's matrices: its ``[[part]]`` tables over the top level's keys, or the top level alone."""
+    top = {k: v for k, v in data.items() if k in MATRIX_KEYS}
+    parts = data.get("part")
+    if parts is None:
+        return [top]
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, dict) for p in parts):
+        raise ConfigError("sweep: [[part]] must be a list of tables")
+    return [{**top, **p} for p in parts]
 
 
 def expand(data: dict, scenarios: dict | None = None) -> list[Unit]:
@@ -87,7 +115,7 @@ def scenario_files(data: dict) -> dict:
     """What a sweep's record keeps of each scenario it names: the file's path and data as they were when
     the sweep started (a resume uses these, not the files as they are now)."""
     out = {}
-    for name in data.get("scenarios", []):
+    for name in dict.fromkeys(n for m in matrices(data) for n in m.get("scenarios", [])):
         path = scen.find(name)
         try:
             out[name] = {"path": str(path), "file": tomllib.loads(path.read_text())}
