@@ -31,7 +31,8 @@ from accessnet.workloads import REALTIME
 ROOT = Path(__file__).resolve().parent.parent
 DELAYLINE = ROOT / "build" / "delayline"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
-NS = ("iwt-dl-a", "iwt-dl-m", "iwt-dl-b")
+# named per test process: a second test run on the host (another terminal) never deletes these
+NS = tuple(f"iwt-dl-{x}-{os.getpid()}" for x in "amb")
 
 
 def sh(*args, check=True):
