@@ -147,7 +147,8 @@ def _failed_entry(rep: Path, error: str) -> dict:
     except MetricsError:
         meta = {}
     return {"path": str(rep), "case": str(meta.get("case") or rep.parent.name), "rep": rep.name,
-            "aqm": meta.get("aqm"), "iw": meta.get("iw"), "n_flows": meta.get("n_flows"), "error": error}
+            "aqm": meta.get("aqm"), "iw": meta.get("iw"), "n_flows": meta.get("n_flows"), "pair": meta.get("pair"),
+            "error": error}
 
 
 def load_cases(run_dirs: Sequence[Path], jbs: Sequence[float] = JITTER_BUFFERS_MS
@@ -452,54 +453,106 @@ PAIRED_KEYS = (("owd_p99_s", "Δ OWD p99 (ms)", 1e3, 1), ("level2plus", "Δ leve
                ("rtos", "Δ RTOs per rep", 1, 1))
 
 
-def pair_key(c: Case, r: Rep) -> str:
-    """The pairing unit of a replication: meta.json "pair" (everything but the AQM), else its case name
-    without the AQM (runs written before meta.json recorded it)."""
-    return str(r.meta.get("pair") or c.name.replace(f"-{c.aqm}-iw", "-iw"))
+def case_pair(c: Case) -> str:
+    """The case's pairing unit (everything but the AQM: scenario, profile, buffer, IW): meta.json "pair" of any
+    of its replications, failed ones too, else its name without the AQM (runs written before meta.json
+    recorded it; ``<scenario>-<profile>-<buffer>-iw<IW>``)."""
+    for p in [r.meta.get("pair") for r in c.reps] + [f.get("pair") for f in c.failed]:
+        if p:
+            return str(p)
+    return c.name.replace(f"-{c.aqm}-iw", "-iw")
 
 
 def _rep_of(r: Rep) -> int:
     return int(r.meta.get("rep", _rep_number(r.path)[1]))
 
 
+def paired_reps(c: Case, base: Sequence[Case]) -> tuple[list[tuple[Rep, Rep]], int]:
+    """(c's replication k, the base's replication k) for every replication number k read ok on both sides
+    (failed and unreadable replications are not in Case.reps); with several runs holding replication k, the
+    pair is taken within one run directory. Also how many ok replications of either side have no partner."""
+    partners: dict[int, list[Rep]] = {}
+    for b in base:
+        for r in b.reps:
+            partners.setdefault(_rep_of(r), []).append(r)
+    pairs, used = [], set()
+    for r in c.reps:
+        cands = partners.get(_rep_of(r), [])
+        if len(cands) > 1:
+            cands = [b for b in cands if b.path.parent.parent == r.path.parent.parent]
+        if len(cands) == 1 and cands[0].path not in used:
+            pairs.append((r, cands[0]))
+            used.add(cands[0].path)
+    return pairs, len(c.reps) + sum(len(b.reps) for b in base) - 2 * len(pairs)
+
+
+def rep_diff(x: dict, y: dict, key: str) -> float | None | bool:
+    """x - y of one rep_values key; None when either side has no value (an incomplete burst: counted as
+    missing); False when the value does not apply to the pair (bursts: either side has none; RTOs: neither has
+    TCP)."""
+    if key == "burst_s" and not (x["bursts"] and y["bursts"]):
+        return False
+    if x[key] is None and y[key] is None and key == "rtos":
+        return False
+    return None if x[key] is None or y[key] is None else x[key] - y[key]
+
+
 def paired_diffs(cases: list[Case], jb_ms: float = JB_MAIN_MS, base: str = "fifo") -> list[dict]:
-    """Per case whose AQM is not ``base``: replication k minus the ``base`` AQM's replication k of the same
-    pairing unit, for every main-table value, as mean ± 95 % CI of the differences. Replications pair only
-    when both are readable and drew from the same seed (paired runs); others are counted, not used."""
-    by_pair: dict[tuple[str, int], Rep] = {}
+    """Per case whose AQM is not ``base`` and whose pairing unit has a ``base`` case: replication k minus the
+    base AQM's replication k, over the k read ok on both sides, for every PAIRED_KEYS value, as mean_ci95 of
+    the differences ("pairs" = n). "seeds_differ": pairs whose meta.json seeds differ or are missing (runs
+    before paired seeds: the row is unpaired); "left_out": ok replications without an ok partner."""
+    bases: dict[str, list[Case]] = {}
     for c in cases:
         if c.aqm == base:
-            for r in c.reps:
-                by_pair[(pair_key(c, r), _rep_of(r))] = r
+            bases.setdefault(case_pair(c), []).append(c)
     out = []
-    for c in cases:
-        if c.aqm == base or not c.reps:
+    for c in sorted(cases, key=lambda c: (case_pair(c), c.sort_key())):
+        unit = case_pair(c)
+        if c.aqm == base or unit not in bases:
             continue
-        diffs: list[dict] = []
-        unpaired = 0
-        for r in c.reps:
-            b = by_pair.get((pair_key(c, r), _rep_of(r)))
-            if b is None or b.meta.get("seed") != r.meta.get("seed"):
-                unpaired += 1
-                continue
+        pairs, left_out = paired_reps(c, bases[unit])
+        diffs: dict[str, list] = {k: [] for k, *_ in PAIRED_KEYS}
+        for r, b in pairs:
             x, y = rep_values(r, jb_ms), rep_values(b, jb_ms)  # bulk flows are no bursts, as in the main table
-            diffs.append({k: None if x[k] is None or y[k] is None else x[k] - y[k] for k, *_ in PAIRED_KEYS})
-        if diffs or unpaired:
-            out.append({"case": c, "pairs": len(diffs), "unpaired": unpaired,
-                        "ci": {k: mean_ci95(d[k] for d in diffs) for k, *_ in PAIRED_KEYS}})
+            for k in diffs:
+                d = rep_diff(x, y, k)
+                if d is not False:
+                    diffs[k].append(d)
+        differ = sum(1 for r, b in pairs if r.meta.get("seed") is None or r.meta.get("seed") != b.meta.get("seed"))
+        out.append({"case": c, "pair": unit, "pairs": len(pairs), "left_out": left_out, "seeds_differ": differ,
+                    "ci": {k: mean_ci95(v) for k, v in diffs.items()}})
     return out
 
 
+def fmt_diff(ci: dict, scale: float = 1.0, digits: int = 1, missing: str = "missing") -> str:
+    """A paired difference: signed mean ± 95 % half width ('± n/a' with fewer than 2 pairs), '–' without
+    any; pairs without a value (an incomplete burst) are counted."""
+    if ci["mean"] is None:
+        return "–" + (f" ({ci['n_missing']} {missing})" if ci["n_missing"] else "")
+    m = ci["mean"] * scale
+    out = f"{0.0 if abs(m) < 0.5 * 10 ** -digits else m:+.{digits}f} ± "
+    out += f"{ci['ci95'] * scale:.{digits}f}" if ci["ci95"] is not None else "n/a"
+    return out + (f" ({ci['n_missing']} {missing})" if ci["n_missing"] else "")
+
+
+def seeds_cell(d: dict) -> str:
+    if not d["pairs"]:
+        return "–"
+    return "same" if not d["seeds_differ"] else f"UNPAIRED ({d['seeds_differ']} of {d['pairs']} differ)"
+
+
+PAIRED_HEADER = ["pairing unit", "AQM", "n", "left out", *(h for _, h, *_ in PAIRED_KEYS), "seeds"]
+
+
 def paired_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
-    rows = []
-    for d in paired_diffs(cases, jb_ms):
-        c = d["case"]
-        rows.append([c.name, str(c.aqm), str(c.iw), str(c.n_flows), str(d["pairs"]), str(d["unpaired"]),
-                     *(fmt_ci(d["ci"][k], scale, digits, "incomplete") for k, _, scale, digits in PAIRED_KEYS)])
+    """The paired-differences table: one row per pairing unit with a FIFO case and per other AQM in it."""
+    rows = [[d["pair"], str(d["case"].aqm), str(d["pairs"]), str(d["left_out"]),
+             *(fmt_diff(d["ci"][k], scale, digits, "incomplete") for k, _, scale, digits in PAIRED_KEYS),
+             seeds_cell(d)] for d in paired_diffs(cases, jb_ms)]
     if not rows:
         return ["No case has a FIFO partner in these runs."]
-    header = ["case", "AQM", "IW", "N", "pairs", "unpaired", *(h for _, h, *_ in PAIRED_KEYS)]
-    return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in header], rows)
+    return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in PAIRED_HEADER], rows)
 
 
 IPDV_COLUMNS = [("min", "Min"), *((f"p{p}", "Median" if p == 50 else f"{p}%") for p in IPDV_PERCENTILES),
@@ -657,11 +710,16 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              "seen by the server, per replication.", "",
              *main_table(cases, jitter_buffer_ms), "",
              "## Paired differences against FIFO", "",
-             "Replication k of a case minus FIFO's replication k of the same scenario, link, buffer and IW: both "
-             "saw the same random draws (same seed: start times, sizes, tool and switch seeds), so the difference "
-             "is free of the draws' variance. Mean ± 95 % confidence interval (Student t) of the differences; "
-             "negative is lower than FIFO. Pairs: replications with a readable FIFO partner of the same seed; "
-             "unpaired: the others (failed partner, or runs made before replications were paired).", "",
+             "Every AQM of a pairing unit (scenario, profile, buffer, IW) draws the same traffic in replication k "
+             "(same seed: start times, sizes, tool and switch seeds). Per replication number k read ok for both "
+             "the AQM and FIFO: the difference AQM − FIFO; mean ± 95 % confidence interval (Student t, n − 1 "
+             "degrees of freedom) over the n pairs, \"n/a\" with fewer than 2; negative is lower than FIFO. "
+             f"Level ≥ 2 and good quality in percentage points at a {jb} jitter buffer; burst completion only where "
+             "the workload has bursts (a bulk flow is none; a pair with an incomplete burst is counted, not "
+             "differenced). Left out: replications read ok whose partner failed or is missing. Seeds: the pairs' "
+             "`seed` in meta.json must agree; UNPAIRED marks rows where they do not (runs made before "
+             "replications were paired): those differences are not paired ones. Bulk throughput is not shown: "
+             "`experiments.metrics` does not measure it.", "",
              *paired_md(cases, jitter_buffer_ms), "",
              "## IPDV (as the seeds' Table 1)", "",
              "IPDV (RFC 3393) of consecutive audio packets that both arrived, sent while TCP was active; one CDF "

@@ -376,28 +376,121 @@ def test_single_bottleneck_section(built):
     assert float(iwa[7]) == pytest.approx(s["queued"]["p99_ms"], abs=0.005) and float(iwa[7]) > 30
 
 
-def test_paired_differences_against_fifo(built):
-    """iwa rep0 pairs with fifo rep0 (same seed); iwa rep1 is unreadable, so it is counted as unpaired."""
-    _run, _out, md = built
-    assert "## Paired differences against FIFO" in md
-    header = [h.format(jb="40 ms") for h in ["case", "AQM", "IW", "N", "pairs", "unpaired",
-                                              *(h for _, h, *_ in report.PAIRED_KEYS)]]
+def paired_rows(md: str) -> dict[tuple[str, str], dict[str, str]]:
+    """The paired-differences table by (pairing unit, AQM), each row by header."""
     section = md[md.index("## Paired differences against FIFO"):md.index("## IPDV")]
-    row = dict(zip(header, table_row(section, IWA)))
-    assert (row["pairs"], row["unpaired"]) == ("1", "0")
+    lines = [x for x in section.splitlines() if x.startswith("| ")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = [dict(zip(header, (c.strip() for c in x.strip("|").split("|")))) for x in lines[1:]]
+    return {(r["pairing unit"], r["AQM"]): r for r in rows}
+
+
+def test_paired_differences_against_fifo(built):
+    """iwa rep0 pairs with fifo rep0 (same seed); iwa rep1 is unreadable and fifo rep2 failed, so the pairs are
+    k = 0 alone (n = 1: no interval) and fifo rep1 is left out. Old case names: the unit is the name less the
+    AQM."""
+    _run, _out, md = built
+    row = paired_rows(md)[("hspa-48p-iw10", "iwa")]
+    assert (row["n"], row["left out"], row["seeds"]) == ("1", "1", "same")
     # constant 80 ms vs fifo rep0's ramp 80 + 5i: p99 80 - (80 + 5 * 18.81); level >= 2: 0 - 55 %
-    assert float(row["Δ OWD p99 (ms)"]) == pytest.approx(-5 * 18.81, abs=0.051)  # one rounded decimal
-    assert row["Δ level ≥ 2 @40 ms (points)"] == "-55.0" and row["Δ good quality @40 ms (points)"] == "55.0"
-    assert row["Δ burst completion (s)"] == "0.00" and row["Δ RTOs per rep"] == "-1.0"
+    p99, half = row["Δ OWD p99 (ms)"].split(" ± ")
+    assert float(p99) == pytest.approx(-5 * 18.81, abs=0.051) and half == "n/a"  # one rounded decimal
+    assert row["Δ level ≥ 2 @40 ms (points)"] == "-55.0 ± n/a" and row["Δ good quality @40 ms (points)"] == "+55.0 ± n/a"
+    assert row["Δ burst completion (s)"] == "+0.00 ± n/a" and row["Δ RTOs per rep"] == "-1.0 ± n/a"
+    assert ("hspa-48p-iw10", "fifo") not in paired_rows(md)
 
 
-def test_replications_with_other_seeds_do_not_pair(run, tmp_path):
+def test_replications_with_other_seeds_are_marked_unpaired(run):
+    """Differing seeds (runs before paired seeds) still give differences, but the row says UNPAIRED."""
     meta = run / IWA / "rep0" / "meta.json"
-    m = json.loads(meta.read_text())
-    meta.write_text(json.dumps({**m, "seed": 999}))
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "seed": 999}))
     cases, _ = report.load_cases([run])
     (d,) = report.paired_diffs(cases)
-    assert (d["pairs"], d["unpaired"]) == (0, 1) and d["ci"]["level2plus"]["mean"] is None
+    assert (d["pairs"], d["seeds_differ"]) == (1, 1) and d["ci"]["level2plus"]["mean"] == pytest.approx(-0.55)
+    assert report.seeds_cell(d) == "UNPAIRED (1 of 1 differ)"
+
+
+T975_2 = 4.302653  # Student t(0.975, 2 degrees of freedom), from a table
+UNIT = "web2-hspa-48p-iw10"
+
+
+def lost_at_end(n_lost: int, burst_ms: int = 380) -> list[float | None]:
+    """OWD 80 ms, the last n_lost packets of the overlap (burst_ms / 20 + 1 packets) never arrive: one loss
+    period of n_lost packets, so the level >= 2 share at any jitter buffer is n_lost / overlap (n_lost >= 2)."""
+    owd: list[float | None] = [BASE_MS] * N_PKTS
+    last = TCP_PKT + burst_ms // 20
+    for k in range(last - n_lost + 1, last + 1):
+        owd[k] = None
+    return owd
+
+
+def paired_run(root: Path) -> Path:
+    """One pairing unit (format-2 names, meta.json "pair"): fifo reps 0-3 ok and 4 failed; iwa 0-2 ok, 3 failed,
+    4 ok; codel 0-1 ok with other seeds than fifo's; red only failed. Another unit holds iwa alone."""
+    run = root / "paired"
+    case = lambda aqm, unit="web2-hspa-48p": f"{unit}-{aqm}-iw10"  # noqa: E731
+    for k, (lost, burst, rtos) in enumerate([(6, 380, 2), (8, 400, 1), (4, 380, 0), (5, 380, 0)]):
+        write_rep(run, case("fifo"), k, lost_at_end(lost, burst), burst_ms=burst, rtos=rtos, pair=UNIT)
+    write_rep(run, case("fifo"), 4, lost_at_end(0), status="failed", pair=UNIT)
+    for k, (lost, burst, rtos) in enumerate([(0, 380, 0), (2, 420, 0), (3, 380, 1)]):
+        write_rep(run, case("iwa"), k, lost_at_end(lost, burst), aqm="iwa", burst_ms=burst, rtos=rtos, pair=UNIT)
+    write_rep(run, case("iwa"), 3, lost_at_end(0), aqm="iwa", status="failed", pair=UNIT)
+    write_rep(run, case("iwa"), 4, lost_at_end(0), aqm="iwa", pair=UNIT)
+    for k in (0, 1):
+        write_rep(run, case("codel"), k, lost_at_end(2), aqm="codel", seed=100 + k, pair=UNIT)
+    write_rep(run, case("red"), 0, lost_at_end(0), aqm="red", status="failed", pair=UNIT)
+    write_rep(run, case("iwa", "web2-hspa-24p"), 0, lost_at_end(0), aqm="iwa", pair="web2-hspa-24p-iw10")
+    return run
+
+
+def hand_ci(diffs: list[float], scale: float, digits: int) -> str:
+    """mean ± t(0.975, 2) s / sqrt(3), by hand, signed."""
+    v = np.array(diffs, float) * scale
+    h = T975_2 * v.std(ddof=1) / math.sqrt(3)
+    return f"{v.mean():+.{digits}f} ± {h:.{digits}f}"
+
+
+def test_paired_differences_over_reps_ok_on_both_sides(tmp_path: Path):
+    run = paired_run(tmp_path)
+    md = report.write_report([run], tmp_path / "out").read_text()
+    rows = paired_rows(md)
+    iwa = rows[(UNIT, "iwa")]
+    # k = 0, 1, 2 only: iwa rep3 and fifo rep4 failed; the ok iwa rep4 and fifo rep3 are left out.
+    assert (iwa["n"], iwa["left out"], iwa["seeds"]) == ("3", "2", "same")
+    level = [0 - 6 / 20, 2 / 22 - 8 / 21, 3 / 20 - 4 / 20]  # overlap: burst_ms / 20 + 1 packets
+    assert iwa["Δ level ≥ 2 @40 ms (points)"] == hand_ci(level, 100, 1)
+    assert iwa["Δ good quality @40 ms (points)"] == hand_ci([-x for x in level], 100, 1)
+    assert iwa["Δ burst completion (s)"] == hand_ci([0.0, 0.02, 0.0], 1, 2)
+    assert iwa["Δ RTOs per rep"] == hand_ci([0 - 2, 0 - 1, 1 - 0], 1, 1)
+    # codel's seeds differ from fifo's: differences are shown, the row is marked.
+    codel = rows[(UNIT, "codel")]
+    assert codel["seeds"] == "UNPAIRED (2 of 2 differ)" and codel["n"] == "2"
+    assert codel["Δ level ≥ 2 @40 ms (points)"] == hand_ci_2([2 / 20 - 6 / 20, 2 / 20 - 8 / 21], 100, 1)
+    # red failed everywhere: a row without pairs; the unit without fifo has no row.
+    red = rows[(UNIT, "red")]
+    assert (red["n"], red["left out"], red["Δ level ≥ 2 @40 ms (points)"], red["seeds"]) == ("0", "4", "–", "–")
+    assert not [k for k in rows if k[0] == "web2-hspa-24p-iw10"]
+
+
+def hand_ci_2(diffs: list[float], scale: float, digits: int) -> str:
+    """mean ± t(0.975, 1) s / sqrt(2), by hand, signed."""
+    v = np.array(diffs, float) * scale
+    return f"{v.mean():+.{digits}f} ± {T975_1 * v.std(ddof=1) / math.sqrt(2):.{digits}f}"
+
+
+def test_paired_burst_differences_count_incomplete_and_skip_bulk(tmp_path: Path):
+    """An incomplete burst on one side is a counted missing difference; a bulk flow is no burst at all."""
+    run = tmp_path / "r"
+    for aqm in ("fifo", "iwa"):
+        for k in (0, 1):
+            write_rep(run, f"web6-bulk-hspa-48p-{aqm}-iw10", k, lost_at_end(0), aqm=aqm, bulk=True,
+                      burst_ms=380 + 40 * k * (aqm == "iwa"))
+    rep = run / "web6-bulk-hspa-48p-iwa-iw10" / "rep1"
+    flows = (rep / "flows.csv").read_text().replace(",62000,0,0,1\n", ",62000,0,0,0\n")  # flow 1 incomplete
+    (rep / "flows.csv").write_text(flows)
+    (d,) = report.paired_diffs(report.load_cases([run])[0])
+    assert d["ci"]["burst_s"]["n"] == 1 and d["ci"]["burst_s"]["n_missing"] == 1
+    assert report.fmt_diff(d["ci"]["burst_s"], 1, 2, "incomplete") == "+0.00 ± n/a (1 incomplete)"
 
 
 def test_bulk_flows_are_no_bursts(tmp_path: Path):
