@@ -110,6 +110,24 @@ def test_a_sweep_on_two_ray_nodes_writes_what_the_local_engine_writes(cluster, t
     assert again == {"ran": 0, "skipped": 4, "failed": 0}
 
 
+def dying_run(sc, case, rep, outdir, want, slot):
+    if case.aqm == "iwa" and rep == 0:
+        os._exit(1)  # the worker dies mid-replication, as with a node lost
+    return fake_run(sc, case, rep, outdir, want, slot)
+
+
+def test_a_task_whose_worker_dies_is_recorded_failed_and_the_sweep_goes_on(cluster, tmp_path):
+    from accessnet.ray_engine import execute_ray
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    units = sweep.check_sweep({"scenarios": ["web1"], "aqms": ["fifo", "iwa"], "iws": [10], "reps": 1}, "t.toml")
+    said: list[str] = []
+    res = execute_ray(units, tmp_path / "run", "model", run_one=dying_run, say=said.append)
+    assert res == {"ran": 2, "skipped": 0, "failed": 1}
+    meta = json.loads((tmp_path / "run" / "web1-hspa-48p-iwa-iw10" / "rep0" / "meta.json").read_text())
+    assert meta["status"] == "failed" and "the Ray task died" in meta["error"]
+    assert json.loads((tmp_path / "run" / "web1-hspa-48p-fifo-iw10" / "rep0" / "meta.json").read_text())["status"] == "ok"
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 def test_a_smoke_sweep_on_the_ray_cluster(cluster, tmp_path):
     """The real thing: two smoke replications, one per lab node, through the same runner as the local engine."""

@@ -15,6 +15,7 @@ Ray is imported only here, only when this engine is asked for: the local engine 
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import tarfile
 import tempfile
@@ -70,6 +71,21 @@ def store(rundir: Path, u: Unit, archive: bytes) -> None:
     tmp.rename(final)
 
 
+def lost(rundir: Path, u: Unit, error: str) -> dict:
+    """A replication whose Ray task died with its worker or node: recorded as failed (meta.json, atomically),
+    like any failed replication, so the sweep goes on and a resume does not redo it silently."""
+    case = rundir / u.dirname
+    tmp, final = case / f"rep{u.rep}.tmp", case / f"rep{u.rep}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    meta = {"status": "failed", "scenario": u.sc.name, "case": u.case.name, "rep": u.rep, "aqm": u.case.aqm,
+            "iw": u.case.iw, "switch": "?", "error": f"the Ray task died: {error}"}
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    return meta
+
+
 def execute_ray(units: Sequence[Unit], rundir: Path, want: str | None = None, address: str | None = None,
                 run_one: RunOne | None = None, say: Callable[[str], None] = print) -> dict:
     """The local engine's ``execute`` on a Ray cluster (``address``; None: RAY_ADDRESS or a new local one)."""
@@ -100,7 +116,10 @@ def execute_ray(units: Sequence[Unit], rundir: Path, want: str | None = None, ad
             ready, _ = ray.wait(list(pending), num_returns=1)
             ref = ready[0]
             u = pending.pop(ref)
-            meta, archive = ray.get(ref)
+            try:
+                meta, archive = ray.get(ref)
+            except ray.exceptions.RayError as e:  # the task's worker or node died: recorded, the sweep goes on
+                meta, archive = lost(rundir, u, f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"), None
             if meta.get("status") == "interrupted":
                 raise Interrupted()
             if archive is not None:
