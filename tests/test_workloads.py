@@ -68,3 +68,40 @@ def test_bursts_are_numbered_across_workloads():
     assert [b["burst"] for b in bursts] == [0, 1, 2, 3]
     assert bursts[2]["start_s"] - bursts[1]["start_s"] == 1.0  # the second burst of burstN+N
     assert sum(w.n_flows() for w in loads) == 2 + 3 + 3 + 1
+
+
+def test_a_failed_replication_names_where_its_logs_are_kept(tmp_path, monkeypatch):
+    """run_rep's failure path without a network: the error points into rep<k>/ (where the logs end up),
+    not into the rep<k>.tmp/ that no longer exists after the rename; meta.json says failed."""
+    import json
+
+    from accessnet import replication
+
+    class FakeLease:
+        prefix, removed, registry = "i999", [], None
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    class FakeNet:
+        def __init__(self, *a, **kw):
+            pass
+
+        def stop(self):
+            pass
+
+    def broken_start(sc, case, net, switch, loads, out, meta):
+        (out / "switch.log").write_text("boom\n")
+        raise RuntimeError(f"model switch exited at start: see {out / 'switch.log'}")
+
+    monkeypatch.setattr(replication, "Lease", FakeLease)
+    monkeypatch.setattr(replication, "AccessNet", FakeNet)
+    monkeypatch.setattr(replication, "start_lab", broken_start)
+    sc = scen.load("smoke")
+    meta = replication.run_rep(sc, sc.cases[0], 0, tmp_path / "case", "model")
+    assert meta["status"] == "failed" and f"{tmp_path / 'case' / 'rep0' / 'switch.log'}" in meta["error"]
+    assert json.loads((tmp_path / "case" / "rep0" / "meta.json").read_text())["error"] == meta["error"]
+    assert (tmp_path / "case" / "rep0" / "switch.log").exists() and not (tmp_path / "case" / "rep0.tmp").exists()

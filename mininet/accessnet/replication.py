@@ -192,7 +192,7 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             meta["error"] = "interrupted"  # not kept: the replication is redone on --resume
             raise
         except Exception as e:  # noqa: BLE001 - a failed replication is recorded, the sweep goes on
-            meta["error"] = f"{type(e).__name__}: {e}"
+            meta["error"] = f"{type(e).__name__}: {e}".replace(str(tmp), str(final))  # where its logs will be
             LOG.error("%s rep%d failed: %s", case.name, rep, meta["error"])
         finally:
             # SIGTERM first: the traffic tools flush their logs on it, so a failed replication keeps what it
