@@ -4,7 +4,8 @@
 ``write_report`` (CLI: ``python -m experiments.report RUN_DIR [...] [--out DIR]``)
 builds a Markdown report with figures from the run's data files alone
 (docs/data-formats.md), Flent style: setup, a main table per AQM x IW x N
-with 95 % confidence intervals, the seeds' IPDV table, the failed
+with 95 % confidence intervals, paired differences against FIFO, IWA's held-out table
+(experiments.iwa_table), the seeds' IPDV table, the failed
 replications, and the figures of ``experiments.plots``.
 """
 
@@ -555,6 +556,19 @@ def paired_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in PAIRED_HEADER], rows)
 
 
+def held_out_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
+    """IWA's held-out evaluation (experiments.iwa_table) as a section, when the runs hold an iwa case."""
+    if not any(c.aqm == "iwa" for c in cases):
+        return []
+    from .iwa_table import TARGETS_TEXT, iwa_table_md
+
+    return ["## Held-out evaluation of IWA", "",
+            f"Per pairing unit, means over the replications read ok (\"-\": missing), level ≥ 2 at a {jb_ms:g} ms "
+            f"jitter buffer; {TARGETS_TEXT} "
+            "`python -m experiments.iwa_table RUN_DIR --out docs/iwa.md` writes this table into the document.",
+            "", *iwa_table_md(cases, jb_ms), ""]
+
+
 IPDV_COLUMNS = [("min", "Min"), *((f"p{p}", "Median" if p == 50 else f"{p}%") for p in IPDV_PERCENTILES),
                 ("max", "Max")]
 
@@ -721,6 +735,7 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              "replications were paired): those differences are not paired ones. Bulk throughput is not shown: "
              "`experiments.metrics` does not measure it.", "",
              *paired_md(cases, jitter_buffer_ms), "",
+             *held_out_md(cases, jitter_buffer_ms),
              "## IPDV (as the seeds' Table 1)", "",
              "IPDV (RFC 3393) of consecutive audio packets that both arrived, sent while TCP was active; one CDF "
              "per case over all its replications pooled; seconds.", "",

@@ -1,0 +1,220 @@
+"""IWA's held-out evaluation table (issue 11, item 6; docs/iwa.md) from a run's data files alone.
+
+One row per pairing unit (scenario, profile, buffer, IW: everything of a case but the AQM), per AQM the
+means over its replications read ok of the audio's share at loss period level >= 2 (at a 40 ms jitter
+buffer), the web burst completion time and the RTOs, and IWA checked against the issue's targets:
+
+* level >= 2 within 1 point of the best of the other AQMs (fifo, red, redok, codel, pie) or better;
+* burst completion within 1.10 x FIFO's (and no larger share of replications with an incomplete burst);
+* no more RTOs than FIFO;
+* bulk throughput >= 95 % of FIFO's: ``experiments.metrics`` does not measure bulk throughput, so in a unit
+  with a bulk flow this target is "not measured" and the verdict stays "incomplete".
+
+Partial data (a sweep still running, failed replications) give "-" where a case or its values are missing.
+Each check is "pass", "FAIL", "-" (data missing) or "n/a" (the workload has no bursts / no TCP / no bulk
+flow); the verdict is FAIL if any check fails, pass if every applicable one passes, else incomplete.
+
+CLI: ``python -m experiments.iwa_table RUN_DIR [RUN_DIR ...] [--out FILE]`` prints the table, or writes it
+into FILE between the lines ``<!-- iwa-table begin -->`` and ``<!-- iwa-table end -->`` (a new FILE gets
+just the block; an existing one without both markers is refused, never overwritten).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .metrics import MetricsError
+from .report import (JB_MAIN_MS, Case, ReportError, _md_table, bulk_bursts, case_pair, load_cases, rep_values,
+                     stats_of)
+
+OTHERS = ("fifo", "red", "redok", "codel", "pie")  # the issue's "five other AQMs"
+LEVEL_MARGIN = 0.01  # level >= 2 share: within 1 percentage point of the best other AQM
+BURST_FACTOR = 1.10  # burst completion within 1.10 x FIFO's
+KEYS = ("level2plus", "burst_s", "rtos")
+CELL_FORMAT = {"level2plus": (100, 1), "burst_s": (1, 2), "rtos": (1, 1)}  # shown as %, s, RTOs per replication
+CHECKS = ("level", "burst", "RTOs", "bulk")
+BEGIN, END = "<!-- iwa-table begin -->", "<!-- iwa-table end -->"
+EPS = 1e-12  # float slack of the comparisons (a tie passes)
+TARGETS_TEXT = ("level ≥ 2: the audio's share at loss period level ≥ 2 (%); burst: web burst completion (s; "
+                "replications with an incomplete burst counted, bulk flows are no bursts); RTOs per replication. "
+                "IWA's targets (issue 11): level ≥ 2 within 1 point of the best of fifo, red, redok, codel, pie or "
+                "better; burst within 1.10 × FIFO's (and no more incomplete bursts); RTOs ≤ FIFO's; bulk "
+                "throughput ≥ 95 % of FIFO's, \"not measured\": `experiments.metrics` has no bulk throughput. "
+                "A check is pass, FAIL, - (data missing) or n/a (no bursts, TCP or bulk flow); the verdict is FAIL "
+                "if any check fails, pass if every applicable one passes, else incomplete.")
+
+
+def pairing_units(cases: Sequence[Case]) -> dict[str, dict[str, Case]]:
+    """Cases by pairing unit (sorted) and AQM (report order). Two cases of one unit and AQM under other names
+    (the same case from runs of different formats) are merged."""
+    units: dict[str, dict[str, Case]] = {}
+    for c in sorted(cases, key=Case.sort_key):
+        u = units.setdefault(case_pair(c), {})
+        o = u.get(str(c.aqm))
+        u[str(c.aqm)] = c if o is None else Case(o.name, o.aqm, o.iw, o.n_flows, o.reps + c.reps,
+                                                  o.failed + c.failed, o.label)
+    return dict(sorted(units.items()))
+
+
+def aqm_stats(c: Case, jb_ms: float = JB_MAIN_MS) -> dict[str, dict]:
+    """mean_ci95 of level >= 2 share, burst completion and RTOs over the case's replications read ok."""
+    return stats_of([rep_values(r, jb_ms) for r in c.reps], KEYS)
+
+
+def _present(st: dict | None) -> bool:
+    """The AQM has replications read ok (every one has a level >= 2 share)."""
+    return bool(st) and st["level2plus"]["n"] > 0
+
+
+def check_level(stats: dict[str, dict]) -> str:
+    iwa = stats.get("iwa")
+    others = [st["level2plus"]["mean"] for a, st in stats.items() if a in OTHERS and _present(st)]
+    if not _present(iwa) or not others:
+        return "-"
+    return "pass" if iwa["level2plus"]["mean"] <= min(others) + LEVEL_MARGIN + EPS else "FAIL"
+
+
+def check_burst(stats: dict[str, dict]) -> str:
+    """IWA's mean burst time against 1.10 x FIFO's; a larger share of replications with an incomplete burst
+    fails whatever the means (an incomplete burst has no time and would otherwise look fast)."""
+    iwa, fifo = stats.get("iwa"), stats.get("fifo")
+    if not (_present(iwa) and _present(fifo)):
+        return "-"
+    bi, bf = iwa["burst_s"], fifo["burst_s"]
+    ti, tf = bi["n"] + bi["n_missing"], bf["n"] + bf["n_missing"]
+    if not ti and not tf:
+        return "n/a"
+    if not ti or not tf:
+        return "-"
+    if bi["n_missing"] / ti > bf["n_missing"] / tf + EPS:
+        return "FAIL"
+    if bi["mean"] is None or bf["mean"] is None:
+        return "-"
+    return "pass" if bi["mean"] <= BURST_FACTOR * bf["mean"] + EPS else "FAIL"
+
+
+def check_rtos(stats: dict[str, dict]) -> str:
+    iwa, fifo = stats.get("iwa"), stats.get("fifo")
+    if not (_present(iwa) and _present(fifo)):
+        return "-"
+    ri, rf = iwa["rtos"]["mean"], fifo["rtos"]["mean"]
+    if ri is None and rf is None:
+        return "n/a"
+    if ri is None or rf is None:
+        return "-"
+    return "pass" if ri <= rf + EPS else "FAIL"
+
+
+def iwa_checks(stats: dict[str, dict], has_bulk: bool) -> dict[str, str]:
+    """The targets of issue 11 for IWA in one pairing unit, from each AQM's aqm_stats (absent AQMs: missing
+    keys or no replication read), and the verdict."""
+    out = {"level": check_level(stats), "burst": check_burst(stats), "RTOs": check_rtos(stats),
+           "bulk": "not measured" if has_bulk else "n/a"}
+    if not _present(stats.get("iwa")):
+        return {**out, "verdict": "-"}
+    vals = list(out.values())
+    out["verdict"] = ("FAIL" if "FAIL" in vals else "pass" if all(v in ("pass", "n/a") for v in vals)
+                      else "incomplete")
+    return out
+
+
+def _cell(st: dict | None, key: str) -> str:
+    """The mean of one aqm_stats value: '-' for a missing case or value, 'n/a' for a value the workload does
+    not have (no bursts, no TCP); replications with an incomplete burst are counted."""
+    if not _present(st):
+        return "-"
+    ci = st[key]
+    scale, digits = CELL_FORMAT[key]
+    note = f" ({ci['n_missing']} incomplete)" if key == "burst_s" and ci["n_missing"] else ""
+    if ci["mean"] is None:
+        return "-" + note if note else "n/a"
+    return f"{ci['mean'] * scale:.{digits}f}" + note
+
+
+def _reps_cell(by_aqm: dict[str, Case]) -> str:
+    return ", ".join(f"{a} {len(c.reps)}" + (f" (+{len(c.failed)} failed)" if c.failed else "")
+                     for a, c in by_aqm.items())
+
+
+def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
+    """The held-out table (Markdown lines): one row per pairing unit, per AQM level >= 2 (%), burst
+    completion (s) and RTOs per replication, then IWA's checks and verdict."""
+    units = pairing_units(cases)
+    aqms = list(dict.fromkeys(str(c.aqm) for c in sorted(cases, key=Case.sort_key)))
+    header = ["pairing unit", "reps"]
+    for a in aqms:
+        header += [f"{a} level ≥ 2 (%)", f"{a} burst (s)", f"{a} RTOs"]
+    header += [f"IWA {k}" for k in CHECKS] + ["verdict"]
+    rows = []
+    for unit, by_aqm in units.items():
+        stats = {a: aqm_stats(c, jb_ms) for a, c in by_aqm.items()}
+        row = [unit, _reps_cell(by_aqm)]
+        for a in aqms:
+            row += [_cell(stats.get(a), k) for k in KEYS]
+        bulk = any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps)
+        checks = iwa_checks(stats, bulk)
+        rows.append(row + [checks[k] for k in (*CHECKS, "verdict")])
+    if not rows:
+        return ["No case in these runs."]
+    return _md_table(header, rows)
+
+
+def table_block(run_dirs: Sequence[Path], jb_ms: float = JB_MAIN_MS) -> list[str]:
+    """The table between its markers, with how it was made and what its cells mean."""
+    cases, failed = load_cases(run_dirs, [jb_ms])
+    runs = " ".join(Path(d).name for d in run_dirs)
+    return [BEGIN, "",
+            f"Regenerated by `python -m experiments.iwa_table` from {runs} ({sum(len(c.reps) for c in cases)} "
+            f"replications read, {len(failed)} failed), {jb_ms:g} ms jitter buffer. Means over the replications "
+            f"read ok per pairing unit (\"-\": missing); {TARGETS_TEXT} Confidence intervals of the paired "
+            "differences: the report's \"Paired differences against FIFO\".", "",
+            *iwa_table_md(cases, jb_ms), "", END]
+
+
+def write_block(path: Path, block: list[str]) -> None:
+    """Put ``block`` (BEGIN ... END) into ``path``: replace what is between the markers, or create the file;
+    an existing file without both markers raises ReportError (a document is never overwritten)."""
+    path = Path(path)
+    text = "\n".join(block) + "\n"
+    if path.exists():
+        old = path.read_text()
+        if BEGIN not in old or END not in old[old.index(BEGIN):]:
+            raise ReportError(f"{path}: exists without the lines {BEGIN} and {END}; put them where the table "
+                              "goes")
+        i = old.index(BEGIN)
+        j = old.index(END, i) + len(END)
+        text = old[:i] + "\n".join(block) + old[j:]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.iwa_table",
+                                 description="IWA's held-out evaluation table (docs/iwa.md) from runs' data files: "
+                                             "per pairing unit and AQM level >= 2, burst completion and RTOs, "
+                                             "IWA's targets checked.")
+    ap.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="results/<run> (holding <case>/rep<k>/)")
+    ap.add_argument("--out", type=Path, metavar="FILE",
+                    help=f"write the table into FILE between {BEGIN} and {END} (default: print it)")
+    ap.add_argument("--jitter-buffer", type=float, default=JB_MAIN_MS, metavar="MS",
+                    help=f"jitter buffer of the level >= 2 share (default {JB_MAIN_MS:g}, the issue's)")
+    a = ap.parse_args(argv)
+    try:
+        block = table_block(a.run_dirs, a.jitter_buffer)
+        if a.out is None:
+            print("\n".join(block[1:-1]).strip())
+        else:
+            write_block(a.out, block)
+            print(a.out)
+    except (ReportError, MetricsError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
