@@ -16,13 +16,17 @@ Choices where the BRIEF leaves room (see also the function docstrings):
   by the overlap filter, so a run of losses keeps its full length at the edges
   of the overlap window;
 * the 95 % confidence interval uses a Student t quantile from a table (scipy is
-  not a pinned dependency), see ``t_quantile_975``.
+  not a pinned dependency), see ``t_quantile_975``;
+* bulk throughput (issue 11's "bulk throughput >= 95 % of FIFO's"; not in the
+  BRIEF) is the bulk flow's goodput from its start + 2 s to the audio's end, from
+  the client's cumulative ACKs in client.pcap, see ``bulk_goodput``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -353,6 +357,195 @@ def tcp_metrics(flows: pd.DataFrame) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------- bulk throughput
+
+BULK_WARMUP_S = 2.0
+SYN_MATCH_NS = 1 * NS  # a flow's first SYN leaves within this of its connect() (flows.csv start_ns)
+SYN_EARLY_NS = 1 * MS  # ... and no earlier than this before it (pcap timestamps are truncated to the us)
+TCP_SYN, TCP_ACK = 0x02, 0x10
+TCP_HEADER_COLUMNS = ["ts_ns", "src", "dst", "sport", "dport", "seq", "ack", "flags"]
+_PCAP_MAGICS = {b"\xd4\xc3\xb2\xa1": ("<", 1000), b"\xa1\xb2\xc3\xd4": (">", 1000),  # us timestamps
+                b"\x4d\x3c\xb2\xa1": ("<", 1), b"\xa1\xb2\x3c\x4d": (">", 1)}  # ns timestamps
+_DLT_EN10MB = 1
+
+
+def bulk_bursts(meta: dict) -> set[int]:
+    """The burst numbers (flows.csv ``burst``) of bulk flows, from meta.json's plan: a bulk flow runs until the
+    replication ends and never completes, so it is no burst whose completion time means anything."""
+    plan = meta.get("plan") if isinstance(meta.get("plan"), dict) else {}
+    return {int(b["burst"]) for b in plan.get("bursts") or [] if isinstance(b, dict) and b.get("bulk")
+            and isinstance(b.get("burst"), int)}
+
+
+def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
+    """The IPv4 TCP headers of a classic pcap with Ethernet frames (tcpdump's client.pcap, server.pcap): one row
+    per segment with ``TCP_HEADER_COLUMNS`` (ts_ns exact from the record's us or ns; addresses as integers;
+    seq/ack as unsigned 32-bit values; flags the TCP flag byte), and the time of the capture's last frame of any
+    kind (None without frames). Non-first IP fragments and frames too short for the TCP header are skipped;
+    a capture cut inside its last record (tcpdump killed) is read up to the cut. A missing file, a file without
+    a pcap header or of another link type raises MetricsError naming it."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise MetricsError(f"{path}: missing") from None
+    except OSError as e:
+        raise MetricsError(f"{path}: unreadable: {e.strerror or e}") from None
+    if len(data) < 24:
+        raise MetricsError(f"{path}: truncated capture (no complete pcap header)")
+    if data[:4] not in _PCAP_MAGICS:
+        raise MetricsError(f"{path}: not a classic pcap file (magic {data[:4].hex()})")
+    endian, frac_ns = _PCAP_MAGICS[data[:4]]
+    linktype = struct.unpack_from(endian + "I", data, 20)[0] & 0x0FFFFFFF
+    if linktype != _DLT_EN10MB:
+        raise MetricsError(f"{path}: link type {linktype}, expected Ethernet ({_DLT_EN10MB})")
+    rec = struct.Struct(endian + "IIII")
+    tcp = struct.Struct("!HHIIxB")
+    rows: list[tuple] = []
+    last = None
+    pos, n = 24, len(data)
+    while pos + 16 <= n:
+        sec, frac, incl, _orig = rec.unpack_from(data, pos)
+        f, pos = pos + 16, pos + 16 + incl
+        if pos > n:
+            break
+        last = sec * NS + frac * frac_ns
+        off, etype = f + 14, data[f + 12:f + 14]
+        while etype == b"\x81\x00" and off + 4 <= pos:  # 802.1Q tags
+            etype, off = data[off + 2:off + 4], off + 4
+        if etype != b"\x08\x00" or off + 20 > pos or data[off] >> 4 != 4 or data[off + 9] != 6:
+            continue
+        if struct.unpack_from("!H", data, off + 6)[0] & 0x1FFF:
+            continue  # a later fragment: no TCP header
+        t = off + (data[off] & 0x0F) * 4
+        if t + 14 > pos:
+            continue
+        src, dst = struct.unpack_from("!II", data, off + 12)
+        rows.append((last, src, dst, *tcp.unpack_from(data, t)))
+    df = pd.DataFrame(rows, columns=TCP_HEADER_COLUMNS) if rows else pd.DataFrame(
+        {c: pd.Series(dtype="int64") for c in TCP_HEADER_COLUMNS})
+    return df.astype("int64"), last
+
+
+def _client_port(rep: Path, flow: pd.Series) -> int | None:
+    """The client's local port of a flow from its web client's log ``client_flows_<burst>.csv`` (the row with the
+    flow's start_ns), None when that log or port is missing."""
+    path = Path(rep) / f"client_flows_{int(flow['burst'])}.csv"
+    try:
+        log = read_csv(path, ["start_ns", "lport"])
+    except MetricsError:
+        return None
+    port = log.loc[log["start_ns"] == int(flow["start_ns"]), "lport"].dropna()
+    return int(port.iloc[0]) if len(port) and int(port.iloc[0]) > 0 else None
+
+
+def _connection(pk: pd.DataFrame, start_ns: int, port: int | None, where: str) -> tuple[int, int, int, int, int] | str:
+    """(src, dst, sport, dport, first SYN time) of the connection a flow opened at ``start_ns`` (its client
+    port ``port`` when known), or why it cannot be told."""
+    syn = pk[((pk["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN) & (pk["ts_ns"] >= start_ns - SYN_EARLY_NS)
+             & (pk["ts_ns"] <= start_ns + SYN_MATCH_NS)]
+    if port is not None:
+        syn = syn[syn["sport"] == port]
+    first = syn.groupby(["src", "dst", "sport", "dport"], sort=False)["ts_ns"].min()
+    at = f"within {SYN_MATCH_NS / NS:g} s of the bulk flow's connect()" + (f" from port {port}" if port else "")
+    if first.empty:
+        return f"{where}: no SYN {at}"
+    if len(first) > 1:
+        return (f"{where}: {len(first)} connections opened {at}, and no client port (client_flows_<burst>.csv) "
+                "tells them apart")
+    (src, dst, sport, dport), ts = next(iter(first.items()))
+    return int(src), int(dst), int(sport), int(dport), int(ts)
+
+
+def delivered_bytes(pk: pd.DataFrame, conn: tuple[int, int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """In-order bytes the client's TCP has taken, over time: (ts_ns, bytes) at each ACK the client sent on the
+    connection (its cumulative ACK number less the server's initial sequence number + 1, unwrapped past 2^32
+    and never decreasing). The base is the SYN-ACK's sequence number + 1, or without a captured SYN-ACK the
+    client's first ACK (the handshake's, acknowledging nothing)."""
+    src, dst, sport, dport, syn_ts = conn
+    after = pk[pk["ts_ns"] >= syn_ts]
+    up = after[(after["src"] == src) & (after["sport"] == sport) & (after["dst"] == dst) & (after["dport"] == dport)
+               & ((after["flags"] & TCP_ACK) != 0)]
+    synack = after[(after["src"] == dst) & (after["sport"] == dport) & (after["dst"] == src) & (after["dport"] == sport)
+                   & ((after["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK))]
+    ts, ack = up["ts_ns"].to_numpy(np.int64), up["ack"].to_numpy(np.int64)
+    if ack.size == 0:
+        return ts, ack
+    base = int(synack["seq"].iloc[0]) + 1 if len(synack) else int(ack[0])
+    steps = (np.diff(ack) + 2**31) % 2**32 - 2**31  # signed 32-bit differences: unwraps sequence space
+    rel = ((int(ack[0]) - base + 2**31) % 2**32 - 2**31) + np.concatenate([[0], np.cumsum(steps)])
+    return ts, np.maximum.accumulate(np.maximum(rel, 0))
+
+
+def _at(ts: np.ndarray, cum: np.ndarray, t_ns: int) -> int:
+    """The step function of delivered_bytes at ``t_ns``: the last ACK at or before it, 0 before the first."""
+    i = int(np.searchsorted(ts, t_ns, side="right")) - 1
+    return int(cum[i]) if i >= 0 else 0
+
+
+def bulk_goodput(rep: Path, flows: pd.DataFrame, meta: dict, end_ns: int,
+                 warmup_s: float = BULK_WARMUP_S) -> dict:
+    """Bulk throughput of one replication: the bulk flows' goodput in bit/s over a window, from the client's
+    capture (client.pcap) alone, so that it works for a flow that never completes (flows.csv then has no end
+    and, for a client stopped mid-transfer, no byte count).
+
+    * Bulk flows: the flows.csv rows whose burst is a bulk burst of meta.json's plan (``bulk_bursts``); each one's
+      connection in client.pcap is the one whose first SYN the client sent within 1 s after its start_ns
+      (connect()), from the port its web client logged (``client_flows_<burst>.csv``, lport) when known.
+    * Bytes: in order delivered to the client's TCP (``delivered_bytes``: its cumulative ACK numbers, so neither
+      retransmissions nor out-of-order data count twice), as a step function of the client's kernel capture time;
+      a completed flow is capped at its flows.csv bytes (its FIN takes one sequence number).
+    * Window: from the last bulk flow's start_ns + ``warmup_s`` (2 s: connection set-up and slow start fill the
+      link within about 0.3 s on LTE and 0.7 s on HSPA, within about 2 s on EDGE with IW3, whose RTT is 0.5 s
+      before any queue; so the window measures the share of the link the AQM leaves an established flow, not
+      how fast one start-up happens) to ``end_ns``, the end of the replication's
+      measurement (summarize_rep: the audio's last send time; the same planned length for every AQM of a
+      pairing unit), or the bulk flow's own end if it completed earlier.
+    * goodput_bps = (delivered at the window's end - delivered at its start) x 8 / window length, summed over
+      the bulk flows (one in every scenario so far). The steps are ACKs: at most one ACK's worth (about
+      2 segments) of error at each edge.
+
+    Returns {"flows", "goodput_bps", "bytes", "window_s", "window_start_ns", "window_end_ns", "warmup_s",
+    "not_measured"}: without the data (no bulk row in flows.csv, client.pcap missing or broken, no matching
+    connection, a capture that ends before the window, an empty window) goodput_bps is None and
+    ``not_measured`` says why, naming the file; never an error for the replication's other metrics."""
+    rep = Path(rep)
+    bursts = bulk_bursts(meta)
+    out: dict = {"flows": 0, "goodput_bps": None, "bytes": None, "window_s": None, "window_start_ns": None,
+                 "window_end_ns": None, "warmup_s": float(warmup_s), "not_measured": None}
+    rows = flows[flows["burst"].isin(sorted(bursts))] if flows is not None else flows
+    if rows is None or rows.empty:
+        return {**out, "not_measured": f"{rep / 'flows.csv'}: no row of bulk burst(s) {sorted(bursts)}"}
+    out["flows"] = int(len(rows))
+    start = int(rows["start_ns"].max()) + round(warmup_s * NS)
+    done = rows["completed"] == 1
+    end = min([int(end_ns)] + [int(e) for e in rows.loc[done, "end_ns"]])
+    out.update(window_start_ns=start, window_end_ns=end, window_s=(end - start) / NS)
+    if end <= start:
+        return {**out, "not_measured": f"empty window: the bulk flow starts {(start - end) / NS:.3f} s too late "
+                                       f"(its start + {warmup_s:g} s warm-up is after the measurement's end)"}
+    pcap = rep / "client.pcap"
+    try:
+        pk, last = read_tcp_headers(pcap)
+    except MetricsError as e:
+        return {**out, "not_measured": str(e)}
+    if last is None or last < end:
+        return {**out, "not_measured": f"{pcap}: the capture ends before the window's end"
+                + (f" ({(end - last) / NS:.3f} s)" if last is not None else " (no frames)")}
+    total = 0
+    for _, row in rows.iterrows():
+        conn = _connection(pk, int(row["start_ns"]), _client_port(rep, row), str(pcap))
+        if isinstance(conn, str):
+            return {**out, "not_measured": conn}
+        ts, cum = delivered_bytes(pk, conn)
+        if cum.size == 0:
+            return {**out, "not_measured": f"{pcap}: no ACK from the client on port {conn[2]}"}
+        if row["completed"] == 1:
+            cum = np.minimum(cum, int(row["bytes"]))
+        total += _at(ts, cum, end) - _at(ts, cum, start)
+    return {**out, "bytes": int(total), "goodput_bps": total * 8 * NS / (end - start)}
+
+
 # ----------------------------------------------------------------------------- rtc+web (seeds' 002)
 
 RTC_TX_COLUMNS = ("seq", "send_ns", "size", "rate_bps")
@@ -432,7 +625,9 @@ def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_M
                   base_window_s: float = 2.0) -> dict:
     """All BRIEF metrics of one replication directory, JSON-ready. Audio metrics ("audio", "ipdv",
     "jitter_buffers_ms") are over the packets kept by the overlap filter (all packets without TCP);
-    "audio_whole_run" is unfiltered. Raises MetricsError naming the file on bad input."""
+    "audio_whole_run" is unfiltered. With a bulk flow in meta.json's plan, "bulk" is its ``bulk_goodput`` up to
+    the audio's last send time (goodput_bps None and "not_measured" saying why when client.pcap cannot give it;
+    the other metrics stand). Raises MetricsError naming the file on bad input."""
     jbs = list(jitter_buffers)
     df, meta, flows = audio_packets(Path(path), jbs, base_window_s)
     kept = df[df["kept"]].reset_index(drop=True)
@@ -456,6 +651,8 @@ def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_M
     out["jitter_buffers_ms"] = per_jb
     if flows is not None:
         out["tcp"] = tcp_metrics(flows)
+    if bulk_bursts(meta):
+        out["bulk"] = bulk_goodput(Path(path), flows, meta, int(df["send_ns"].max()))
     if (Path(path) / "rtc_tx.csv").exists():
         users = int(meta.get("n_flows") or 0)
         out["rtc"] = rtc_metrics(Path(path), flows, users + 1)
@@ -506,7 +703,7 @@ def mean_ci95(values: Iterable[float | None]) -> dict:
     return out
 
 
-_NOT_AGGREGATED = {"rep", "iw", "n_flows", "flow_completion_s", "flow_goodput_bps"}
+_NOT_AGGREGATED = {"rep", "iw", "n_flows", "flow_completion_s", "flow_goodput_bps", "window_start_ns", "window_end_ns"}
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, float | None]:

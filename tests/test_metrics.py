@@ -271,3 +271,168 @@ def test_telemetry_pcap_roundtrip_and_truncation(tmp_path):
     write_pcap(empty, [])
     df, skipped = read_telemetry(empty)
     assert df.empty and skipped == 0 and list(df.columns) == COLUMNS
+
+
+# ----------------------------------------------------------------------------- bulk throughput
+
+from bulkcapture import CLIENT, SERVER, audio_frames, connection, write_pcap_us  # noqa: E402
+
+from experiments.metrics import bulk_goodput, delivered_bytes, read_tcp_headers  # noqa: E402
+
+NS = 1_000_000_000
+TB = 1_700_000_001_000_000_000  # on the microsecond, so the capture's timestamps are exact
+BULK_START = TB + 1 * NS  # connect() of the bulk flow
+PORT = 40000
+ISN = 2**32 - 5000  # the server's initial sequence number: ACK numbers wrap 5 kB into the download
+ACK_BYTES = 25_000  # every 100 ms from 1.3 s: 250 kB/s = 2 Mbit/s
+
+
+def acks(k_max: int = 100, base: int = TB + 1_300_000_000) -> list[tuple[int, int]]:
+    """The client's ACK k (k = 1..k_max) at base + 100 ms k acknowledges 25,000 k bytes."""
+    return [(base + k * 100 * MS, ACK_BYTES * k) for k in range(1, k_max + 1)]
+
+
+def write_bulk_rep(rep: Path, *, n_audio: int = 496, start: int = BULK_START, ack_list=None, end: int | None = None,
+                   nbytes: int = 0, client_log: bool = True, extra=(), fin_at: int | None = None,
+                   bulk: bool = True) -> Path:
+    """Audio every 20 ms from TB (n_audio packets: the last one sent at TB + 9.9 s by default), one bulk flow
+    (burst 0) from ``start`` that never completes unless ``end`` is given, its client log, and client.pcap:
+    the bulk connection, the audio, ``extra`` frames and a last frame at TB + 12 s."""
+    rep.mkdir(parents=True)
+    plan = {"bursts": [{"burst": 0, "start_s": (start - TB) / NS, "flows": 1, "bytes": 10**9, **({"bulk": True}
+                                                                                                 if bulk else {})}]}
+    (rep / "meta.json").write_text(json.dumps({"status": "ok", "case": "bulk-hspa-48p-fifo-iw10", "rep": 0,
+                                               "aqm": "fifo", "iw": 10, "n_flows": 1, "switch": "model",
+                                               "audio_start_ns": TB, "tcp_start_ns": start, "plan": plan}))
+    send = [TB + i * 20 * MS for i in range(n_audio)]
+    (rep / "audio_tx.csv").write_text("seq,send_ns\n" + "".join(f"{i},{s}\n" for i, s in enumerate(send)))
+    (rep / "audio_rx.csv").write_text("seq,send_ns,recv_ns\n" + "".join(
+        f"{i},{s},{s + 80 * MS}\n" for i, s in enumerate(send)))
+    done = end is not None
+    (rep / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n"
+                                   f"0,0,{start},{end if done else ''},{nbytes},0,0,{int(done)}\n")
+    if client_log:
+        (rep / "client_flows_0.csv").write_text("flow,burst,start_ns,end_ns,bytes,completed,lport\n"
+                                                f"0,0,{start},{end if done else TB},{nbytes},{int(done)},{PORT}\n")
+    frames = connection(start, PORT, ISN, acks() if ack_list is None else ack_list, fin_at=fin_at)
+    frames += audio_frames(TB, n_audio) + list(extra) + [(TB + 12 * NS, audio_frames(0, 1)[0][1])]
+    write_pcap_us(rep / "client.pcap", frames)
+    return rep
+
+
+def test_tcp_headers_of_a_capture(tmp_path):
+    rep = write_bulk_rep(tmp_path / "rep0", ack_list=acks(2))
+    pk, last = read_tcp_headers(rep / "client.pcap")
+    assert last == TB + 12 * NS  # the last frame of any kind (audio)
+    assert len(pk) == 3 + 2 * 2  # SYN, SYN-ACK, handshake ACK; a data segment and an ACK per ACK; no UDP
+    syn = pk.iloc[0]
+    assert (syn["ts_ns"], syn["sport"], syn["dport"], syn["flags"]) == (BULK_START + 100_000, PORT, 8080, 0x02)
+    assert (syn["src"], syn["dst"]) == tuple(int.from_bytes(bytes(map(int, a.split("."))), "big")
+                                             for a in (CLIENT, SERVER))
+    assert pk.iloc[1]["seq"] == ISN and pk.iloc[-1]["ack"] == (ISN + 1 + 2 * ACK_BYTES) % 2**32  # wrapped
+    ts, cum = delivered_bytes(pk, (syn["src"], syn["dst"], PORT, 8080, syn["ts_ns"]))
+    assert cum.tolist() == [0, ACK_BYTES, 2 * ACK_BYTES]  # the handshake's ACK, then ACK 1 and 2, unwrapped
+    assert ts.tolist() == [BULK_START + 162_050_000, TB + 1_400 * MS, TB + 1_500 * MS]
+
+
+def test_bulk_goodput_by_hand(tmp_path):
+    """Window [start + 2 s, the audio's last send] = [TB + 3 s, TB + 9.9 s]; ACK 17 (TB + 3.0 s, 425 kB) and ACK
+    86 (TB + 9.9 s, 2,150 kB) sit exactly on its edges and count (the last ACK at or before each edge): 1,725,000
+    bytes in 6.9 s = 2 Mbit/s. A stale ACK (an older one, captured last at the window's end) and another
+    connection (a web flow from another port, 1 MB acknowledged) change nothing."""
+    stale = (TB + 9_900 * MS, connection(BULK_START, PORT, ISN, [(0, 10)])[-1][1])  # acknowledges 10 B
+    web = connection(TB + 5 * NS, PORT + 2, 1234, [(TB + 6 * NS, 1_000_000)])
+    rep = write_bulk_rep(tmp_path / "rep0", extra=[stale, *web])
+    s = summarize_rep(rep, jitter_buffers=[40])
+    assert s["bulk"] == {"flows": 1, "goodput_bps": pytest.approx(2e6, rel=1e-12), "bytes": 1_725_000,
+                         "window_s": 6.9, "window_start_ns": TB + 3 * NS, "window_end_ns": TB + 9_900 * MS,
+                         "warmup_s": 2.0, "not_measured": None}
+    assert s["tcp"]["flows"] == 1 and s["tcp"]["completed"] == 0  # the other metrics as before
+    # No warm-up: from connect() (nothing acknowledged yet) to the end: 2,150,000 bytes in 8.9 s.
+    g = bulk_goodput(rep, read_flows(rep), json.loads((rep / "meta.json").read_text()), TB + 9_900 * MS, 0.0)
+    assert (g["bytes"], g["window_s"]) == (2_150_000, 8.9) and g["goodput_bps"] == pytest.approx(2_150_000 * 8 / 8.9)
+
+
+@pytest.mark.parametrize("start_shift,n_audio,nbytes,window_s", [
+    (-1_000, 496, 25_000 * (86 - 16), 6.900001),  # start 1 us earlier: ACK 17 is inside, ACK 16 is the base
+    (+1_000, 496, 25_000 * (86 - 17), 6.899999),  # 1 us later: ACK 17 is still the last before the start
+    (0, 495, 25_000 * (85 - 17), 6.88),  # the audio ends 20 ms earlier (TB + 9.88 s): ACK 86 is outside
+])
+def test_bulk_window_edges(tmp_path, start_shift, n_audio, nbytes, window_s):
+    rep = write_bulk_rep(tmp_path / "rep0", start=BULK_START + start_shift, n_audio=n_audio,
+                         ack_list=acks(base=TB + 1_300_000_000))  # the ACKs stay where they are
+    b = summarize_rep(rep, jitter_buffers=[40])["bulk"]
+    assert (b["bytes"], b["window_s"]) == (nbytes, pytest.approx(window_s, abs=1e-12))
+    assert b["goodput_bps"] == pytest.approx(nbytes * 8 / window_s)
+
+
+def test_completed_bulk_flow_ends_the_window_and_its_fin_is_no_byte(tmp_path):
+    """A bulk flow that completes (925,000 bytes, ACK 37 at TB + 5.0 s, the FIN acknowledged 1 ms later, the
+    last byte read at 5.002 s) is measured up to its own end: 500,000 bytes in 2.002 s."""
+    rep = write_bulk_rep(tmp_path / "rep0", ack_list=acks(37), end=TB + 5_002 * MS, nbytes=925_000,
+                         fin_at=TB + 5_001 * MS)
+    b = summarize_rep(rep, jitter_buffers=[40])["bulk"]
+    assert (b["bytes"], b["window_end_ns"]) == (500_000, TB + 5_002 * MS)
+    assert b["goodput_bps"] == pytest.approx(500_000 * 8 / 2.002)
+
+
+def test_bulk_connection_without_the_client_log(tmp_path):
+    """Without client_flows_0.csv the connection is the one SYN within 1 s after connect(); two such SYNs cannot
+    be told apart (not measured), unless the client log names the port."""
+    plain = write_bulk_rep(tmp_path / "a", client_log=False)
+    assert summarize_rep(plain, jitter_buffers=[40])["bulk"]["bytes"] == 1_725_000
+    other = connection(BULK_START + 500 * MS, PORT + 1, 99, [(TB + 4 * NS, 10**6)])
+    two = write_bulk_rep(tmp_path / "b", client_log=False, extra=other)
+    b = summarize_rep(two, jitter_buffers=[40])["bulk"]
+    assert b["goodput_bps"] is None and "2 connections opened within 1 s" in b["not_measured"]
+    named = write_bulk_rep(tmp_path / "c", extra=other)
+    assert summarize_rep(named, jitter_buffers=[40])["bulk"]["bytes"] == 1_725_000
+
+
+def not_measured(rep: Path) -> str:
+    s = summarize_rep(rep, jitter_buffers=[40])
+    assert s["bulk"]["goodput_bps"] is None and s["bulk"]["bytes"] is None
+    assert s["audio"]["sent"] > 0  # the replication's other metrics stand
+    return s["bulk"]["not_measured"]
+
+
+def test_bulk_not_measured_names_the_reason(tmp_path):
+    rep = write_bulk_rep(tmp_path / "missing")
+    (rep / "client.pcap").unlink()
+    assert not_measured(rep).endswith("client.pcap: missing")
+    rep = write_bulk_rep(tmp_path / "garbage")
+    (rep / "client.pcap").write_bytes(b"not a capture at all, but long enough")
+    assert "client.pcap: not a classic pcap file" in not_measured(rep)
+    rep = write_bulk_rep(tmp_path / "short")
+    write_pcap_us(rep / "client.pcap", [])  # a header, no frame
+    assert "client.pcap: the capture ends before the window's end (no frames)" in not_measured(rep)
+    write_pcap_us(rep / "client.pcap", connection(BULK_START, PORT, ISN, acks(77)))  # stopped at TB + 9.0 s
+    assert "the capture ends before the window's end (0.900 s)" in not_measured(rep)
+    rep = write_bulk_rep(tmp_path / "late", start=TB + 8 * NS)  # start + 2 s > the audio's end
+    assert not_measured(rep).startswith("empty window: the bulk flow starts 0.100 s too late")
+    rep = write_bulk_rep(tmp_path / "nosyn", ack_list=acks())
+    write_pcap_us(rep / "client.pcap", [f for f in connection(BULK_START, PORT, ISN, acks())[1:]]
+                  + [(TB + 12 * NS, audio_frames(0, 1)[0][1])])  # the SYN was not captured
+    assert "client.pcap: no SYN within 1 s of the bulk flow's connect() from port 40000" in not_measured(rep)
+    rep = write_bulk_rep(tmp_path / "norow")
+    (rep / "flows.csv").write_text((rep / "flows.csv").read_text().replace("\n0,0,", "\n0,1,"))  # burst 1
+    assert "flows.csv: no row of bulk burst(s) [0]" in not_measured(rep)
+
+
+def test_a_capture_cut_inside_its_last_record_is_read_up_to_the_cut(tmp_path):
+    rep = write_bulk_rep(tmp_path / "rep0")
+    data = (rep / "client.pcap").read_bytes()
+    (rep / "client.pcap").write_bytes(data[:-20])  # the frame at TB + 12 s is cut: ACK 100 is the last
+    _, last = read_tcp_headers(rep / "client.pcap")
+    assert last == TB + 11_300 * MS
+    assert summarize_rep(rep, jitter_buffers=[40])["bulk"]["bytes"] == 1_725_000
+
+
+def test_no_bulk_flow_no_bulk_metric_and_the_sweep_averages_goodput(tmp_path):
+    assert "bulk" not in summarize_rep(write_bulk_rep(tmp_path / "web" / "rep0", bulk=False), jitter_buffers=[40])
+    run = tmp_path / "run"
+    write_bulk_rep(run / "c" / "rep0")
+    write_bulk_rep(run / "c" / "rep1", ack_list=[(t, n // 2) for t, n in acks()])  # 1 Mbit/s
+    m = summarize_sweep(sorted((run / "c").glob("rep[0-9]")), jitter_buffers=[40])["cases"]["bulk-hspa-48p-fifo-iw10"]
+    assert m["metrics"]["bulk.goodput_bps"]["mean"] == pytest.approx(1.5e6)
+    assert "bulk.window_start_ns" not in m["metrics"] and m["metrics"]["bulk.window_s"]["mean"] == 6.9
