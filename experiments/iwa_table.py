@@ -2,17 +2,21 @@
 
 One row per pairing unit (scenario, profile, buffer, IW: everything of a case but the AQM), per AQM the
 means over its replications read ok of the audio's share at loss period level >= 2 (at a 40 ms jitter
-buffer), the web burst completion time and the RTOs, and IWA checked against the issue's targets:
+buffer), the web burst completion time and the RTOs, IWA's mean bulk goodput as a share of FIFO's (units with a
+bulk flow), and IWA checked against the issue's targets:
 
 * level >= 2 within 1 point of the best of the other AQMs (fifo, red, redok, codel, pie) or better;
 * burst completion within 1.10 x FIFO's (and no larger share of replications with an incomplete burst);
 * no more RTOs than FIFO;
-* bulk throughput >= 95 % of FIFO's: ``experiments.metrics`` does not measure bulk throughput, so in a unit
-  with a bulk flow this target is "not measured" and the verdict stays "incomplete".
+* bulk throughput >= 95 % of FIFO's: IWA's mean bulk goodput (``experiments.metrics.bulk_goodput``: the bulk
+  flow's in-order bytes from its start + 2 s to the audio's end, from client.pcap) over its replications where it
+  was measured, against 0.95 x FIFO's; "not measured" (the verdict then stays "incomplete") when either has no
+  measured replication, e.g. runs without client.pcap.
 
 Partial data (a sweep still running, failed replications) give "-" where a case or its values are missing.
-Each check is "pass", "FAIL", "-" (data missing) or "n/a" (the workload has no bursts / no TCP / no bulk
-flow); the verdict is FAIL if any check fails, pass if every applicable one passes, else incomplete.
+Each check is "pass", "FAIL", "-" (data missing), "not measured" (bulk: no measured replication on IWA's or
+FIFO's side) or "n/a" (the workload has no bursts / no TCP / no bulk flow); the verdict is FAIL if any check
+fails, pass if every applicable one passes, else incomplete.
 
 CLI: ``python -m experiments.iwa_table RUN_DIR [RUN_DIR ...] [--out FILE]`` prints the table, or writes it
 into FILE between the lines ``<!-- iwa-table begin -->`` and ``<!-- iwa-table end -->`` (a new FILE gets
@@ -26,14 +30,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .metrics import MetricsError
-from .report import (JB_MAIN_MS, Case, ReportError, _md_table, bulk_bursts, case_pair, load_cases, rep_values,
-                     stats_of)
+from .metrics import MetricsError, bulk_bursts
+from .report import JB_MAIN_MS, Case, ReportError, _md_table, case_pair, load_cases, rep_values, stats_of
 
 OTHERS = ("fifo", "red", "redok", "codel", "pie")  # the issue's "five other AQMs"
 LEVEL_MARGIN = 0.01  # level >= 2 share: within 1 percentage point of the best other AQM
 BURST_FACTOR = 1.10  # burst completion within 1.10 x FIFO's
-KEYS = ("level2plus", "burst_s", "rtos")
+KEYS = ("level2plus", "burst_s", "rtos")  # shown per AQM
+STAT_KEYS = (*KEYS, "bulk_bps")
+BULK_SHARE = 0.95  # bulk goodput at least 95 % of FIFO's
 CELL_FORMAT = {"level2plus": (100, 1), "burst_s": (1, 2), "rtos": (1, 1)}  # shown as %, s, RTOs per replication
 CHECKS = ("level", "burst", "RTOs", "bulk")
 BEGIN, END = "<!-- iwa-table begin -->", "<!-- iwa-table end -->"
@@ -42,8 +47,11 @@ TARGETS_TEXT = ("level ≥ 2: the audio's share at loss period level ≥ 2 (%); 
                 "replications with an incomplete burst counted, bulk flows are no bursts); RTOs per replication. "
                 "IWA's targets (issue 11): level ≥ 2 within 1 point of the best of fifo, red, redok, codel, pie or "
                 "better; burst within 1.10 × FIFO's (and no more incomplete bursts); RTOs ≤ FIFO's; bulk "
-                "throughput ≥ 95 % of FIFO's, \"not measured\": `experiments.metrics` has no bulk throughput. "
-                "A check is pass, FAIL, - (data missing) or n/a (no bursts, TCP or bulk flow); the verdict is FAIL "
+                "throughput ≥ 95 % of FIFO's (bulk: IWA's mean goodput of the bulk flow, 2 s after its start to the "
+                "audio's end, from the client's ACKs in client.pcap, in % of FIFO's; replications where it could "
+                "not be measured are left out and counted). "
+                "A check is pass, FAIL, - (data missing), not measured (bulk: IWA or FIFO has no replication with "
+                "it) or n/a (no bursts, TCP or bulk flow); the verdict is FAIL "
                 "if any check fails, pass if every applicable one passes, else incomplete.")
 
 
@@ -60,8 +68,9 @@ def pairing_units(cases: Sequence[Case]) -> dict[str, dict[str, Case]]:
 
 
 def aqm_stats(c: Case, jb_ms: float = JB_MAIN_MS) -> dict[str, dict]:
-    """mean_ci95 of level >= 2 share, burst completion and RTOs over the case's replications read ok."""
-    return stats_of([rep_values(r, jb_ms) for r in c.reps], KEYS)
+    """mean_ci95 of level >= 2 share, burst completion, RTOs and bulk goodput over the case's replications read
+    ok."""
+    return stats_of([rep_values(r, jb_ms) for r in c.reps], STAT_KEYS)
 
 
 def _present(st: dict | None) -> bool:
@@ -108,11 +117,32 @@ def check_rtos(stats: dict[str, dict]) -> str:
     return "pass" if ri <= rf + EPS else "FAIL"
 
 
+def _bulk_means(stats: dict[str, dict]) -> tuple[float, float] | None:
+    """IWA's and FIFO's mean bulk goodput, None unless both have a measured replication."""
+    bi, bf = ((stats.get(a) or {}).get("bulk_bps") or {} for a in ("iwa", "fifo"))
+    if bi.get("mean") is None or bf.get("mean") is None:
+        return None
+    return bi["mean"], bf["mean"]
+
+
+def check_bulk(stats: dict[str, dict], has_bulk: bool) -> str:
+    """IWA's mean bulk goodput against 0.95 x FIFO's: "n/a" without a bulk flow, "-" without both AQMs read,
+    "not measured" when either has no replication with a measured bulk goodput."""
+    if not has_bulk:
+        return "n/a"
+    if not (_present(stats.get("iwa")) and _present(stats.get("fifo"))):
+        return "-"
+    means = _bulk_means(stats)
+    if means is None:
+        return "not measured"
+    return "pass" if means[0] >= BULK_SHARE * means[1] - EPS else "FAIL"
+
+
 def iwa_checks(stats: dict[str, dict], has_bulk: bool) -> dict[str, str]:
     """The targets of issue 11 for IWA in one pairing unit, from each AQM's aqm_stats (absent AQMs: missing
     keys or no replication read), and the verdict."""
     out = {"level": check_level(stats), "burst": check_burst(stats), "RTOs": check_rtos(stats),
-           "bulk": "not measured" if has_bulk else "n/a"}
+           "bulk": check_bulk(stats, has_bulk)}
     if not _present(stats.get("iwa")):
         return {**out, "verdict": "-"}
     vals = list(out.values())
@@ -134,6 +164,18 @@ def _cell(st: dict | None, key: str) -> str:
     return f"{ci['mean'] * scale:.{digits}f}" + note
 
 
+def _bulk_cell(stats: dict[str, dict], has_bulk: bool) -> str:
+    """IWA's mean bulk goodput in % of FIFO's, with the replications not measured on either side counted."""
+    if not has_bulk:
+        return "n/a"
+    missing = sum(((stats.get(a) or {}).get("bulk_bps") or {}).get("n_missing", 0) for a in ("iwa", "fifo"))
+    note = f" ({missing} not measured)" if missing else ""
+    means = _bulk_means(stats)
+    if means is None or not means[1]:
+        return "-" + note
+    return f"{100 * means[0] / means[1]:.1f}" + note
+
+
 def _reps_cell(by_aqm: dict[str, Case]) -> str:
     return ", ".join(f"{a} {len(c.reps)}" + (f" (+{len(c.failed)} failed)" if c.failed else "")
                      for a, c in by_aqm.items())
@@ -141,13 +183,13 @@ def _reps_cell(by_aqm: dict[str, Case]) -> str:
 
 def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     """The held-out table (Markdown lines): one row per pairing unit, per AQM level >= 2 (%), burst
-    completion (s) and RTOs per replication, then IWA's checks and verdict."""
+    completion (s) and RTOs per replication, IWA's bulk goodput in % of FIFO's, then IWA's checks and verdict."""
     units = pairing_units(cases)
     aqms = list(dict.fromkeys(str(c.aqm) for c in sorted(cases, key=Case.sort_key)))
     header = ["pairing unit", "reps"]
     for a in aqms:
         header += [f"{a} level ≥ 2 (%)", f"{a} burst (s)", f"{a} RTOs"]
-    header += [f"IWA {k}" for k in CHECKS] + ["verdict"]
+    header += ["IWA bulk (% of FIFO)"] + [f"IWA {k}" for k in CHECKS] + ["verdict"]
     rows = []
     for unit, by_aqm in units.items():
         stats = {a: aqm_stats(c, jb_ms) for a, c in by_aqm.items()}
@@ -156,7 +198,7 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
             row += [_cell(stats.get(a), k) for k in KEYS]
         bulk = any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps)
         checks = iwa_checks(stats, bulk)
-        rows.append(row + [checks[k] for k in (*CHECKS, "verdict")])
+        rows.append(row + [_bulk_cell(stats, bulk)] + [checks[k] for k in (*CHECKS, "verdict")])
     if not rows:
         return ["No case in these runs."]
     return _md_table(header, rows)

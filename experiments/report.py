@@ -27,7 +27,7 @@ import pandas as pd
 from refmodel.constants import TELEMETRY_ETHERTYPE
 
 from .metrics import (IPDV_PERCENTILES, JITTER_BUFFERS_MS, NS, Audio, MetricsError, _jb_key, audio_packets,
-                      find_reps, ipdv_ns, ipdv_table, levels_over_time, mean_ci95, read_csv, read_meta,
+                      bulk_bursts, find_reps, ipdv_ns, ipdv_table, levels_over_time, mean_ci95, read_csv, read_meta,
                       summarize_rep)
 from .bottleneck_check import summary as bottleneck_summary
 from .telemetry_reader import read_telemetry
@@ -200,14 +200,6 @@ def load_cases(run_dirs: Sequence[Path], jbs: Sequence[float] = JITTER_BUFFERS_M
 # ----------------------------------------------------------------------------- per-case numbers
 
 
-def bulk_bursts(meta: dict) -> set[int]:
-    """The burst numbers (flows.csv ``burst``) of bulk flows, from meta.json's plan: a bulk flow runs until the
-    replication ends and never completes, so it is no burst whose completion time means anything."""
-    plan = meta.get("plan") if isinstance(meta.get("plan"), dict) else {}
-    return {int(b["burst"]) for b in plan.get("bursts") or [] if isinstance(b, dict) and b.get("bulk")
-            and isinstance(b.get("burst"), int)}
-
-
 def _bursts(s: dict, bulk: Iterable[int] = ()) -> list[dict]:
     skip = set(bulk)
     return [b for k, b in s.get("tcp", {}).get("bursts", {}).items() if int(k) not in skip]
@@ -223,20 +215,22 @@ def _burst_s(s: dict, bulk: Iterable[int] = ()) -> float | None:
     return float(np.mean([b["completion_s"] for b in bursts]))
 
 
-MAIN_KEYS = ("owd_median_s", "owd_p99_s", "level2plus", "loss_rate", "good_quality", "burst_s", "rtos")
+MAIN_KEYS = ("owd_median_s", "owd_p99_s", "level2plus", "loss_rate", "good_quality", "burst_s", "rtos", "bulk_bps")
 
 
 def rep_scalars(s: dict, jb_ms: float = JB_MAIN_MS, bulk: Iterable[int] = ()) -> dict[str, float | None]:
     """The main table's per-replication values (from summarize_rep): OWD median / p99 (s), share of packets
     at loss period level >= 2, loss rate and good-quality share at ``jb_ms``, burst completion (s; bursts
-    numbered in ``bulk`` left out, ``bursts`` says how many are left), RTOs."""
+    numbered in ``bulk`` left out, ``bursts`` says how many are left), RTOs, bulk goodput (bit/s,
+    metrics.bulk_goodput; None when not measured, ``has_bulk`` says whether the replication has a bulk flow)."""
     j = s["jitter_buffers_ms"][_jb_key(jb_ms)]
     tcp = s.get("tcp")
     bulk = set(bulk)
     return {"owd_median_s": s["audio"]["owd_median_s"], "owd_p99_s": s["audio"]["owd_p99_s"],
             "level2plus": float(sum(j["levels"][2:])), "loss_rate": j["loss_rate"],
             "good_quality": j["good_quality"], "burst_s": _burst_s(s, bulk) if tcp else None,
-            "bursts": len(_bursts(s, bulk)), "rtos": float(tcp["rtos"]) if tcp else None}
+            "bursts": len(_bursts(s, bulk)), "rtos": float(tcp["rtos"]) if tcp else None,
+            "bulk_bps": (s.get("bulk") or {}).get("goodput_bps"), "has_bulk": "bulk" in s}
 
 
 def rep_values(r: Rep, jb_ms: float = JB_MAIN_MS) -> dict[str, float | None]:
@@ -246,8 +240,12 @@ def rep_values(r: Rep, jb_ms: float = JB_MAIN_MS) -> dict[str, float | None]:
 
 def stats_of(per_rep: Sequence[dict], keys: Iterable[str] = MAIN_KEYS) -> dict[str, dict]:
     """mean_ci95 over replications' rep_values; burst completion only over replications that have bursts (a
-    bulk-only workload has none: not "incomplete")."""
-    return {k: mean_ci95(p[k] for p in per_rep if k != "burst_s" or p["bursts"]) for k in keys}
+    bulk-only workload has none: not "incomplete"), bulk goodput only over those with a bulk flow (one not
+    measured counts as missing)."""
+    def applies(p: dict, k: str) -> bool:
+        return bool(p["bursts"]) if k == "burst_s" else bool(p.get("has_bulk")) if k == "bulk_bps" else True
+
+    return {k: mean_ci95(p[k] for p in per_rep if applies(p, k)) for k in keys}
 
 
 def case_stats(c: Case, jb_ms: float = JB_MAIN_MS) -> dict[str, dict]:
@@ -433,7 +431,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 MAIN_HEADER = ["case", "AQM", "IW", "N", "reps", "failed", "OWD median (ms)", "OWD p99 (ms)",
                "level ≥ 2 @{jb} (%)", "loss rate @{jb} (%)", "good quality @{jb} (%)", "burst completion (s)",
-               "RTOs per rep"]
+               "RTOs per rep", "bulk goodput (kbit/s)"]
 
 
 def main_table(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
@@ -443,15 +441,17 @@ def main_table(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
         st = case_stats(c, jb_ms) if c.reps else None
         cells = ([fmt_ci(st["owd_median_s"], 1e3), fmt_ci(st["owd_p99_s"], 1e3), fmt_ci(st["level2plus"], 100),
                   fmt_ci(st["loss_rate"], 100), fmt_ci(st["good_quality"], 100),
-                  fmt_ci(st["burst_s"], 1, 2, "incomplete"), fmt_ci(st["rtos"], 1, 1)]
-                 if st else ["–"] * 7)
+                  fmt_ci(st["burst_s"], 1, 2, "incomplete"), fmt_ci(st["rtos"], 1, 1),
+                  fmt_ci(st["bulk_bps"], 1e-3, 0, "not measured")]
+                 if st else ["–"] * 8)
         rows.append([c.name, str(c.aqm), str(c.iw), str(c.n_flows), str(len(c.reps)), str(len(c.failed)), *cells])
     return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in MAIN_HEADER], rows)
 
 
 PAIRED_KEYS = (("owd_p99_s", "Δ OWD p99 (ms)", 1e3, 1), ("level2plus", "Δ level ≥ 2 @{jb} (points)", 100, 1),
                ("good_quality", "Δ good quality @{jb} (points)", 100, 1), ("burst_s", "Δ burst completion (s)", 1, 2),
-               ("rtos", "Δ RTOs per rep", 1, 1))
+               ("rtos", "Δ RTOs per rep", 1, 1), ("bulk_bps", "Δ bulk goodput (% of FIFO)", 100, 1))
+MISSING_WORD = {"bulk_bps": "not measured"}  # what a pair without a value lacks; default "incomplete" (a burst)
 
 
 def case_pair(c: Case) -> str:
@@ -488,11 +488,15 @@ def paired_reps(c: Case, base: Sequence[Case]) -> tuple[list[tuple[Rep, Rep]], i
 
 
 def rep_diff(x: dict, y: dict, key: str) -> float | None | bool:
-    """x - y of one rep_values key; None when either side has no value (an incomplete burst: counted as
-    missing); False when the value does not apply to the pair (bursts: either side has none; RTOs: neither has
-    TCP)."""
+    """x - y of one rep_values key (bulk goodput: relative, (x - y) / y); None when either side has no value (an
+    incomplete burst, a bulk goodput not measured or FIFO's zero: counted as missing); False when the value does
+    not apply to the pair (bursts: either side has none; RTOs: neither has TCP; bulk: either has no bulk flow)."""
     if key == "burst_s" and not (x["bursts"] and y["bursts"]):
         return False
+    if key == "bulk_bps":
+        if not (x.get("has_bulk") and y.get("has_bulk")):
+            return False
+        return None if x[key] is None or not y[key] else (x[key] - y[key]) / y[key]
     if x[key] is None and y[key] is None and key == "rtos":
         return False
     return None if x[key] is None or y[key] is None else x[key] - y[key]
@@ -549,7 +553,8 @@ PAIRED_HEADER = ["pairing unit", "AQM", "n", "left out", *(h for _, h, *_ in PAI
 def paired_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     """The paired-differences table: one row per pairing unit with a FIFO case and per other AQM in it."""
     rows = [[d["pair"], str(d["case"].aqm), str(d["pairs"]), str(d["left_out"]),
-             *(fmt_diff(d["ci"][k], scale, digits, "incomplete") for k, _, scale, digits in PAIRED_KEYS),
+             *(fmt_diff(d["ci"][k], scale, digits, MISSING_WORD.get(k, "incomplete"))
+               for k, _, scale, digits in PAIRED_KEYS),
              seeds_cell(d)] for d in paired_diffs(cases, jb_ms)]
     if not rows:
         return ["No case has a FIFO partner in these runs."]
@@ -721,7 +726,10 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              f"filter). Level ≥ 2: share of audio packets in a loss period of 40 ms or more at a {jb} jitter buffer; "
              "good quality: level 0 or 1. Burst completion: first connect() to last byte of a burst (a replication "
              "with an incomplete burst counts as \"incomplete\", not as a time). RTOs: retransmission timeouts "
-             "seen by the server, per replication.", "",
+             "seen by the server, per replication. Bulk goodput (workloads with a bulk flow): its in-order bytes "
+             "from 2 s after its start to the audio's end, from the client's ACKs in client.pcap "
+             "(`experiments.metrics.bulk_goodput`); a replication without that capture counts as \"not "
+             "measured\".", "",
              *main_table(cases, jitter_buffer_ms), "",
              "## Paired differences against FIFO", "",
              "Every AQM of a pairing unit (scenario, profile, buffer, IW) draws the same traffic in replication k "
@@ -732,8 +740,9 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              "the workload has bursts (a bulk flow is none; a pair with an incomplete burst is counted, not "
              "differenced). Left out: replications read ok whose partner failed or is missing. Seeds: the pairs' "
              "`seed` in meta.json must agree; UNPAIRED marks rows where they do not (runs made before "
-             "replications were paired): those differences are not paired ones. Bulk throughput is not shown: "
-             "`experiments.metrics` does not measure it.", "",
+             "replications were paired): those differences are not paired ones. Bulk goodput where both have a "
+             "bulk flow, relative: (AQM − FIFO) / FIFO of each pair in % (issue 11's target: IWA ≥ 95 % of FIFO's, "
+             "i.e. ≥ −5 %); a pair where either was not measured is counted, not differenced.", "",
              *paired_md(cases, jitter_buffer_ms), "",
              *held_out_md(cases, jitter_buffer_ms),
              "## IPDV (as the seeds' Table 1)", "",

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bulkcapture import connection, write_pcap_us
 from experiments import plots, report
 from experiments.metrics import levels_over_time, mean_ci95
 from experiments.telemetry_reader import read_telemetry
@@ -27,6 +28,7 @@ TCP_START = T0 + TCP_PKT * 20 * MS
 KEPT = range(TCP_PKT, TCP_PKT + 20)  # flows end at packet 169's send time: 20 audio packets overlap
 BASE_MS = 80
 T975_1 = 12.706205  # Student t(0.975, 1 degree of freedom), from a table
+BULK_START = T0 + 1_000 * MS  # a bulk flow with a capture (write_rep's bulk_ack) starts here
 FIFO = "hspa-48p-fifo-iw10"
 IWA = "hspa-48p-iwa-iw10"
 
@@ -41,10 +43,13 @@ def owd_ramp(step_ms: float) -> list[float | None]:
 
 def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: str = "fifo", status: str = "ok",
               rtos: int = 0, telemetry: bool = False, tuning: bool = False, seed: int | None = None,
-              burst_ms: int = 380, bulk: bool = False, pair: str | None = None) -> Path:
+              burst_ms: int = 380, bulk: bool = False, pair: str | None = None, bulk_ack: int | None = None) -> Path:
     """One replication directory as docs/data-formats.md describes it: 2 flows (burst 0) from TCP_START, the
     last ending ``burst_ms`` later (default: with packet 169); ``bulk``: a third flow (burst 1) that never
-    completes, marked bulk in meta.json's plan; ``seed`` default 7 + k (the same for every AQM: paired)."""
+    completes, marked bulk in meta.json's plan; ``bulk_ack``: that flow starts at T0 + 1 s and client.pcap
+    holds it, the client acknowledging ``bulk_ack`` more bytes every 20 ms from T0 + 1.22 s (bulk goodput over
+    [T0 + 3 s, the audio's last send at T0 + 3.98 s]: ACKs 90 to 139, 49 x bulk_ack bytes in 0.98 s = 400 x
+    bulk_ack bit/s); ``seed`` default 7 + k (the same for every AQM: paired)."""
     rep = run / case / f"rep{k}"
     rep.mkdir(parents=True)
     meta = {"status": status, "scenario": "web2", "case": case, "rep": k, "seed": 7 + k if seed is None else seed,
@@ -67,7 +72,12 @@ def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: 
     (rep / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n"
                                    f"0,0,{TCP_START},{end},62000,3,{rtos},1\n"
                                    f"1,0,{TCP_START + MS},{end - 80 * MS},62000,0,0,1\n"
-                                   + (f"2,1,{TCP_START},,90000,0,0,0\n" if bulk else ""))
+                                   + (f"2,1,{BULK_START if bulk_ack else TCP_START},,90000,0,0,0\n" if bulk else ""))
+    if bulk_ack:
+        (rep / "client_flows_1.csv").write_text("flow,burst,start_ns,end_ns,bytes,completed,lport\n"
+                                                f"0,1,{BULK_START},{T0},0,0,41000\n")
+        grid = [(T0 + 1_200 * MS + i * 20 * MS, bulk_ack * i) for i in range(1, 151)]
+        write_pcap_us(rep / "client.pcap", connection(BULK_START, 41000, 123_456, grid))
     if telemetry:
         write_telemetry(rep / "telemetry.pcap")
     if tuning:
@@ -511,9 +521,10 @@ def test_bulk_flows_are_no_bursts(tmp_path: Path):
 # ----------------------------------------------------------------------------- IWA's held-out table
 
 
-def st(level: list, burst: list, rtos: list) -> dict:
+def st(level: list, burst: list, rtos: list, bulk: list = ()) -> dict:
     """aqm_stats as experiments.iwa_table makes them, from per-replication values."""
-    return {"level2plus": mean_ci95(level), "burst_s": mean_ci95(burst), "rtos": mean_ci95(rtos)}
+    return {"level2plus": mean_ci95(level), "burst_s": mean_ci95(burst), "rtos": mean_ci95(rtos),
+            "bulk_bps": mean_ci95(bulk)}
 
 
 def test_iwa_checks_against_the_issue_targets():
@@ -529,9 +540,20 @@ def test_iwa_checks_against_the_issue_targets():
     assert iwa_checks({**base, "iwa": st([0.059], [2.19], [1, 2])}, False)["RTOs"] == "FAIL"
     # A faster mean does not hide an incomplete burst FIFO did not have.
     assert iwa_checks({**base, "iwa": st([0.0, 0.0], [1.0, None], [0, 0])}, False)["burst"] == "FAIL"
-    # Bulk throughput is not measured: the unit cannot pass, only fail or stay incomplete.
+    # Bulk throughput not measured (no replication with client.pcap): the unit cannot pass, only fail or stay
+    # incomplete.
     bulk = iwa_checks({**base, "iwa": st([0.059], [2.19], [1])}, has_bulk=True)
     assert bulk["bulk"] == "not measured" and bulk["verdict"] == "incomplete"
+    # Measured: IWA's mean bulk goodput against 0.95 x FIFO's (2.0 Mbit/s): 1.9 Mbit/s (a tie) passes.
+    fifo_bulk = {**base, "fifo": st([0.30, 0.40], [2.0, 2.0], [1, 1], [1.9e6, 2.1e6])}
+    tie = iwa_checks({**fifo_bulk, "iwa": st([0.059], [2.19], [1], [1.9e6, None])}, has_bulk=True)
+    assert tie["bulk"] == "pass" and tie["verdict"] == "pass"  # the one not measured is left out
+    low = iwa_checks({**fifo_bulk, "iwa": st([0.059], [2.19], [1], [1.85e6, 1.95e6 - 2])}, has_bulk=True)
+    assert low["bulk"] == "FAIL" and low["verdict"] == "FAIL"
+    assert iwa_checks({**fifo_bulk, "iwa": st([0.059], [2.19], [1], [None])}, True)["bulk"] == "not measured"
+    assert iwa_checks({**base, "iwa": st([0.059], [2.19], [1], [2e6])}, True)["bulk"] == "not measured"  # FIFO's
+    assert iwa_checks({"red": base["red"], "iwa": st([0.059], [2.19], [1], [2e6])}, True)["bulk"] == "-"  # no FIFO
+    assert iwa_checks({**fifo_bulk, "iwa": st([0.059], [2.19], [1], [1e6])}, False)["bulk"] == "n/a"
     # Partial data: no fifo (level is still checked against the others), no iwa, a workload without bursts.
     nofifo = iwa_checks({"red": base["red"], "iwa": st([0.205], [2.0], [0])}, False)
     assert (nofifo["level"], nofifo["burst"], nofifo["RTOs"], nofifo["verdict"]) == ("pass", "-", "-", "incomplete")
@@ -563,6 +585,7 @@ def test_iwa_table_from_a_partial_run(tmp_path: Path):
     assert [row[f"red {k}"] for k in ("level ≥ 2 (%)", "burst (s)", "RTOs")] == ["-", "-", "-"]  # all failed
     assert [row[f"IWA {k}"] for k in ("level", "burst", "RTOs", "bulk")] + [row["verdict"]] == \
         ["pass", "pass", "pass", "n/a", "pass"]  # 6.0 % against codel's 10 %: better
+    assert row["IWA bulk (% of FIFO)"] == "n/a"  # no bulk flow
     alone = unit_row(lines, "web2-hspa-24p-iw10")  # iwa without any other AQM
     assert alone["fifo level ≥ 2 (%)"] == "-" and alone["IWA level"] == "-" and alone["verdict"] == "incomplete"
     rtos = unit_row(lines, "web2-hspa-12p-iw10")
@@ -595,3 +618,56 @@ def test_report_holds_the_held_out_section(built):
     # iwa rep0 (0 % level >= 2, 0.38 s, 0 RTOs) against fifo's two reps (55 / 70 %, 0.38 s, 1 / 0 RTOs).
     assert (row["fifo level ≥ 2 (%)"], row["iwa level ≥ 2 (%)"], row["fifo RTOs"]) == ("62.5", "0.0", "0.5")
     assert row["verdict"] == "pass" and row["reps"] == "fifo 2 (+1 failed), iwa 1 (+1 failed)"
+
+
+# ----------------------------------------------------------------------------- bulk throughput in the tables
+
+
+def bulk_run(root: Path) -> Path:
+    """web6-bulk units with captures (write_rep's bulk_ack: 400 x bulk_ack bit/s): 48p: fifo 2.0 and 2.04
+    Mbit/s, iwa 1.92 and 1.938 (95.5 % of FIFO's mean: pass); 24p: iwa at 94 % (FAIL); 12p: iwa without
+    client.pcap (not measured)."""
+    run = root / "bulk"
+    units = {"48p": {"fifo": [5000, 5100], "iwa": [4800, 4845]}, "24p": {"fifo": [5000], "iwa": [4700]},
+             "12p": {"fifo": [5000], "iwa": [4900]}}
+    for buf, by_aqm in units.items():
+        for aqm, per_ack in by_aqm.items():
+            for k, b in enumerate(per_ack):
+                rep = write_rep(run, f"web6-bulk-hspa-{buf}-{aqm}-iw10", k, lost_at_end(0), aqm=aqm, bulk=True,
+                                bulk_ack=b, pair=f"web6-bulk-hspa-{buf}-iw10")
+                if buf == "12p" and aqm == "iwa":
+                    (rep / "client.pcap").unlink()
+    return run
+
+
+def test_bulk_goodput_in_the_main_paired_and_held_out_tables(tmp_path: Path):
+    run = bulk_run(tmp_path)
+    md = report.write_report([run], tmp_path / "out").read_text()
+    header = "bulk goodput (kbit/s)"
+    col = report.MAIN_HEADER.index(header)
+    assert md.count(header) == 1
+    assert table_row(md, "web6-bulk-hspa-48p-fifo-iw10")[col] == ci_text([2000, 2040], 0)
+    assert table_row(md, "web6-bulk-hspa-48p-iwa-iw10")[col] == ci_text([1920, 1938], 0)
+    assert table_row(md, "web6-bulk-hspa-12p-iwa-iw10")[col] == "– (1 not measured)"
+    # Paired: (AQM - FIFO) / FIFO per pair: 4800 / 5000 - 1 = -4 %, 4845 / 5100 - 1 = -5 %.
+    rows = paired_rows(md)
+    assert rows[("web6-bulk-hspa-48p-iw10", "iwa")]["Δ bulk goodput (% of FIFO)"] == hand_ci_2([-0.04, -0.05], 100, 1)
+    assert rows[("web6-bulk-hspa-24p-iw10", "iwa")]["Δ bulk goodput (% of FIFO)"] == "-6.0 ± n/a"
+    assert rows[("web6-bulk-hspa-12p-iw10", "iwa")]["Δ bulk goodput (% of FIFO)"] == "– (1 not measured)"
+    # Held out: IWA's mean in % of FIFO's mean and the check against 95 %.
+    from experiments.iwa_table import iwa_table_md
+    lines = iwa_table_md(report.load_cases([run])[0])
+    ok, low, unmeasured = (unit_row(lines, f"web6-bulk-hspa-{b}-iw10") for b in ("48p", "24p", "12p"))
+    assert (ok["IWA bulk (% of FIFO)"], ok["IWA bulk"], ok["verdict"]) == (f"{100 * 1929 / 2020:.1f}", "pass", "pass")
+    assert (low["IWA bulk (% of FIFO)"], low["IWA bulk"], low["verdict"]) == ("94.0", "FAIL", "FAIL")
+    assert (unmeasured["IWA bulk (% of FIFO)"], unmeasured["IWA bulk"], unmeasured["verdict"]) == \
+        ("- (1 not measured)", "not measured", "incomplete")
+    section = md[md.index("## Held-out evaluation of IWA"):md.index("## IPDV")]
+    assert unit_row(section.splitlines(), "web6-bulk-hspa-24p-iw10")["IWA bulk"] == "FAIL"
+
+
+def test_bulk_goodput_is_shown_only_where_there_is_a_bulk_flow(built):
+    md = built[2]
+    col = report.MAIN_HEADER.index("bulk goodput (kbit/s)")
+    assert table_row(md, FIFO)[col] == "–"
+    assert paired_rows(md)[("hspa-48p-iw10", "iwa")]["Δ bulk goodput (% of FIFO)"] == "–"
