@@ -56,28 +56,30 @@ def _link_of(r: dict) -> str:
 
 def summary_table(rundir: Path) -> str:
     """Per link (scenario, profile, buffer) x AQM x IW: audio OWD median / 99 %, share of audio packets with
-    loss period level >= 2 at a 40 ms jitter buffer, web burst completion time (means over replications)."""
+    loss period level >= 2 at a 40 ms jitter buffer, web burst completion time (bulk flows are no bursts), RTOs,
+    bulk goodput (means over replications; '-' without a bulk flow or a measured one)."""
     reps, failed = collect(rundir)
     groups: dict[tuple, list[dict]] = {}
     for r in reps:
         groups.setdefault((_link_of(r), str(r["aqm"]), r["iw"]), []).append(r)
     width = max([len(k[0]) for k in groups] + [4]) + 2
     lines = [f"{'link':<{width}}{'aqm':<8}{'IW':>4}{'reps':>6}{'switch':>8}{'OWD med ms':>12}{'OWD p99 ms':>12}"
-             f"{'level>=2 @40ms':>16}{'burst s':>22}{'RTOs':>6}"]
+             f"{'level>=2 @40ms':>16}{'burst s':>22}{'RTOs':>6}{'bulk kbit/s':>13}"]
     for (link, aqm, iw), rs in sorted(groups.items()):
         med = np.mean([r["audio"]["owd_median_s"] for r in rs]) * 1e3
         p99 = np.mean([r["audio"]["owd_p99_s"] for r in rs]) * 1e3
         lv = np.mean([sum(r["jitter_buffers_ms"]["40"]["levels"][2:]) for r in rs]) if all(
             "40" in r["jitter_buffers_ms"] for r in rs) else float("nan")
-        bursts = [b["completion_s"] for r in rs if "tcp" in r for b in r["tcp"]["bursts"].values()
-                  if b["completion_s"] is not None]
-        incomplete = sum(1 for r in rs if "tcp" in r for b in r["tcp"]["bursts"].values()
-                         if b["completion_s"] is None)
+        web = [b for r in rs for b in _bursts(r, bulk_bursts(read_meta(Path(r["path"]))))]
+        bursts = [b["completion_s"] for b in web if b["completion_s"] is not None]
+        incomplete = sum(1 for b in web if b["completion_s"] is None)
+        gp = [r["bulk"]["goodput_bps"] for r in rs if r.get("bulk", {}).get("goodput_bps") is not None]
         rtos = sum(r["tcp"]["rtos"] for r in rs if "tcp" in r)
         bt = f"{np.mean(bursts):.2f}" if bursts else "-"
         bt += f" ({incomplete} incomplete)" if incomplete else ""
+        bulk = f"{np.mean(gp) / 1e3:.0f}" if gp else "-"
         lines.append(f"{link:<{width}}{aqm:<8}{iw:>4}{len(rs):>6}{rs[0]['switch']:>8}{med:>12.1f}{p99:>12.1f}"
-                     f"{lv:>16.3f}{bt:>22}{rtos:>6}")
+                     f"{lv:>16.3f}{bt:>22}{rtos:>6}{bulk:>13}")
     if failed:
         lines.append(f"FAILED replications ({len(failed)}):")
         lines += [f"  {name}: {why}" for name, why in failed]

@@ -671,3 +671,13 @@ def test_bulk_goodput_is_shown_only_where_there_is_a_bulk_flow(built):
     col = report.MAIN_HEADER.index("bulk goodput (kbit/s)")
     assert table_row(md, FIFO)[col] == "–"
     assert paired_rows(md)[("hspa-48p-iw10", "iwa")]["Δ bulk goodput (% of FIFO)"] == "–"
+
+
+def test_summary_table_shows_bulk_goodput_and_no_bulk_burst(tmp_path: Path):
+    """The table the main job prints: a bulk flow is no (incomplete) burst; its goodput in kbit/s, mean over the
+    replications measured ('-' where none is)."""
+    text = report.summary_table(bulk_run(tmp_path))
+    assert text.splitlines()[0].split()[-2:] == ["bulk", "kbit/s"] and "incomplete" not in text
+    rows = {(x.split()[0], x.split()[1]): x.split() for x in text.splitlines()[1:]}
+    assert rows[("web6-bulk-hspa-48p", "fifo")][-1] == "2020" and rows[("web6-bulk-hspa-48p", "iwa")][-1] == "1929"
+    assert rows[("web6-bulk-hspa-12p", "iwa")][-1] == "-" and rows[("web6-bulk-hspa-48p", "iwa")][-3] == "0.38"
