@@ -9,9 +9,9 @@ bulk flow), and IWA checked against the issue's targets:
 * burst completion within 1.10 x FIFO's (and no larger share of replications with an incomplete burst);
 * no more RTOs than FIFO;
 * bulk throughput >= 95 % of FIFO's: IWA's mean bulk goodput (``experiments.metrics.bulk_goodput``: the bulk
-  flow's in-order bytes from its start + 2 s to the audio's end, from client.pcap) over its replications where it
-  was measured, against 0.95 x FIFO's; "not measured" (the verdict then stays "incomplete") when either has no
-  measured replication, e.g. runs without client.pcap.
+  flow's in-order bytes from its start + 2 s to the audio's end - 2 s, from client.pcap) over its replications
+  where it was measured, against 0.95 x FIFO's; "not measured" (the verdict then stays "incomplete") when either
+  has no measured replication, e.g. runs without client.pcap.
 
 Partial data (a sweep still running, failed replications) give "-" where a case or its values are missing.
 Each check is "pass", "FAIL", "-" (data missing), "not measured" (bulk: no measured replication on IWA's or
@@ -47,9 +47,9 @@ TARGETS_TEXT = ("level ≥ 2: the audio's share at loss period level ≥ 2 (%); 
                 "replications with an incomplete burst counted, bulk flows are no bursts); RTOs per replication. "
                 "IWA's targets (issue 11): level ≥ 2 within 1 point of the best of fifo, red, redok, codel, pie or "
                 "better; burst within 1.10 × FIFO's (and no more incomplete bursts); RTOs ≤ FIFO's; bulk "
-                "throughput ≥ 95 % of FIFO's (bulk: IWA's mean goodput of the bulk flow, 2 s after its start to the "
-                "audio's end, from the client's ACKs in client.pcap, in % of FIFO's; replications where it could "
-                "not be measured are left out and counted). "
+                "throughput ≥ 95 % of FIFO's (bulk: IWA's mean goodput of the bulk flow, 2 s after its start to 2 s "
+                "before the audio's end, from the client's ACKs in client.pcap, in % of FIFO's; replications where "
+                "it could not be measured are left out and counted). "
                 "A check is pass, FAIL, - (data missing), not measured (bulk: IWA or FIFO has no replication with "
                 "it) or n/a (no bursts, TCP or bulk flow); the verdict is FAIL "
                 "if any check fails, pass if every applicable one passes, else incomplete.")

@@ -18,8 +18,8 @@ Choices where the BRIEF leaves room (see also the function docstrings):
 * the 95 % confidence interval uses a Student t quantile from a table (scipy is
   not a pinned dependency), see ``t_quantile_975``;
 * bulk throughput (issue 11's "bulk throughput >= 95 % of FIFO's"; not in the
-  BRIEF) is the bulk flow's goodput from its start + 2 s to the audio's end, from
-  the client's cumulative ACKs in client.pcap, see ``bulk_goodput``.
+  BRIEF) is the bulk flow's goodput from its start + 2 s to the audio's end - 2 s,
+  from the client's cumulative ACKs in client.pcap, see ``bulk_goodput``.
 """
 
 from __future__ import annotations
@@ -360,6 +360,7 @@ def tcp_metrics(flows: pd.DataFrame) -> dict:
 # ----------------------------------------------------------------------------- bulk throughput
 
 BULK_WARMUP_S = 2.0
+BULK_COOLDOWN_S = 2.0
 SYN_MATCH_NS = 1 * NS  # a flow's first SYN leaves within this of its connect() (flows.csv start_ns)
 SYN_EARLY_NS = 1 * MS  # ... and no earlier than this before it (pcap timestamps are truncated to the us)
 TCP_SYN, TCP_ACK = 0x02, 0x10
@@ -484,7 +485,7 @@ def _at(ts: np.ndarray, cum: np.ndarray, t_ns: int) -> int:
 
 
 def bulk_goodput(rep: Path, flows: pd.DataFrame, meta: dict, end_ns: int,
-                 warmup_s: float = BULK_WARMUP_S) -> dict:
+                 warmup_s: float = BULK_WARMUP_S, cooldown_s: float = BULK_COOLDOWN_S) -> dict:
     """Bulk throughput of one replication: the bulk flows' goodput in bit/s over a window, from the client's
     capture (client.pcap) alone, so that it works for a flow that never completes (flows.csv then has no end
     and, for a client stopped mid-transfer, no byte count).
@@ -498,32 +499,37 @@ def bulk_goodput(rep: Path, flows: pd.DataFrame, meta: dict, end_ns: int,
     * Window: from the last bulk flow's start_ns + ``warmup_s`` (2 s: connection set-up and slow start fill the
       link within about 0.3 s on LTE and 0.7 s on HSPA, within about 2 s on EDGE with IW3, whose RTT is 0.5 s
       before any queue; so the window measures the share of the link the AQM leaves an established flow, not
-      how fast one start-up happens) to ``end_ns``, the end of the replication's
-      measurement (summarize_rep: the audio's last send time; the same planned length for every AQM of a
-      pairing unit), or the bulk flow's own end if it completed earlier.
+      how fast one start-up happens) to ``end_ns`` - ``cooldown_s``, or the bulk flow's own end if it
+      completed earlier. ``end_ns`` is the end of the replication's measurement (summarize_rep: the audio's
+      last send time, the planned length for every AQM of a pairing unit unless the run's time limit stopped
+      it first); the 2 s cool-down keeps the window off the stop sequence that follows it: the captures lose
+      their last frames when tcpdump is stopped (measured on web6 runs: client.pcap's last frame 0.1-0.4 s
+      before the audio's last arrival, 0.34 s before its last send at worst).
     * goodput_bps = (delivered at the window's end - delivered at its start) x 8 / window length, summed over
       the bulk flows (one in every scenario so far). The steps are ACKs: at most one ACK's worth (about
       2 segments) of error at each edge.
 
     Returns {"flows", "goodput_bps", "bytes", "window_s", "window_start_ns", "window_end_ns", "warmup_s",
-    "not_measured"}: without the data (no bulk row in flows.csv, client.pcap missing or broken, no matching
-    connection, a capture that ends before the window, an empty window) goodput_bps is None and
+    "cooldown_s", "not_measured"}: without the data (no bulk row in flows.csv, client.pcap missing or broken, no
+    matching connection, a capture that ends before the window, an empty window) goodput_bps is None and
     ``not_measured`` says why, naming the file; never an error for the replication's other metrics."""
     rep = Path(rep)
     bursts = bulk_bursts(meta)
     out: dict = {"flows": 0, "goodput_bps": None, "bytes": None, "window_s": None, "window_start_ns": None,
-                 "window_end_ns": None, "warmup_s": float(warmup_s), "not_measured": None}
+                 "window_end_ns": None, "warmup_s": float(warmup_s), "cooldown_s": float(cooldown_s),
+                 "not_measured": None}
     rows = flows[flows["burst"].isin(sorted(bursts))] if flows is not None else flows
     if rows is None or rows.empty:
         return {**out, "not_measured": f"{rep / 'flows.csv'}: no row of bulk burst(s) {sorted(bursts)}"}
     out["flows"] = int(len(rows))
     start = int(rows["start_ns"].max()) + round(warmup_s * NS)
     done = rows["completed"] == 1
-    end = min([int(end_ns)] + [int(e) for e in rows.loc[done, "end_ns"]])
+    end = min([int(end_ns) - round(cooldown_s * NS)] + [int(e) for e in rows.loc[done, "end_ns"]])
     out.update(window_start_ns=start, window_end_ns=end, window_s=(end - start) / NS)
     if end <= start:
         return {**out, "not_measured": f"empty window: the bulk flow starts {(start - end) / NS:.3f} s too late "
-                                       f"(its start + {warmup_s:g} s warm-up is after the measurement's end)"}
+                                       f"(its start + {warmup_s:g} s warm-up is after the audio's end - {cooldown_s:g} "
+                                       "s cool-down)"}
     pcap = rep / "client.pcap"
     try:
         pk, last = read_tcp_headers(pcap)
@@ -626,7 +632,7 @@ def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_M
     """All BRIEF metrics of one replication directory, JSON-ready. Audio metrics ("audio", "ipdv",
     "jitter_buffers_ms") are over the packets kept by the overlap filter (all packets without TCP);
     "audio_whole_run" is unfiltered. With a bulk flow in meta.json's plan, "bulk" is its ``bulk_goodput`` up to
-    the audio's last send time (goodput_bps None and "not_measured" saying why when client.pcap cannot give it;
+    the audio's last send time - 2 s (goodput_bps None and "not_measured" saying why when client.pcap cannot give it;
     the other metrics stand). Raises MetricsError naming the file on bad input."""
     jbs = list(jitter_buffers)
     df, meta, flows = audio_packets(Path(path), jbs, base_window_s)

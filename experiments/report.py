@@ -729,7 +729,7 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              "good quality: level 0 or 1. Burst completion: first connect() to last byte of a burst (a replication "
              "with an incomplete burst counts as \"incomplete\", not as a time). RTOs: retransmission timeouts "
              "seen by the server, per replication. Bulk goodput (workloads with a bulk flow): its in-order bytes "
-             "from 2 s after its start to the audio's end, from the client's ACKs in client.pcap "
+             "from 2 s after its start to 2 s before the audio's end, from the client's ACKs in client.pcap "
              "(`experiments.metrics.bulk_goodput`); a replication without that capture counts as \"not "
              "measured\".", "",
              *main_table(cases, jitter_buffer_ms), "",

@@ -292,10 +292,11 @@ def acks(k_max: int = 100, base: int = TB + 1_300_000_000) -> list[tuple[int, in
     return [(base + k * 100 * MS, ACK_BYTES * k) for k in range(1, k_max + 1)]
 
 
-def write_bulk_rep(rep: Path, *, n_audio: int = 496, start: int = BULK_START, ack_list=None, end: int | None = None,
+def write_bulk_rep(rep: Path, *, n_audio: int = 596, start: int = BULK_START, ack_list=None, end: int | None = None,
                    nbytes: int = 0, client_log: bool = True, extra=(), fin_at: int | None = None,
                    bulk: bool = True) -> Path:
-    """Audio every 20 ms from TB (n_audio packets: the last one sent at TB + 9.9 s by default), one bulk flow
+    """Audio every 20 ms from TB (n_audio packets: the last one sent at TB + 11.9 s by default, so the window
+    ends 2 s earlier, at TB + 9.9 s), one bulk flow
     (burst 0) from ``start`` that never completes unless ``end`` is given, its client log, and client.pcap:
     the bulk connection, the audio, ``extra`` frames and a last frame at TB + 12 s."""
     rep.mkdir(parents=True)
@@ -336,7 +337,7 @@ def test_tcp_headers_of_a_capture(tmp_path):
 
 
 def test_bulk_goodput_by_hand(tmp_path):
-    """Window [start + 2 s, the audio's last send] = [TB + 3 s, TB + 9.9 s]; ACK 17 (TB + 3.0 s, 425 kB) and ACK
+    """Window [start + 2 s, the audio's last send - 2 s] = [TB + 3 s, TB + 9.9 s]; ACK 17 (TB + 3.0 s, 425 kB) and ACK
     86 (TB + 9.9 s, 2,150 kB) sit exactly on its edges and count (the last ACK at or before each edge): 1,725,000
     bytes in 6.9 s = 2 Mbit/s. A stale ACK (an older one, captured last at the window's end) and another
     connection (a web flow from another port, 1 MB acknowledged) change nothing."""
@@ -346,17 +347,21 @@ def test_bulk_goodput_by_hand(tmp_path):
     s = summarize_rep(rep, jitter_buffers=[40])
     assert s["bulk"] == {"flows": 1, "goodput_bps": pytest.approx(2e6, rel=1e-12), "bytes": 1_725_000,
                          "window_s": 6.9, "window_start_ns": TB + 3 * NS, "window_end_ns": TB + 9_900 * MS,
-                         "warmup_s": 2.0, "not_measured": None}
+                         "warmup_s": 2.0, "cooldown_s": 2.0, "not_measured": None}
     assert s["tcp"]["flows"] == 1 and s["tcp"]["completed"] == 0  # the other metrics as before
     # No warm-up: from connect() (nothing acknowledged yet) to the end: 2,150,000 bytes in 8.9 s.
-    g = bulk_goodput(rep, read_flows(rep), json.loads((rep / "meta.json").read_text()), TB + 9_900 * MS, 0.0)
+    flows, meta = read_flows(rep), json.loads((rep / "meta.json").read_text())
+    g = bulk_goodput(rep, flows, meta, TB + 11_900 * MS, warmup_s=0.0)
     assert (g["bytes"], g["window_s"]) == (2_150_000, 8.9) and g["goodput_bps"] == pytest.approx(2_150_000 * 8 / 8.9)
+    # No cool-down: to the audio's last send (TB + 11.9 s), past the last ACK (100, at 11.3 s): 2,075,000 bytes.
+    g = bulk_goodput(rep, flows, meta, TB + 11_900 * MS, cooldown_s=0.0)
+    assert (g["bytes"], g["window_s"]) == (2_500_000 - 425_000, 8.9)
 
 
 @pytest.mark.parametrize("start_shift,n_audio,nbytes,window_s", [
-    (-1_000, 496, 25_000 * (86 - 16), 6.900001),  # start 1 us earlier: ACK 17 is inside, ACK 16 is the base
-    (+1_000, 496, 25_000 * (86 - 17), 6.899999),  # 1 us later: ACK 17 is still the last before the start
-    (0, 495, 25_000 * (85 - 17), 6.88),  # the audio ends 20 ms earlier (TB + 9.88 s): ACK 86 is outside
+    (-1_000, 596, 25_000 * (86 - 16), 6.900001),  # start 1 us earlier: ACK 17 is inside, ACK 16 is the base
+    (+1_000, 596, 25_000 * (86 - 17), 6.899999),  # 1 us later: ACK 17 is still the last before the start
+    (0, 595, 25_000 * (85 - 17), 6.88),  # the audio ends 20 ms earlier: the window at TB + 9.88 s, ACK 86 outside
 ])
 def test_bulk_window_edges(tmp_path, start_shift, n_audio, nbytes, window_s):
     rep = write_bulk_rep(tmp_path / "rep0", start=BULK_START + start_shift, n_audio=n_audio,
@@ -408,7 +413,7 @@ def test_bulk_not_measured_names_the_reason(tmp_path):
     assert "client.pcap: the capture ends before the window's end (no frames)" in not_measured(rep)
     write_pcap_us(rep / "client.pcap", connection(BULK_START, PORT, ISN, acks(77)))  # stopped at TB + 9.0 s
     assert "the capture ends before the window's end (0.900 s)" in not_measured(rep)
-    rep = write_bulk_rep(tmp_path / "late", start=TB + 8 * NS)  # start + 2 s > the audio's end
+    rep = write_bulk_rep(tmp_path / "late", start=TB + 8 * NS)  # start + 2 s > the audio's end - 2 s
     assert not_measured(rep).startswith("empty window: the bulk flow starts 0.100 s too late")
     rep = write_bulk_rep(tmp_path / "nosyn", ack_list=acks())
     write_pcap_us(rep / "client.pcap", [f for f in connection(BULK_START, PORT, ISN, acks())[1:]]
@@ -422,9 +427,9 @@ def test_bulk_not_measured_names_the_reason(tmp_path):
 def test_a_capture_cut_inside_its_last_record_is_read_up_to_the_cut(tmp_path):
     rep = write_bulk_rep(tmp_path / "rep0")
     data = (rep / "client.pcap").read_bytes()
-    (rep / "client.pcap").write_bytes(data[:-20])  # the frame at TB + 12 s is cut: ACK 100 is the last
+    (rep / "client.pcap").write_bytes(data[:-20])  # the frame at TB + 12 s is cut: the last audio packet's is last
     _, last = read_tcp_headers(rep / "client.pcap")
-    assert last == TB + 11_300 * MS
+    assert last == TB + 11_980 * MS
     assert summarize_rep(rep, jitter_buffers=[40])["bulk"]["bytes"] == 1_725_000
 
 

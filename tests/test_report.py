@@ -28,7 +28,7 @@ TCP_START = T0 + TCP_PKT * 20 * MS
 KEPT = range(TCP_PKT, TCP_PKT + 20)  # flows end at packet 169's send time: 20 audio packets overlap
 BASE_MS = 80
 T975_1 = 12.706205  # Student t(0.975, 1 degree of freedom), from a table
-BULK_START = T0 + 1_000 * MS  # a bulk flow with a capture (write_rep's bulk_ack) starts here
+BULK_START = T0 - 1_000 * MS  # a bulk flow with a capture (write_rep's bulk_ack) starts here
 FIFO = "hspa-48p-fifo-iw10"
 IWA = "hspa-48p-iwa-iw10"
 
@@ -46,10 +46,10 @@ def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: 
               burst_ms: int = 380, bulk: bool = False, pair: str | None = None, bulk_ack: int | None = None) -> Path:
     """One replication directory as docs/data-formats.md describes it: 2 flows (burst 0) from TCP_START, the
     last ending ``burst_ms`` later (default: with packet 169); ``bulk``: a third flow (burst 1) that never
-    completes, marked bulk in meta.json's plan; ``bulk_ack``: that flow starts at T0 + 1 s and client.pcap
-    holds it, the client acknowledging ``bulk_ack`` more bytes every 20 ms from T0 + 1.22 s (bulk goodput over
-    [T0 + 3 s, the audio's last send at T0 + 3.98 s]: ACKs 90 to 139, 49 x bulk_ack bytes in 0.98 s = 400 x
-    bulk_ack bit/s); ``seed`` default 7 + k (the same for every AQM: paired)."""
+    completes, marked bulk in meta.json's plan; ``bulk_ack``: that flow starts at T0 - 1 s and client.pcap
+    holds it, the client acknowledging ``bulk_ack`` more bytes every 20 ms from T0 - 0.78 s (bulk goodput over
+    [T0 + 1 s, the audio's last send at T0 + 3.98 s - 2 s]: ACKs 90 to 139, 49 x bulk_ack bytes in 0.98 s = 400
+    x bulk_ack bit/s); ``seed`` default 7 + k (the same for every AQM: paired)."""
     rep = run / case / f"rep{k}"
     rep.mkdir(parents=True)
     meta = {"status": status, "scenario": "web2", "case": case, "rep": k, "seed": 7 + k if seed is None else seed,
@@ -76,7 +76,7 @@ def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: 
     if bulk_ack:
         (rep / "client_flows_1.csv").write_text("flow,burst,start_ns,end_ns,bytes,completed,lport\n"
                                                 f"0,1,{BULK_START},{T0},0,0,41000\n")
-        grid = [(T0 + 1_200 * MS + i * 20 * MS, bulk_ack * i) for i in range(1, 151)]
+        grid = [(T0 - 800 * MS + i * 20 * MS, bulk_ack * i) for i in range(1, 151)]
         write_pcap_us(rep / "client.pcap", connection(BULK_START, 41000, 123_456, grid))
     if telemetry:
         write_telemetry(rep / "telemetry.pcap")
