@@ -1,16 +1,20 @@
 /* The access bottleneck: a byte-accurate queue model with selectable AQMs.
  *
  * Where a packet goes (v1model, BMv2 simple_switch_grpc):
- *   BottleneckParser        include/parser.p4
+ *   BottleneckParser        include/parser.p4 (a SYN's TCP options: the window scale)
  *   BottleneckIngress
  *     forward               which port, and is it the bottleneck direction?
- *     BottleneckConfig      rate, buffer, AQM and its knobs (config tables)
- *     FlowTracker           include/flow_tracker.p4: UDP / TCP start / established / rtx
+ *     BottleneckConfig      include/config.p4: rate, buffer, AQM and its knobs
+ *     FlowTracker           include/flow_tracker.p4: which connection, new data or retransmission
+ *     StartShaper           include/start_shaper.p4: each flow's window and start phase; IWA's room
+ *   upstream (client -> server): never queued or delayed
+ *     TcpWindowRewrite      include/tcp_window.p4: IWA clamps a starting flow's window
+ *   downstream (server -> client): through the modelled access link
  *     QueuePredict          include/queue_model.p4: backlog, sojourn, limit
- *     Aqm*                  include/aqm_*.p4: the selected AQM decides
+ *     Aqm*                  include/aqm_*.p4: the selected AQM decides (IWA: CoDel for established flows)
  *     commit                admit: the modelled link is busy for this frame
  *     EcnMark / drop        include/ecn.p4
- *     counters, TelemetryReport (include/telemetry.p4: clone to the monitor port)
+ *   counters, TelemetryReport (include/telemetry.p4: clone to the monitor port)
  *   BottleneckEgress        telemetry clones become 0x88B5 record frames
  *   BottleneckDeparser
  *
@@ -27,6 +31,8 @@
 #include "include/config.p4"
 #include "include/queue_model.p4"
 #include "include/flow_tracker.p4"
+#include "include/start_shaper.p4"
+#include "include/tcp_window.p4"
 #include "include/aqm_fifo.p4"
 #include "include/aqm_red.p4"
 #include "include/aqm_codel.p4"
@@ -41,7 +47,7 @@ control BottleneckVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 
 control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
                           inout standard_metadata_t standard_metadata) {
-    // Queue state: read before, written after the AQM's decision.
+    // Queue state: read before, written after the AQM's decision (upstream packets only read tat).
     register<bit<64>>(1) queue_tat;
     register<bit<64>>(RING_SIZE) queue_ring;    // release times of admitted packets
     register<bit<32>>(1) queue_seq;             // admitted packets so far
@@ -50,6 +56,8 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
 
     BottleneckConfig() config;
     FlowTracker() tracker;
+    StartShaper() shaper;
+    TcpWindowRewrite() window_rewrite;
     QueuePredict() predict;
     AqmFifo() fifo;
     AqmRed() red;
@@ -94,60 +102,92 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         }
 
         if (meta.downstream == 0) {
-            // Reverse direction (ACKs, requests): not congested, not modelled.
+            // Reverse direction (ACKs, requests): not congested, not modelled, never delayed.
             if (hdr.udp.isValid()) {
                 meta.track.cls = CLASS_UDP;
             } else if (meta.tcp_ok) {
                 meta.track.cls = meta.tcp_payload > 0 ? CLASS_TCP_EST : CLASS_TCP_CTRL;
             }
             class_decision.count((bit<32>)meta.track.cls * 4 + (bit<32>)DECISION_BYPASS);
-            return;
+        } else {
+            random<bit<32>>(meta.rand, 0, 0xFFFFFFFF);
         }
-
-        random<bit<32>>(meta.rand, 0, 0xFFFFFFFF);
         config.apply(meta.qcfg, meta.red, meta.codel, meta.pie, meta.iwa);
         if (meta.qcfg.configured == 0) {
-            class_decision.count((bit<32>)CLASS_OTHER * 4 + (bit<32>)DECISION_BYPASS);
+            if (meta.downstream == 1) {
+                class_decision.count((bit<32>)CLASS_OTHER * 4 + (bit<32>)DECISION_BYPASS);
+            }
             return;
         }
 
         bit<64> now = (bit<64>)standard_metadata.ingress_global_timestamp * 1000;   // us -> ns
-        tracker.apply(hdr, meta.tcp_ok, meta.tcp_payload, now, meta.iwa, meta.track);
-
+        bool iwa_on = meta.qcfg.aqm == AQM_IWA;
         bit<64> tat;
-        bit<32> seq;
-        bit<64> ring_nth;
         queue_tat.read(tat, 0);
-        queue_seq.read(seq, 0);
-        queue_ring.read(ring_nth, (seq - (bit<32>)meta.qcfg.limit_pkts) & (RING_SIZE - 1));
-        predict.apply(now, length, tat, ring_nth, meta.qcfg, meta.pred);
+        tracker.apply(hdr, meta.tcp_ok, meta.tcp_payload, meta.downstream, now, meta.iwa, meta.track);
+        shaper.apply(hdr, meta.tcp_ok, meta.tcp_payload, meta.downstream, meta.ws_seen, meta.ws_shift, now, tat,
+                     iwa_on, meta.iwa, meta.qcfg.mtu_ns, meta.track, meta.grant);
 
-        if (meta.qcfg.aqm == AQM_RED) {
-            red.apply(meta.pred, meta.red, meta.rand, meta.verdict);
-        } else if (meta.qcfg.aqm == AQM_CODEL) {
-            codel.apply(meta.pred, meta.codel, meta.qcfg.mtu_ns, meta.verdict);
-        } else if (meta.qcfg.aqm == AQM_PIE) {
-            pie.apply(meta.pred, meta.pie, meta.qcfg.mtu_ns, meta.rand, meta.verdict);
-        } else if (meta.qcfg.aqm == AQM_IWA) {
-            iwa.apply(meta.pred, meta.iwa, meta.qcfg.byte_time_q16, meta.track, meta.verdict);
+        bool report_it = false;
+        if (meta.downstream == 0) {
+            // upstream: IWA may have clamped the window of a starting flow; the ACK is never held
+            meta.verdict.reason = REASON_UPSTREAM;
+            if (meta.grant.rewrite) {
+                window_rewrite.apply(hdr, meta.grant.window);
+                meta.verdict.reason = REASON_IWA_WINDOW;
+            }
+            if (iwa_on && meta.qcfg.telemetry == 1 && (meta.grant.tracked || meta.grant.syn)) {
+                meta.pred.now = now;
+                meta.pred.length = length;
+                meta.pred.sojourn_ns = 0;
+                meta.pred.backlog_ns = tat > now ? tat - now : 0;
+                meta.track.flags = meta.grant.flags;
+                meta.verdict.s1 = ((bit<64>)meta.track.slot << 32) | (bit<64>)meta.grant.edge;
+                meta.verdict.s2 = ((bit<64>)meta.grant.advance << 32) | (bit<64>)meta.grant.room_ns;
+                meta.rand = 0;
+                report_it = true;
+            }
         } else {
-            fifo.apply(meta.pred, meta.verdict);
-        }
+            bit<32> seq;
+            bit<64> ring_nth;
+            queue_seq.read(seq, 0);
+            queue_ring.read(ring_nth, (seq - (bit<32>)meta.qcfg.limit_pkts) & (RING_SIZE - 1));
+            predict.apply(now, length, tat, ring_nth, meta.qcfg, meta.pred);
 
-        meta.decision = meta.verdict.drop ? DECISION_DROP : DECISION_PASS;
-        if (meta.verdict.early && meta.qcfg.ecn == 1 && hdr.ipv4.isValid() && hdr.ipv4.ecn != 0) {
-            meta.decision = DECISION_MARK;
-            ecn_mark.apply(hdr);
+            // CoDel decides for the codel AQM and for IWA's established flows; under IWA it observes
+            // every other admitted packet (its sojourn measurement covers the whole queue).
+            bool codel_decides = meta.qcfg.aqm == AQM_CODEL || (iwa_on && meta.track.cls == CLASS_TCP_EST);
+            if (meta.qcfg.aqm == AQM_RED) {
+                red.apply(meta.pred, meta.red, meta.rand, meta.verdict);
+            } else if (meta.qcfg.aqm == AQM_PIE) {
+                pie.apply(meta.pred, meta.pie, meta.qcfg.mtu_ns, meta.rand, meta.verdict);
+            } else if (iwa_on && !codel_decides) {
+                iwa.apply(meta.pred, meta.iwa, meta.track, meta.verdict);
+            } else if (!codel_decides) {
+                fifo.apply(meta.pred, meta.verdict);
+            }
+            if (codel_decides || (iwa_on && !meta.verdict.drop)) {
+                verdict_t cv;
+                codel.apply(meta.pred, meta.codel, meta.qcfg.mtu_ns, codel_decides, cv);
+                if (codel_decides) { meta.verdict = cv; }
+            }
+
+            meta.decision = meta.verdict.drop ? DECISION_DROP : DECISION_PASS;
+            if (meta.verdict.early && meta.qcfg.ecn == 1 && hdr.ipv4.isValid() && hdr.ipv4.ecn != 0) {
+                meta.decision = DECISION_MARK;
+                ecn_mark.apply(hdr);
+            }
+            if (meta.decision == DECISION_DROP) {
+                mark_to_drop(standard_metadata);
+            } else {
+                queue_tat.write(0, meta.pred.tat_new);
+                queue_ring.write(seq & (RING_SIZE - 1), meta.pred.release_ns);
+                queue_seq.write(0, seq + 1);
+            }
+            class_decision.count((bit<32>)meta.track.cls * 4 + (bit<32>)meta.decision);
+            report_it = meta.qcfg.telemetry == 1;
         }
-        if (meta.decision == DECISION_DROP) {
-            mark_to_drop(standard_metadata);
-        } else {
-            queue_tat.write(0, meta.pred.tat_new);
-            queue_ring.write(seq & (RING_SIZE - 1), meta.pred.release_ns);
-            queue_seq.write(0, seq + 1);
-        }
-        class_decision.count((bit<32>)meta.track.cls * 4 + (bit<32>)meta.decision);
-        if (meta.qcfg.telemetry == 1) {
+        if (report_it) {
             report.apply(hdr, meta, meta.qcfg.aqm);
         }
     }

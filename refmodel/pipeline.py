@@ -125,7 +125,7 @@ class Pipeline:
         if g.window is not None:
             out, reason = set_tcp_window(frame, pkt, g.window), Reason.IWA_WINDOW
         record = None
-        if iwa_on and p.queue.telemetry and g.tracked:
+        if iwa_on and p.queue.telemetry and (g.tracked or g.syn):
             backlog = self.queue.tat - now_ns if self.queue.tat > now_ns else 0
             record = Record(
                 aqm=int(p.queue.aqm), decision=int(Decision.BYPASS), reason=int(reason), cls=int(cls),

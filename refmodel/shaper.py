@@ -83,6 +83,7 @@ class Grant:
     """What the shaper did with one upstream ACK (for the telemetry)."""
 
     tracked: bool = False
+    syn: bool = False  # a client's SYN (remembered for its scale and time)
     flags: int = 0
     window: int | None = None  # the window field to write, when IWA clamped it
     edge: int = 0  # the right edge the server now has
@@ -156,7 +157,7 @@ class StartShaper:
             if pkt.ws_shift >= 0:
                 rec |= SYN_WS | min(pkt.ws_shift, WS_MAX)
             self.syn[slot], self.syn_t[slot] = rec, now & U32
-            return Grant()
+            return Grant(syn=True)
         if f & (TCP_SYN | TCP_RST | TCP_ACK) != TCP_ACK or not t.tracked:
             return Grant()
         state, edge, end = self.state[slot], self.edge[slot], self.end[slot]
@@ -230,4 +231,4 @@ class StartShaper:
                 self.reserve_cur = cur - mtu_ns if cur > mtu_ns else 0
             else:
                 self.reserve_old = old - mtu_ns if old > mtu_ns else 0
-        return Grant(True, flags, window, new_edge, advance, room)
+        return Grant(True, False, flags, window, new_edge, advance, room)

@@ -137,7 +137,7 @@ class Sim:
         r = self.p.process(self.now, frame, 2)
         if r.frame != frame:
             self.rewrites.append((f.port, frame, r.frame))
-        if r.record is not None:
+        if r.record is not None and r.record.tflags & 1:  # an ACK of a tracked flow (a SYN's record is not)
             self.grants.append((self.now, f.port, r.record))
         self.at(self.now + self.d_server, self.server_rx, f, r.frame)
 

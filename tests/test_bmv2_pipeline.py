@@ -11,10 +11,11 @@ shown, where the P4 toolchain is missing.
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from accessnet.bmv2_veth import ROOT, ROUTES, Bmv2, build_p4, missing_toolchain
-from frames import MSS, audio, iw_burst, syn_ack, tcp
+from frames import LINUX_SYN, MACOS_SYN, MSS, NO_WS_SYN, WINDOWS_SYN, audio, client_ack, client_syn, iw_burst, syn_ack, tcp
 from scapy.all import IP, TCP, UDP, Ether, IPOption_NOP, Raw, raw
 
 from refmodel import Decision, Pipeline, Reason
@@ -59,6 +60,41 @@ def run_differential(sw, params, frames, gap_s=0.0):
     return records, model
 
 
+def run_mixed(sw, params, items, gap_s=0.002):
+    """Frames in both directions, ``items`` = [(ingress port, frame)], in this order. Every frame that
+    yields a telemetry record (downstream ones; with IWA, upstream ACKs of tracked flows) is replayed
+    with BMv2's arrival time and random draw; the others (a client's SYN, ACKs of untracked flows) with
+    the next record's time: their processing does not depend on the time. Both directions' output
+    frames, byte for byte, and every record must agree. An item ("sleep", s) lets time pass."""
+    sw.configure(params)
+    sw.listen()
+    for it in items:
+        if it[0] == "sleep":  # ("sleep", seconds): time passes, e.g. an RTT before the client's ACK
+            time.sleep(it[1])
+            continue
+        sw.send([it[1]], port=it[0], gap_s=gap_s)
+    items = [it for it in items if it[0] != "sleep"]
+    model = Pipeline(ROUTES, params)
+    # how many records to expect: the model says, with any timestamps (record-ness does not depend on time)
+    probe = Pipeline(ROUTES, params)
+    n = sum(probe.process(i * 1_000_000, f, port).record is not None for i, (port, f) in enumerate(items))
+    out, records = sw.collect(n, timeout=10 + len(items) * gap_s)
+    assert len(records) == n, f"{len(records)} telemetry records, the model expects {n}"
+    expected = {1: [], 2: []}
+    k = 0
+    for i, (port, f) in enumerate(items):
+        rec = records[min(k, len(records) - 1)]
+        res = model.process(rec.ts_ns, f, port, rand=rec.rand if port == 1 else None)
+        if res.record is not None:
+            assert res.record == rec, f"item {i} (port {port}): model {res.record} != bmv2 {rec}"
+            k += 1
+        if res.egress is not None:
+            expected[res.egress].append(res.frame)
+    assert out[2] == expected[2], "downstream frames differ"
+    assert out[1] == expected[1], "upstream frames (window rewrites) differ"
+    return records, model
+
+
 def test_p4info_has_config_tables_and_counters():
     build_p4()
     info = (ROOT / "build" / "bottleneck.p4info.txtpb").read_text()
@@ -98,7 +134,7 @@ def web_mix():
     ("red", {"red": REDOK_HSPA}, Reason.RED_EARLY),
     ("codel", {}, Reason.CODEL),
     ("pie", {}, Reason.PIE),
-    ("iwa", {"iwa": dict(target_s=0.030, allowance_bytes=MSS)}, Reason.IWA_SURPLUS),
+    ("iwa", {}, Reason.CODEL),  # downstream only: the untracked flow is established, CoDel's
 ])
 def test_model_and_bmv2_agree_on_a_web_burst(sw, aqm, kw, reason):
     params = pipeline_params(1e6, aqm, limit_pkts=48, **kw)  # 1 Mbit/s: ~3x overload
@@ -109,11 +145,45 @@ def test_model_and_bmv2_agree_on_a_web_burst(sw, aqm, kw, reason):
     assert reason in reasons  # the AQM's own drop path was exercised and agreed on
 
 
-def test_iwa_marks_ect_instead_of_dropping(sw):
-    params = pipeline_params(2e6, "iwa", limit_pkts=48, ecn=True, iwa=dict(target_s=0.030, allowance_bytes=MSS))
-    frames = [syn_ack(dport=40000)] + [tcp(1001 + k * MSS, dport=40000, tos=0x02) for k in range(12)]
-    records, _ = run_differential(sw, params, frames)
-    assert any(r.decision == Decision.MARK for r in records)
+def handshakes(layouts, base_port=40000, isn=1000, synack_ws=(9,)):
+    """Client SYNs (upstream, port 2) with the given option layouts and the server's SYN-ACKs (port 1)."""
+    items = []
+    for k, opts in enumerate(layouts):
+        items.append((2, client_syn(options=opts, sport=base_port + k)))
+    for k, _ in enumerate(layouts):
+        ws = synack_ws[k % len(synack_ws)]
+        opts = [("MSS", 1460)] + ([("WScale", ws)] if ws is not None else [])
+        items.append((1, syn_ack(isn, dport=base_port + k, ack=5001, options=opts)))
+    return items
+
+
+def test_iwa_start_shaping_agrees_with_the_model(sw):
+    """Both directions through IWA: SYNs of the three stacks' layouts and one without window scaling, a
+    SYN-ACK without the option, the handshakes' ACKs (windows clamped), a server that ignores its window
+    (the safety net drops), later ACKs opening the windows, a retransmitted SYN-ACK, audio throughout."""
+    params = pipeline_params(1e6, "iwa", limit_pkts=48)
+    layouts = [LINUX_SYN, WINDOWS_SYN, MACOS_SYN, NO_WS_SYN, LINUX_SYN, LINUX_SYN]
+    items = handshakes(layouts, synack_ws=(9, 9, 9, 9, None, 9)) + [(1, audio(0))]
+    items += [(2, client_ack(1001, window=502, sport=40000 + k)) for k in range(6)]  # the handshakes' ACKs
+    items += [(2, client_ack(1001, window=502, seq=5001, payload=120, flags="PA", sport=40000 + k))
+              for k in range(6)]  # the requests
+    items += [(1, tcp(1001 + j * MSS, dport=40000 + k)) for k in range(6) for j in range(10)]  # IW10, window ignored
+    items += [(1, audio(1)), (1, syn_ack(1000, dport=40002, ack=5001, options=[("MSS", 1460), ("WScale", 9)]))]
+    items += [(2, client_ack(1001 + j * MSS, window=502, seq=5121, sport=40000 + k)) for j in (1, 2) for k in range(6)]
+    items += [(1, audio(2))]
+    records, _ = run_mixed(sw, params, items)
+    reasons = {Reason(r.reason) for r in records}
+    assert {Reason.IWA_WINDOW, Reason.IWA_SURPLUS} <= reasons, sorted(x.name for x in reasons)
+
+
+def test_iwa_drops_window_ignorers_even_with_ecn(sw):
+    params = pipeline_params(2e6, "iwa", limit_pkts=48, ecn=True)
+    # a client RTT before the handshake's ACK, so the whole initial window is within the start phase
+    items = handshakes([LINUX_SYN]) + [("sleep", 0.15), (2, client_ack(1001))]
+    items += [(1, tcp(1001 + k * MSS, dport=40000, tos=0x02)) for k in range(12)]
+    records, _ = run_mixed(sw, params, items)
+    assert any(r.reason == Reason.IWA_SURPLUS and r.decision == Decision.DROP for r in records)
+    assert not any(r.decision == Decision.MARK for r in records)
 
 
 ODD = [
@@ -130,6 +200,21 @@ ODD = [
 ]
 
 
+ODD_SYNS = [  # option soup in a client's SYN: the parser's byte walk must end where the model's does
+    raw(Ether() / IP(src="10.0.1.1", dst="10.0.0.1") / TCP(sport=40000, dport=80, flags="S", dataofs=15)
+        / Raw(b"\x01" * 39 + b"\x03")),                       # NOPs up to a window-scale kind at the very end
+    raw(Ether() / IP(src="10.0.1.1", dst="10.0.0.1") / TCP(sport=40001, dport=80, flags="S", dataofs=7)
+        / Raw(b"\x02\x01\x03\x03\x07\x00\x00\x00")),          # an option of length 1: the walk stops
+    raw(Ether() / IP(src="10.0.1.1", dst="10.0.0.1") / TCP(sport=40002, dport=80, flags="S", dataofs=7)
+        / Raw(b"\x08\xff\x03\x03\x07\x00\x00\x00")),          # a length running past the options
+    raw(Ether() / IP(src="10.0.1.1", dst="10.0.0.1") / TCP(sport=40003, dport=80, flags="S", dataofs=8)
+        / Raw(b"\x03\x04\x07\x00\x03\x03\x05\x00")),          # a window-scale option of length 4, then a real one
+    client_syn(sport=40004)[:14 + 20 + 20 + 6],                  # a SYN cut inside its options
+    raw(Ether() / IP(src="10.0.1.1", dst="10.0.0.1") / TCP(sport=40005, dport=80, flags="S", dataofs=6)
+        / Raw(b"\x03\x03\x0f\x00")),                              # shift 15: used as 14
+]
+
+
 def test_odd_frames_pass_unchanged_and_keep_flow_state(sw):
     params = pipeline_params(2e6, "iwa", limit_pkts=48)
     frames = [syn_ack(1000)] + ODD + [tcp(1001 + k * MSS) for k in range(3)]
@@ -137,8 +222,18 @@ def test_odd_frames_pass_unchanged_and_keep_flow_state(sw):
     assert all(r.decision == Decision.PASS for r in records)
 
 
+def test_odd_syn_options_leave_unchanged_and_set_the_same_scale(sw):
+    params = pipeline_params(2e6, "iwa", limit_pkts=48)
+    items = [(2, f) for f in ODD_SYNS]
+    items += [(1, syn_ack(1000, dport=40000 + k, ack=1, options=[("WScale", 2)])) for k in range(6)]
+    items += [(2, client_ack(1001, window=40000, seq=1, sport=40000 + k)) for k in range(6)]
+    records, model = run_mixed(sw, params, items)
+    acks = [r for r in records if r.decision == Decision.BYPASS and r.tflags & 1]
+    assert len(acks) == 6  # one record per handshake ACK: each flow tracked, shaped with the scale its SYN gave
+
+
 def test_counters_read_over_p4runtime_match_the_model(sw):
-    params = pipeline_params(2e6, "iwa", limit_pkts=10, iwa=dict(target_s=0.030, allowance_bytes=MSS))
+    params = pipeline_params(2e6, "iwa", limit_pkts=10)
     frames = web_mix()
     _, model = run_differential(sw, params, frames)
     counters = sw.counters()

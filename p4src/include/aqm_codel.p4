@@ -5,7 +5,11 @@
 #ifndef _AQM_CODEL_P4_
 #define _AQM_CODEL_P4_
 
-control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, out verdict_t v) {
+/* decide = false (IWA: a packet CoDel may not drop, i.e. anything but an
+ * established flow's data) only observes: below target it ends the interval
+ * and the dropping state, as the RFC's state machine does for every dequeued
+ * packet (refmodel/codel.py: observe). */
+control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in bool decide, out verdict_t v) {
     register<bit<64>>(1) codel_first_above;
     register<bit<8>>(1)  codel_dropping;
     register<bit<64>>(1) codel_drop_next;
@@ -39,7 +43,12 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, ou
         v.drop = false;
         v.early = false;
         v.reason = REASON_NONE;
-        if (pred.over_limit) {
+        if (!decide) {
+            if (pred.sojourn_ns < (bit<64>)cfg.target_ns || pred.backlog_ns <= (bit<64>)mtu_ns) {
+                codel_first_above.write(0, 0);
+                codel_dropping.write(0, 0);
+            }
+        } else if (pred.over_limit) {
             // tail-dropped: never enters the queue, so CoDel never sees it
             v.drop = true;
             v.reason = REASON_LIMIT;

@@ -73,17 +73,19 @@ control BottleneckConfig(out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c, 
         default_action = set_pie(15000000, 15000000, 35184, 351844, 150000000);
     }
 
-    action set_iwa(bit<32> target_ns, bit<32> allowance_bytes, bit<48> window_ns, bit<32> start_bytes,
-                   bit<48> age_ns) {
+    action set_iwa(bit<32> target_ns, bit<16> mss_bytes, bit<40> payload_ns_q16, bit<32> bytes_per_ns_q32,
+                   bit<32> hold_ns, bit<48> age_ns) {
         i.target_ns = target_ns;
-        i.allowance_bytes = allowance_bytes;
-        i.window_ns = window_ns;
-        i.start_bytes = start_bytes;
+        i.mss_bytes = mss_bytes;
+        i.payload_ns_q16 = payload_ns_q16;
+        i.bytes_per_ns_q32 = bytes_per_ns_q32;
+        i.hold_ns = hold_ns;
         i.age_ns = age_ns;
     }
     table iwa_cfg {
         actions = { set_iwa; }
-        default_action = set_iwa(30000000, 3028, 2000000000, 65536, 10000000000);
+        // refmodel.params.IwaParams(): a 2 Mbit/s link with 1514 B frames, a 40 ms jitter budget
+        default_action = set_iwa(27888000, 1460, 271839737, 1035444, 1000000000, 10000000000);
     }
 
     apply {

@@ -20,7 +20,8 @@ const bit<8>  PROTO_UDP = 17;
 #define PIE_COEF_TO_PROB 16    /* Q48 coefficient * ns -> Q32 probability */
 
 const bit<32> RING_SIZE     = 1024;   // packet-limit ring
-const bit<32> FLOW_SLOTS    = 4096;   // starting-flow tracker
+const bit<32> FLOW_SLOTS    = 4096;   // flow tracker
+#define TCP_OPT_BYTES 40               /* the most TCP options a header can carry */
 const bit<32> COUNTER_SLOTS = 64;     // class * 4 + decision
 
 // AQM selector
@@ -44,7 +45,7 @@ const bit<8> REASON_RED_FORCED    = 3;
 const bit<8> REASON_CODEL         = 4;
 const bit<8> REASON_PIE           = 5;
 const bit<8> REASON_IWA_SURPLUS   = 6;
-const bit<8> REASON_IWA_ALLOWANCE = 7;
+const bit<8> REASON_IWA_WINDOW    = 7;
 const bit<8> REASON_IWA_RTX       = 8;
 const bit<8> REASON_PIE_BURST     = 9;
 const bit<8> REASON_UPSTREAM      = 10;
@@ -64,6 +65,23 @@ const bit<8> TRACK_STARTING  = 2;
 const bit<8> TRACK_RTX       = 4;
 const bit<8> TRACK_NEW_FLOW  = 8;
 const bit<8> TRACK_COLLISION = 16;
+const bit<8> TRACK_BEYOND    = 32;
+const bit<8> TRACK_FIRST_ACK = 64;
+
+// Per-flow state of the start shaper (flow_state): low 4 bits are the client's window scale shift.
+const bit<8> FLOW_SCALE_MASK = 0x0F;
+const bit<8> FLOW_SHAPE      = 0x10;
+const bit<8> FLOW_ANNOUNCED  = 0x20;
+const bit<8> FLOW_ACKED      = 0x40;
+const bit<8> FLOW_EPOCH      = 0x80;
+// The client's SYN as remembered until the SYN-ACK (flow_syn): signature (hash & 0xFFFFFF00) | these bits
+const bit<32> SYN_SEEN = 0x80;
+const bit<32> SYN_WS   = 0x40;
+const bit<8>  WS_MAX   = 14;
+
+const bit<8> TCP_FLAG_SYN = 0x02;
+const bit<8> TCP_FLAG_RST = 0x04;
+const bit<8> TCP_FLAG_ACK = 0x10;
 
 // PIE constants (RFC 8033), probabilities in Q32
 const bit<64> PIE_ONE          = 4294967296;

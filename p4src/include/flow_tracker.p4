@@ -1,16 +1,21 @@
-/* The starting-flow tracker: which TCP segments belong to a flow's start
- * (initial window and slow start), which are retransmissions, which belong to
- * established flows. A flow enters the table at the server's SYN-ACK; the
- * slot is crc32(5-tuple) mod FLOW_SLOTS and the full CRC is its signature.
- * Aging: a slot older than age_ns is free. Collision: a SYN-ACK that meets a
- * live foreign flow leaves the slot alone; the new flow counts as established
- * (fail open). Malformed segments never read or write the table.
+/* The flow tracker: which TCP connection a segment belongs to, in either
+ * direction, and whether a downstream segment is new data or a
+ * retransmission. A flow enters the table at the server's SYN-ACK; the slot
+ * is crc32(server, client, server port, client port, proto) mod FLOW_SLOTS
+ * (upstream packets hash their fields swapped, so both directions meet in one
+ * slot) and the full CRC is its signature. Aging: a slot older than age_ns is
+ * free. Collision: a SYN-ACK that meets a live foreign flow leaves the slot
+ * alone (fail open: that flow is never shaped and counts as established). A
+ * retransmitted SYN-ACK of a tracked flow changes nothing. Malformed segments
+ * never read or write the table.
+ * Downstream new data of a tracked flow leaves here as CLASS_TCP_START;
+ * start_shaper.p4 moves it to CLASS_TCP_EST once the flow is past its start.
  * refmodel/flows.py is the executable twin. */
 #ifndef _FLOW_TRACKER_P4_
 #define _FLOW_TRACKER_P4_
 
-control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in bit<64> now,
-                    in iwa_cfg_t cfg, out track_t trk) {
+control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in bit<1> downstream,
+                    in bit<64> now, in iwa_cfg_t cfg, inout track_t trk) {
     register<bit<32>>(FLOW_SLOTS) flow_sig;
     register<bit<64>>(FLOW_SLOTS) flow_start;
     register<bit<32>>(FLOW_SLOTS) flow_isn;     // first sequence number of data
@@ -21,17 +26,28 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         trk.progress = 0;
         trk.slot = 0;
         trk.payload = 0;
+        trk.hash = 0;
+        trk.tracked = false;
+        trk.isn = 0;
+        trk.age = 0;
         if (hdr.udp.isValid()) {
             trk.cls = CLASS_UDP;
         } else if (!tcp_ok) {
             trk.cls = CLASS_OTHER;
         } else {
             bit<32> h;
-            hash(h, HashAlgorithm.crc32, (bit<32>)0,
-                 { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.tcp.srcPort, hdr.tcp.dstPort, hdr.ipv4.protocol },
-                 (bit<64>)4294967296);
+            if (downstream == 1) {
+                hash(h, HashAlgorithm.crc32, (bit<32>)0,
+                     { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.tcp.srcPort, hdr.tcp.dstPort, hdr.ipv4.protocol },
+                     (bit<64>)4294967296);
+            } else {
+                hash(h, HashAlgorithm.crc32, (bit<32>)0,
+                     { hdr.ipv4.dstAddr, hdr.ipv4.srcAddr, hdr.tcp.dstPort, hdr.tcp.srcPort, hdr.ipv4.protocol },
+                     (bit<64>)4294967296);
+            }
             bit<32> slot = h & (FLOW_SLOTS - 1);
             trk.slot = slot;
+            trk.hash = h;
             bit<32> sig;
             bit<64> start;
             bit<32> isn;
@@ -42,43 +58,45 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             flow_seqhi.read(seqhi, slot);
             bit<64> age = now - start;
             bool live = sig != 0 && age <= (bit<64>)cfg.age_ns;
+            trk.tracked = live && sig == h;
+            trk.isn = isn;
+            trk.age = age;
+            trk.cls = tcp_payload > 0 ? CLASS_TCP_EST : CLASS_TCP_CTRL;
 
-            if (hdr.tcp.flags & 0x12 == 0x12) {            // SYN + ACK
+            if (downstream == 0) {
+                // upstream: read only (start_shaper.p4 follows the client's SYN and ACKs)
+            } else if (hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK) == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
                 trk.cls = CLASS_TCP_CTRL;
-                if (!live || sig == h) {
-                    bit<32> first = hdr.tcp.seqNo + 1;
+                bit<32> first = hdr.tcp.seqNo + 1;
+                if (trk.tracked && isn == first) {
+                    trk.flags = TRACK_TRACKED;              // retransmitted SYN-ACK: nothing changes
+                } else if (live && sig != h) {
+                    trk.flags = TRACK_COLLISION;
+                    trk.tracked = false;
+                } else {
                     flow_sig.write(slot, h);
                     flow_start.write(slot, now);
                     flow_isn.write(slot, first);
                     flow_seqhi.write(slot, first);
                     trk.flags = TRACK_TRACKED | TRACK_NEW_FLOW;
-                } else {
-                    trk.flags = TRACK_COLLISION;
+                    trk.tracked = true;
+                    trk.isn = first;
+                    trk.age = 0;
                 }
-            } else {
-                bool tracked = live && sig == h;
-                if (tcp_payload == 0) {
-                    trk.cls = CLASS_TCP_CTRL;
-                    if (tracked) { trk.flags = TRACK_TRACKED; }
-                } else if (!tracked) {
-                    trk.cls = CLASS_TCP_EST;
+            } else if (tcp_payload == 0) {
+                if (trk.tracked) { trk.flags = TRACK_TRACKED; }
+            } else if (trk.tracked) {
+                bit<32> seq_end = hdr.tcp.seqNo + (bit<32>)tcp_payload;
+                trk.progress = hdr.tcp.seqNo - isn;
+                trk.payload = (bit<32>)tcp_payload;
+                trk.flags = TRACK_TRACKED;
+                if (seqhi - seq_end < 0x80000000) {      // seq_end <= seqhi (mod 2^32)
+                    trk.cls = CLASS_TCP_RTX;
+                    trk.flags = TRACK_TRACKED | TRACK_RTX;
                 } else {
-                    bit<32> seq_end = hdr.tcp.seqNo + (bit<32>)tcp_payload;
-                    trk.progress = hdr.tcp.seqNo - isn;
-                    trk.payload = (bit<32>)tcp_payload;
-                    trk.flags = TRACK_TRACKED;
-                    if (seqhi - seq_end < 0x80000000) {      // seq_end <= seqhi (mod 2^32)
-                        trk.cls = CLASS_TCP_RTX;
-                        trk.flags = TRACK_TRACKED | TRACK_RTX;
-                    } else {
-                        flow_seqhi.write(slot, seq_end);
-                        if (age < (bit<64>)cfg.window_ns && trk.progress < cfg.start_bytes) {
-                            trk.cls = CLASS_TCP_START;
-                            trk.flags = TRACK_TRACKED | TRACK_STARTING;
-                        } else {
-                            trk.cls = CLASS_TCP_EST;
-                        }
-                    }
+                    flow_seqhi.write(slot, seq_end);
+                    trk.cls = CLASS_TCP_START;
+                    trk.flags = TRACK_TRACKED | TRACK_STARTING;
                 }
             }
         }

@@ -43,6 +43,12 @@ header tcp_t {
     bit<16> urgentPtr;
 }
 
+/* One byte of TCP options. A SYN's options are walked byte by byte (parser.p4)
+ * into a stack of these, so they leave the switch exactly as they came. */
+header tcp_opt_t {
+    bit<8> b;
+}
+
 header udp_t {
     bit<16> srcPort;
     bit<16> dstPort;
@@ -80,6 +86,7 @@ struct headers_t {
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
     tcp_t          tcp;
+    tcp_opt_t[TCP_OPT_BYTES] tcp_opts;
     udp_t          udp;
 }
 
@@ -118,11 +125,12 @@ struct pie_cfg_t {
 }
 
 struct iwa_cfg_t {
-    bit<32> target_ns;
-    bit<32> allowance_bytes;
-    bit<48> window_ns;
-    bit<32> start_bytes;
-    bit<48> age_ns;
+    bit<32> target_ns;         // queue room for starting flows
+    bit<16> mss_bytes;         // the smallest window IWA advertises
+    bit<40> payload_ns_q16;    // drain time per TCP payload byte, Q16
+    bit<32> bytes_per_ns_q32;  // payload bytes per ns, Q32
+    bit<32> hold_ns;           // the reserve is forgotten this long after the last SYN-ACK
+    bit<48> age_ns;            // a flow slot is free this long after its SYN-ACK
 }
 
 /* The queue model's prediction for this packet (queue_model.p4). */
@@ -146,17 +154,38 @@ struct verdict_t {
     bit<64> s2;
 }
 
-/* The flow tracker's view of this packet (flow_tracker.p4). */
+/* The flow tracker's view of this packet (flow_tracker.p4, refined by start_shaper.p4). */
 struct track_t {
     bit<8>  cls;
     bit<8>  flags;
     bit<32> progress;
     bit<32> slot;
     bit<32> payload;   // TCP payload of a tracked data segment
+    bit<32> hash;      // crc32 of (server, client, server port, client port, proto)
+    bool    tracked;   // the slot holds this flow (live)
+    bit<32> isn;       // its first sequence number of data
+    bit<64> age;       // time since its SYN-ACK
+}
+
+/* What the start shaper did with an upstream ACK (start_shaper.p4). */
+struct grant_t {
+    bool    tracked;
+    bool    syn;       // a client's SYN (remembered for its scale and time)
+    bit<8>  flags;
+    bool    rewrite;   // the window field is to be replaced by `window`
+    bit<16> window;
+    bit<32> edge;      // the right edge the server now has
+    bit<32> advance;   // bytes it may send beyond the edge it had
+    bit<32> room_ns;   // the queue room the grant was sized from
 }
 
 struct metadata_t {
     bit<1>       downstream;
+    bit<8>       opt_left;      // parser: TCP option bytes still to walk
+    bit<8>       opt_skip;      // parser: bytes left of the current option
+    bit<8>       ws_shift;      // a SYN's window-scale shift ...
+    bool         ws_seen;       // ... when it carried the option
+    grant_t      grant;
     bit<16>      tcp_payload;
     bool         tcp_ok;        // TCP header parsed and lengths consistent
     queue_cfg_t  qcfg;

@@ -1,6 +1,12 @@
 /* Parser: Ethernet, IPv4 (with options), TCP or UDP of unfragmented packets.
  * A header that does not fit stays invalid; BMv2 then sets parser_error and
- * still hands the packet to ingress, which classifies it OTHER. */
+ * still hands the packet to ingress, which classifies it OTHER.
+ * A SYN's TCP options are walked byte by byte for the window-scale option
+ * (RFC 7323), which IWA's start shaping needs to read the client's windows:
+ * EOL ends the list, NOP is one byte, every other option is kind, length and
+ * length - 2 bytes; a length below 2 ends the walk, and so does the end of
+ * the options. Other segments' options stay payload: nothing else needs them.
+ * refmodel/packet.py (window_scale_option) walks the same way. */
 #ifndef _PARSER_P4_
 #define _PARSER_P4_
 
@@ -42,7 +48,101 @@ parser BottleneckParser(packet_in packet, out headers_t hdr, inout metadata_t me
 
     state parse_tcp {
         packet.extract(hdr.tcp);
-        transition accept;
+        meta.ws_seen = false;
+        meta.ws_shift = 0;
+        meta.opt_left = ((bit<8>)hdr.tcp.dataOffset << 2) - 20;
+        transition select(hdr.tcp.flags & TCP_FLAG_SYN, hdr.tcp.dataOffset) {
+            (0, _): accept;
+            (_, 0 &&& 0xC): accept;                 // data offset 0..3: malformed
+            (_, 4): accept;
+            (_, 5): accept;                         // no options
+            default: opt_kind;
+        }
+    }
+
+    state opt_kind {
+        transition select(meta.opt_left) {
+            0: accept;
+            default: opt_kind_byte;
+        }
+    }
+
+    state opt_kind_byte {
+        packet.extract(hdr.tcp_opts.next);
+        meta.opt_left = meta.opt_left - 1;
+        transition select(hdr.tcp_opts.last.b) {
+            0: accept;                              // EOL
+            1: opt_kind;                            // NOP
+            3: opt_ws_len;
+            default: opt_len;
+        }
+    }
+
+    state opt_len {
+        transition select(meta.opt_left) {
+            0: accept;
+            default: opt_len_byte;
+        }
+    }
+
+    state opt_len_byte {
+        packet.extract(hdr.tcp_opts.next);
+        meta.opt_left = meta.opt_left - 1;
+        meta.opt_skip = hdr.tcp_opts.last.b - 2;
+        transition select(hdr.tcp_opts.last.b) {
+            0: accept;                              // length below 2: malformed
+            1: accept;
+            default: opt_skip;
+        }
+    }
+
+    state opt_skip {
+        transition select(meta.opt_skip, meta.opt_left) {
+            (0, _): opt_kind;
+            (_, 0): accept;
+            default: opt_skip_byte;
+        }
+    }
+
+    state opt_skip_byte {
+        packet.extract(hdr.tcp_opts.next);
+        meta.opt_left = meta.opt_left - 1;
+        meta.opt_skip = meta.opt_skip - 1;
+        transition opt_skip;
+    }
+
+    state opt_ws_len {
+        transition select(meta.opt_left) {
+            0: accept;
+            default: opt_ws_len_byte;
+        }
+    }
+
+    state opt_ws_len_byte {
+        packet.extract(hdr.tcp_opts.next);
+        meta.opt_left = meta.opt_left - 1;
+        meta.opt_skip = hdr.tcp_opts.last.b - 2;
+        transition select(hdr.tcp_opts.last.b) {
+            0: accept;
+            1: accept;
+            3: opt_ws_shift;
+            default: opt_skip;                      // a window-scale option of another length: skipped
+        }
+    }
+
+    state opt_ws_shift {
+        transition select(meta.opt_left) {
+            0: accept;
+            default: opt_ws_shift_byte;
+        }
+    }
+
+    state opt_ws_shift_byte {
+        packet.extract(hdr.tcp_opts.next);
+        meta.opt_left = meta.opt_left - 1;
+        meta.ws_seen = true;
+        meta.ws_shift = hdr.tcp_opts.last.b;
+        transition opt_kind;
     }
 
     state parse_udp {
@@ -58,6 +158,7 @@ control BottleneckDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
         packet.emit(hdr.tcp);
+        packet.emit(hdr.tcp_opts);
         packet.emit(hdr.udp);
     }
 }

@@ -1,4 +1,5 @@
-/* Telemetry: one record per packet that meets the bottleneck.
+/* Telemetry: one record per packet that meets the bottleneck (and, with IWA,
+ * per upstream ACK of a tracked flow: decision BYPASS, the window it left with).
  * Ingress fills the t_* metadata and clones the packet (I2E) to the monitor
  * port's clone session, keeping those fields; egress turns the clone into an
  * Ethernet frame of ethertype 0x88B5 carrying the 64-byte record. */
@@ -54,6 +55,7 @@ control TelemetryEmit(inout headers_t hdr, in metadata_t meta) {
         hdr.ipv4.setInvalid();
         hdr.ipv4_options.setInvalid();
         hdr.tcp.setInvalid();
+        hdr.tcp_opts.pop_front(TCP_OPT_BYTES);
         hdr.udp.setInvalid();
         hdr.ethernet.setValid();
         hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
