@@ -73,15 +73,15 @@ else
         say "P4 toolchain: installed"
     else
         cat <<MSG
-[setup] P4 toolchain: MISSING (p4c-bm2-ss and simple_switch_grpc were not found on PATH
-[setup]   nor under \$P4_PREFIX/bin = $P4_PREFIX/bin; p4lang's binary packages ${obs:+for $obs }were not reachable).
-[setup]   To get it: install p4c and behavioral-model (BMv2, with simple_switch_grpc, i.e. built
-[setup]   --with-pi) as p4lang documents: https://github.com/p4lang/p4c#installing-packaged-versions-of-p4c
-[setup]   and https://github.com/p4lang/behavioral-model#installing-bmv2 ; or build them from source
-[setup]   under a prefix and run with P4_PREFIX=<prefix>.
-[setup]   Still working without it: the reference model of the pipeline (refmodel/), all model
-[setup]   tests, the controller's config and tuning logic, the analysis; 'make mininet' runs
-[setup]   with the reference model as the switch. Skipped: p4c compilation and BMv2 tests.
+[setup] P4 toolchain: MISSING (p4c-bm2-ss and simple_switch_grpc are not on PATH nor under
+[setup]   \$P4_PREFIX/bin = $P4_PREFIX/bin${obs:+; the p4lang binary packages for $obs were not reachable}).
+[setup]   To install it (pinned p4c, BMv2 with simple_switch_grpc, PI, from source; about 65 minutes
+[setup]   on 2 cores; resumable):
+[setup]       make toolchain
+[setup]   (offline: make toolchain P4_SOURCES=<dir of git checkouts>; tools/toolchain.sh --help)
+[setup]   Until then everything but P4 works: the reference model (refmodel/), the model tests,
+[setup]   the controller's logic, the analysis; 'make mininet' runs with the reference model as the
+[setup]   switch. Skipped: p4c compilation and the BMv2 tests.
 MSG
     fi
 fi
