@@ -21,8 +21,11 @@ MODE=build
 
 STEPS=(deps sources pi bmv2 p4c finish)
 # Typical wall time of each step in seconds, measured on a 2-core, 24 GiB VM
-# (Debian 12, make -j2); the ETA in the progress lines comes from these.
-declare -A TYPICAL=([deps]=90 [sources]=30 [pi]=600 [bmv2]=1200 [p4c]=1800 [finish]=15)
+# (Debian 12, make -j2, P4_SOURCES, 2026-11-23): deps 15 s (about 30 packages to
+# install; more on a bare machine), sources 30 s, pi 4m10s, bmv2 28m22s (it also
+# builds psa_switch, pna_nic and the other targets), p4c 31m16s, finish 5 s; in
+# all 64 minutes. The ETA in the progress lines comes from these.
+declare -A TYPICAL=([deps]=60 [sources]=30 [pi]=250 [bmv2]=1700 [p4c]=1880 [finish]=5)
 declare -A DESC=(
     [deps]="Debian build dependencies (apt)"
     [sources]="pinned sources (git checkouts, PI's submodules)"

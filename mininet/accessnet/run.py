@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     if want in ("auto", "model") and not bmv2_available() and any(c.aqm in scen.P4_AQMS for c in sc.cases):
         print("NOTE: BMv2 (simple_switch_grpc + build/bottleneck.json) is not available here: the reference model "
               "runs as the switch (userspace forwarder). Results are marked switch=model. To run the real P4 "
-              "switch, install the toolchain once: make toolchain (about 60 min on 2 cores; see the README).")
+              "switch, install the toolchain once: make toolchain (about 65 min on 2 cores; see the README).")
     rundir = a.resume or a.out / f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}"
     rundir.mkdir(parents=True, exist_ok=True)
     write_record(rundir, rec)
