@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from .leftovers import Lease
+from .rawsock import enable_auxdata, recv_frame
 from controller.switch import BottleneckSwitch, DesiredState, SwitchTarget
 from refmodel.params import PipelineParams
 from refmodel.pipeline import Route
@@ -61,6 +62,7 @@ class Sniffer(threading.Thread):
         super().__init__(daemon=True)
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
         self.sock.bind((ifname, 0))
+        enable_auxdata(self.sock)  # VLAN tags as sent (see accessnet.rawsock)
         self.sock.settimeout(0.1)
         self.frames: list[bytes] = []
         self.running = True
@@ -68,7 +70,7 @@ class Sniffer(threading.Thread):
     def run(self) -> None:
         while self.running:
             try:
-                data, addr = self.sock.recvfrom(65535)
+                data, addr = recv_frame(self.sock)
             except TimeoutError:
                 continue
             except OSError:

@@ -29,6 +29,8 @@ from controller.tuner import ClosedLoop, open_log, parse_rate_schedule
 from refmodel.pipeline import Pipeline, Route
 from refmodel.telemetry import encode_frame
 
+from .rawsock import enable_auxdata, recv_frame
+
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
@@ -43,6 +45,7 @@ def open_port(ifname: str) -> socket.socket:
     except OSError:
         pass  # older kernels: outgoing frames are filtered by pkttype below
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    enable_auxdata(s)
     s.setblocking(False)
     return s
 
@@ -75,7 +78,7 @@ def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: 
             s = key.fileobj
             while True:
                 try:
-                    frame, addr = s.recvfrom(65535)
+                    frame, addr = recv_frame(s)  # VLAN tags restored, as BMv2 (libpcap) sees frames
                 except BlockingIOError:
                     break
                 if addr[2] == PACKET_OUTGOING:
