@@ -45,7 +45,9 @@ APT_PACKAGES=(git ca-certificates build-essential g++ autoconf automake libtool 
     libthrift-dev thrift-compiler)
 
 PI_FLAGS=(--with-proto --without-internal-rpc --without-cli --without-bmv2)
-BMV2_FLAGS=(--with-pi --disable-logging-macros --disable-elogger)
+# --with-thrift: simple_switch_grpc leaves its Thrift server out by default, and the lab sets the egress queue
+# depth through it (simple_switch_CLI set_queue_depth; 64 packets otherwise)
+BMV2_FLAGS=(--with-pi --with-thrift --disable-logging-macros --disable-elogger)
 P4C_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DENABLE_BMV2=ON -DENABLE_P4TEST=ON -DENABLE_EBPF=OFF -DENABLE_UBPF=OFF
     -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF -DENABLE_P4C_GRAPHS=OFF -DENABLE_TEST_TOOLS=OFF -DENABLE_GTESTS=OFF
     -DENABLE_DOCS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON -DENABLE_PROTOBUF_STATIC=OFF
