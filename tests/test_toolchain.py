@@ -59,7 +59,7 @@ def test_dry_run_lists_every_step_and_builds_nothing(tmp_path):
     assert r.returncode == 0, r.stderr
     for i, s in enumerate(STEPS, 1):
         assert f"{i}/6 {s}: would run" in r.stdout
-    assert "./configure --prefix=" in r.stdout and "--with-pi --disable-logging-macros --disable-elogger" in r.stdout
+    assert "./configure --prefix=" in r.stdout and "--with-pi --with-thrift --disable-logging-macros --disable-elogger" in r.stdout
     assert "-DFETCHCONTENT_SOURCE_DIR_P4RUNTIME=" in r.stdout and "v1.2.4.8" in r.stdout
     assert not (tmp_path / "work").exists() and not (tmp_path / "prefix").exists()
 
