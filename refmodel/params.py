@@ -290,8 +290,8 @@ def iwa_params(
 
 
 def bytes_to_ns(p: IwaParams, nbytes: int) -> int:
-    """Drain time of ``nbytes`` of TCP payload (data-plane arithmetic: one product, one shift)."""
-    return (nbytes * p.payload_ns_q16) >> BYTE_TIME_FRAC
+    """Drain time of ``nbytes`` of TCP payload (its frames' headers included)."""
+    return drain_ns(nbytes, p.payload_ns_q16)
 
 
 def ns_to_bytes(p: IwaParams, ns: int) -> int:
