@@ -29,6 +29,7 @@
 #include "include/headers.p4"
 #include "include/parser.p4"
 #include "include/config.p4"
+#include "include/checksum.p4"
 #include "include/queue_model.p4"
 #include "include/flow_tracker.p4"
 #include "include/start_shaper.p4"
