@@ -51,16 +51,22 @@ def lab_hosts(prefix: str) -> list[str]:
     return processes_mentioning(f"mininet:{prefix}")
 
 
-def test_ctrl_c_leaves_nothing_behind_and_resume_completes(tmp_path):
-    cmd = [sys.executable, "-m", "accessnet.run", "--scenario", "smoke", "--switch", "model", "--out", str(tmp_path)]
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)  # its own process group, as in a terminal
+def start_smoke_run(out, *extra: str, **popen) -> tuple[subprocess.Popen, list[str], str]:
+    """The smoke scenario on the model switch, read until its first replication runs: (process, the
+    lines it printed so far, its lab prefix)."""
+    cmd = [sys.executable, "-m", "accessnet.run", "--scenario", "smoke", "--switch", "model", *extra,
+           "--out", str(out)]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
     lines = []
     for line in p.stdout:
         lines.append(line)
         if "rep0: running" in line:
             break
-    prefix = lab_of(p.pid)
+    return p, lines, lab_of(p.pid)
+
+
+def test_ctrl_c_leaves_nothing_behind_and_resume_completes(tmp_path):
+    p, lines, prefix = start_smoke_run(tmp_path, start_new_session=True)  # its own process group, as in a terminal
     time.sleep(8)  # mid-run: switch, delay lines, captures, audio and web traffic all running
     assert lab_hosts(prefix), "the lab should be up at this point"
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group gets SIGINT
@@ -99,15 +105,7 @@ def registered_pid(owner: int, needle: str, timeout: float = 20.0) -> int:
 
 
 def test_a_switch_that_dies_fails_its_replication_and_the_run_goes_on(tmp_path):
-    cmd = [sys.executable, "-m", "accessnet.run", "--scenario", "smoke", "--switch", "model", "--reps", "2",
-           "--out", str(tmp_path)]
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = []
-    for line in p.stdout:
-        lines.append(line)
-        if "rep0: running" in line:
-            break
-    prefix = lab_of(p.pid)
+    p, lines, prefix = start_smoke_run(tmp_path, "--reps", "2")
     time.sleep(5)  # audio flowing through the switch
     os.kill(registered_pid(p.pid, "accessnet.modelswitch"), signal.SIGKILL)
     rest, _ = p.communicate(timeout=180)
@@ -126,15 +124,7 @@ def test_a_switch_that_dies_fails_its_replication_and_the_run_goes_on(tmp_path):
 def test_a_host_shell_that_dies_fails_its_replication_without_hanging(tmp_path):
     """What another run's cleanup once did to a live run: its host shell killed under it. The replication
     is recorded as failed with its logs (not left as rep0.tmp, not hung on the dead shell), the next one runs."""
-    cmd = [sys.executable, "-m", "accessnet.run", "--scenario", "smoke", "--switch", "model", "--reps", "2",
-           "--out", str(tmp_path)]
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = []
-    for line in p.stdout:
-        lines.append(line)
-        if "rep0: running" in line:
-            break
-    prefix = lab_of(p.pid)
+    p, lines, prefix = start_smoke_run(tmp_path, "--reps", "2")
     time.sleep(6)
     os.kill(registered_pid(p.pid, f"mininet:{prefix}srv"), signal.SIGKILL)
     rest, _ = p.communicate(timeout=120)
