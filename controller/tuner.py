@@ -187,8 +187,11 @@ ETH_P_ALL = 0x0003
 
 def telemetry_socket(ifname: str) -> socket.socket:
     """A raw socket that sees the frames the switch sends out of its monitor port (outgoing included)."""
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    s.bind((ifname, 0))
+    # protocol 0, then bound to the interface with ETH_P_ALL: a socket opened with ETH_P_ALL receives from
+    # every interface until its bind (the same as accessnet.rawsock.packet_socket; the controller does not
+    # depend on the lab package)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    s.bind((ifname, ETH_P_ALL))  # Python byte-swaps the protocol of an AF_PACKET address itself
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.setblocking(False)
     return s

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from .leftovers import Lease
-from .rawsock import enable_auxdata, recv_frame
+from .rawsock import enable_auxdata, packet_socket, recv_frame
 from controller.switch import BottleneckSwitch, DesiredState, SwitchTarget
 from refmodel.params import PipelineParams
 from refmodel.pipeline import Route
@@ -60,8 +60,7 @@ def free_port() -> int:
 class Sniffer(threading.Thread):
     def __init__(self, ifname: str) -> None:
         super().__init__(daemon=True)
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-        self.sock.bind((ifname, 0))
+        self.sock = packet_socket(ifname)
         enable_auxdata(self.sock)  # VLAN tags as sent (see accessnet.rawsock)
         self.sock.settimeout(0.1)
         self.frames: list[bytes] = []

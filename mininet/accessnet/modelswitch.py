@@ -29,17 +29,15 @@ from controller.tuner import ClosedLoop, open_log, parse_rate_schedule
 from refmodel.pipeline import Pipeline, Route
 from refmodel.telemetry import encode_frame
 
-from .rawsock import enable_auxdata, recv_frame
+from .rawsock import enable_auxdata, packet_socket, recv_frame
 
-ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
 
 
 def open_port(ifname: str) -> socket.socket:
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    s.bind((ifname, 0))
+    s = packet_socket(ifname)
     try:
         s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
     except OSError:

@@ -18,6 +18,18 @@ TP_STATUS_VLAN_TPID_VALID = 0x40
 AUXDATA = struct.Struct("=IIIHHHH")  # tp_status, tp_len, tp_snaplen, tp_mac, tp_net, tp_vlan_tci, tp_vlan_tpid
 
 
+ETH_P_ALL = 0x0003
+
+
+def packet_socket(ifname: str) -> socket.socket:
+    """A raw socket receiving every frame of ``ifname`` and nothing else. Opened with protocol 0 (it receives
+    nothing) and bound to the interface and ETH_P_ALL in one step: a socket opened with ETH_P_ALL receives
+    from every interface until its bind, and kept such a frame (e.g. one from the loopback)."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    s.bind((ifname, ETH_P_ALL))  # Python byte-swaps the protocol of an AF_PACKET address itself
+    return s
+
+
 def enable_auxdata(sock: socket.socket) -> None:
     sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
 
