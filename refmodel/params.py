@@ -258,11 +258,6 @@ def iwa_target_ns(rate_bps: float, budget_ns: int, mtu_bytes: int = 1514) -> int
     return max(frame, budget_ns - max(2 * frame, CODEL_TARGET_NS))
 
 
-def codel_target_ns_for(rate_bps: float, mtu_bytes: int = 1514) -> int:
-    """CoDel's target for IWA's established flows: RFC 8289's 5 ms, never below one frame time."""
-    return max(CODEL_TARGET_NS, drain_ns(mtu_bytes, byte_time_q16(rate_bps)))
-
-
 def iwa_params(
     rate_bps: float = 2e6, *, budget_s: float = 0.040, target_s: float | None = None, mtu_bytes: int = 1514,
     hold_s: float = 1.0, age_s: float = 10.0,
@@ -307,18 +302,20 @@ def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: i
     q = queue_params(rate_bps, limit_pkts=limit_pkts, limit_bytes=limit_bytes, bucket_bytes=bucket_bytes,
                      mtu_bytes=mtu, aqm=aqm, ecn=ecn)
     red_cfg = red_params(rate_bps, **red) if red else RedParams()
+    iwa_cfg = iwa_params(rate_bps, **(iwa or {}))
     if codel is None and q.aqm == Aqm.IWA:
-        # IWA's control of established flows is CoDel with RFC 8289's target: 5 ms, at least one frame time
-        codel = {"target_s": codel_target_ns_for(rate_bps, mtu) / NS}
+        # Under IWA, CoDel holds the queue of the flows no window holds (docs/iwa.md) at the queue the audio's
+        # budget allows: IWA's own target. A lower one (RFC 8289's 5 ms) would drop from shaped flows whose
+        # windows already keep the queue under the target, and cost a bulk flow its throughput.
+        codel = {"target_s": iwa_cfg.target_ns / NS}
     return PipelineParams(
-        queue=q, red=red_cfg,
-        codel=codel_params(**(codel or {})), pie=pie_params(**(pie or {})), iwa=iwa_params(rate_bps, **(iwa or {})),
+        queue=q, red=red_cfg, codel=codel_params(**(codel or {})), pie=pie_params(**(pie or {})), iwa=iwa_cfg,
     )
 
 
 __all__ = [
     "ConfigError", "QueueParams", "RedParams", "CodelParams", "PieParams", "IwaParams", "PipelineParams",
     "pipeline_params", "queue_params", "red_params", "codel_params", "pie_params", "iwa_params", "drain_ns",
-    "bytes_to_ns", "ns_to_bytes", "iwa_target_ns", "codel_target_ns_for", "CODEL_TARGET_NS",
+    "bytes_to_ns", "ns_to_bytes", "iwa_target_ns", "CODEL_TARGET_NS",
     "byte_time_q16", "parse_aqm", "FIELD_BITS", "FLOW_SLOTS",
 ]

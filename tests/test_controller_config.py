@@ -56,7 +56,7 @@ def test_iwa_knobs_in_human_units():
     assert (i.payload_ns_q16 * 960) >> 16 == pytest.approx(1014 * 4000, abs=1)
     p = config.params_from_dict({"link": {"rate_bps": 1e6}, "aqm": {"name": "iwa"}})
     assert p.iwa.payload_ns_q16 == 2 * config.params_from_dict(c | {"aqm": {"name": "iwa"}}).iwa.payload_ns_q16
-    assert p.codel.target_ns == 12_112_000  # iwa's CoDel: one frame at 1 Mbit/s (more than 5 ms)
+    assert p.codel.target_ns == p.iwa.target_ns == 15_776_000  # iwa's CoDel: iwa's target (40 ms - 2 frames)
 
 
 def test_iwa_entities_carry_the_set_iwa_parameters():
@@ -73,7 +73,7 @@ def test_iwa_entities_carry_the_set_iwa_parameters():
     # what the tuner rewrites between rate changes: IWA's knobs and its established flows' CoDel target
     tuned = entries.iwa_knobs(p)
     assert [e.table_id for e in tuned] == ["codel_cfg", "iwa_cfg"] and all(e.is_default_action for e in tuned)
-    assert tuned[0].action.args == {"target_ns": 6_056_000, "interval_ns": 100_000_000}
+    assert tuned[0].action.args == {"target_ns": 30_000_000, "interval_ns": 100_000_000}  # iwa's target
 
 
 def test_toml_file(tmp_path):

@@ -16,7 +16,7 @@ def obs(t, rate=HSPA):
 
 
 def settled(rate=HSPA):
-    return TunerState(target_ns=target_for(rate, BUDGET), codel_target_ns=codel_target_for(rate))
+    return TunerState(target_ns=target_for(rate, BUDGET), codel_target_ns=codel_target_for(rate, BUDGET))
 
 
 def run(state, observations):
@@ -42,9 +42,10 @@ def test_target_from_the_jitter_budget_at_each_profile():
 
 
 @pytest.mark.parametrize("rate", [EDGE, 1e6, HSPA, 3e6, 7.2e6, LTE])
-def test_codel_target_is_5ms_or_one_frame_as_the_data_plane_derives_it(rate):
-    assert codel_target_for(rate) == max(5 * MS, frame_ns(rate))
-    assert codel_target_for(rate) == pipeline_params(rate, "iwa").codel.target_ns  # so the loop writes no change
+def test_codel_target_is_iwas_target_as_the_data_plane_derives_it(rate):
+    assert codel_target_for(rate, BUDGET) == target_for(rate, BUDGET) >= frame_ns(rate)
+    assert codel_target_for(rate, BUDGET) == pipeline_params(rate, "iwa").codel.target_ns  # the loop writes no change
+    assert pipeline_params(rate, "codel").codel.target_ns == 5 * MS  # the codel AQM keeps RFC 8289's target
 
 
 def test_steady():
@@ -62,8 +63,8 @@ def test_rate_change_recomputes_both_targets_in_the_same_period():
     s = settled(LTE)
     d = tune(s, obs(3 * NS, rate=HSPA))
     assert d.state.target_ns == target_for(HSPA, BUDGET) != s.target_ns
-    assert d.state.codel_target_ns == frame_ns(HSPA) != s.codel_target_ns == 5 * MS
-    assert "target 35.0 ms -> 27.9 ms" in d.reason and "codel target 5.0 ms -> 6.1 ms" in d.reason
+    assert d.state.codel_target_ns == d.state.target_ns != s.codel_target_ns == s.target_ns
+    assert "target 35.0 ms -> 27.9 ms" in d.reason and "codel target 35.0 ms -> 27.9 ms" in d.reason
     assert tune(d.state, obs(3 * NS + PERIOD, rate=HSPA)).state == d.state  # and it stays there
 
 

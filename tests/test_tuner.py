@@ -49,7 +49,7 @@ def test_the_first_period_writes_nothing_when_the_configuration_is_the_policys()
     loop.tick(0)
     assert loop.tick(100 * MS) is None  # target_s and CoDel's target already are the formula's at 2 Mbit/s
     assert rows(log)[0]["reason"] == "steady"
-    assert int(rows(log)[0]["codel_target_ns"]) == policy.codel_target_for(2e6) == loop.params.codel.target_ns
+    assert int(rows(log)[0]["codel_target_ns"]) == policy.codel_target_for(2e6, 40 * MS) == loop.params.codel.target_ns
 
 
 def test_configured_target_is_replaced_by_the_policys_in_the_first_period():
@@ -63,12 +63,12 @@ def test_configured_target_is_replaced_by_the_policys_in_the_first_period():
     assert loop.defined_state().iwa.target_ns == 10 * MS  # Ctrl-C restores what was configured
 
 
-def test_codel_target_of_iwas_established_flows_follows_the_link():
+def test_codel_target_under_iwa_is_replaced_by_iwas_target():
     loop, log = make({**CFG, "aqm": {"name": "iwa", "codel": {"target_s": 0.005}}})
     loop.tick(0)
-    act = loop.tick(100 * MS)  # one frame (6.1 ms) is more than 5 ms at 2 Mbit/s
-    assert act is not None and not act.rate_changed and act.params.codel.target_ns == 6_056_000
-    assert "codel target 5.0 ms -> 6.1 ms" in rows(log)[0]["reason"]
+    act = loop.tick(100 * MS)  # the queue the audio's budget allows, not RFC 8289's 5 ms
+    assert act is not None and not act.rate_changed and act.params.codel.target_ns == 27_888_000
+    assert "codel target 5.0 ms -> 27.9 ms" in rows(log)[0]["reason"]
 
 
 def test_audio_sojourn_is_logged_and_changes_nothing():
@@ -114,12 +114,12 @@ def test_rate_change_rederives_the_conversions_and_targets_in_the_same_period():
         want.payload_ns_q16, want.bytes_per_ns_q32)
     assert act.params.iwa.payload_ns_q16 == 2 * iwa_params(2e6).payload_ns_q16  # half the rate: twice per byte
     assert act.params.iwa.target_ns == policy.target_for(1e6, 40 * MS)
-    assert act.params.codel.target_ns == policy.frame_ns(1e6) == 12_112_000
+    assert act.params.codel.target_ns == act.params.iwa.target_ns == 40 * MS - 2 * policy.frame_ns(1e6) == 15_776_000
     for k in range(4, 14):  # settled: nothing more to write
         assert loop.tick(k * 100 * MS) is None
     r = rows(log)[2]
     assert r["rate_bps"] == "1000000" and "link rate" in r["reason"]
-    assert int(r["codel_target_ns"]) == 12_112_000
+    assert int(r["codel_target_ns"]) == 15_776_000
 
 
 def test_other_aqms_are_observed_never_tuned():
