@@ -681,3 +681,27 @@ def test_summary_table_shows_bulk_goodput_and_no_bulk_burst(tmp_path: Path):
     rows = {(x.split()[0], x.split()[1]): x.split() for x in text.splitlines()[1:]}
     assert rows[("web6-bulk-hspa-48p", "fifo")][-1] == "2020" and rows[("web6-bulk-hspa-48p", "iwa")][-1] == "1929"
     assert rows[("web6-bulk-hspa-12p", "iwa")][-1] == "-" and rows[("web6-bulk-hspa-48p", "iwa")][-3] == "0.38"
+
+
+def test_iwa_table_judges_a_unit_whose_frame_exceeds_the_buffer_at_the_next_studied_buffer(tmp_path: Path):
+    """At EDGE (160 kbit/s) one 1514 B frame takes 75.7 ms: the unit is judged at 80 ms, the smallest studied
+    jitter buffer above it, and its level >= 2 shares are the 80 ms ones; an HSPA unit stays at 40 ms."""
+    from experiments.iwa_table import iwa_table_md, unit_jitter_buffer
+    run = tmp_path / "edge"
+    late = [BASE_MS] * N_PKTS  # 60 ms over the base delay for the overlap's first 10 packets: lost at 40 ms only
+    for k in range(TCP_PKT, TCP_PKT + 10):
+        late[k] = BASE_MS + 60
+    for prof, rate in (("edge", 160e3), ("hspa", 2e6)):
+        for aqm in ("fifo", "iwa"):
+            rep = write_rep(run, f"web2-{prof}-48p-{aqm}-iw10", 0, late if aqm == "iwa" else lost_at_end(0),
+                            aqm=aqm, pair=f"web2-{prof}-48p-iw10")
+            meta = json.loads((rep / "meta.json").read_text())
+            meta["profile"] = {"name": prof, "rate_bps": rate, "delay_ms": 70.0, "server_delay_ms": 11.0}
+            (rep / "meta.json").write_text(json.dumps(meta))
+    cases = report.load_cases([run])[0]
+    lines = iwa_table_md(cases)
+    edge, hspa = unit_row(lines, "web2-edge-48p-iw10"), unit_row(lines, "web2-hspa-48p-iw10")
+    assert (edge["jitter buffer (ms)"], hspa["jitter buffer (ms)"]) == ("80", "40")
+    assert edge["iwa level ≥ 2 (%)"] == "0.0" and edge["IWA level"] == "pass"
+    assert float(hspa["iwa level ≥ 2 (%)"]) > 40 and hspa["IWA level"] == "FAIL"
+    assert unit_jitter_buffer({}, 40.0) == 40.0  # no profile known: the buffer asked for
