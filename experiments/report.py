@@ -709,6 +709,12 @@ def write_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: floa
     return make_report(run_dirs, out_dir, jitter_buffer_ms)[0]
 
 
+def seeds_section(cases: list[Case]) -> list[str]:
+    """The seeds' numbers beside the lab's (``experiments.seeds``, which builds on this module)."""
+    from .seeds import seeds_md
+    return seeds_md(cases)
+
+
 def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float = JB_MAIN_MS
                 ) -> tuple[Path, int, int]:
     """write_report, also returning how many replications were read and how many failed (for the CLI)."""
@@ -747,6 +753,7 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              "i.e. ≥ −5 %); a pair where either was not measured is counted, not differenced.", "",
              *paired_md(cases, jitter_buffer_ms), "",
              *held_out_md(cases, jitter_buffer_ms),
+             *seeds_section(cases),
              "## IPDV (as the seeds' Table 1)", "",
              "IPDV (RFC 3393) of consecutive audio packets that both arrived, sent while TCP was active; one CDF "
              "per case over all its replications pooled; seconds.", "",

@@ -1,0 +1,199 @@
+"""The seeds' numbers beside the lab's (issue 13, item 4), from a run's data files alone.
+
+The seeds' numbers are data here, each with where it comes from (``../shared/seeds/``). The lab's numbers are
+computed from the replications the report loaded, with the same definitions (``experiments.metrics``):
+
+* PAM'13 Table 1 (``003_…``): the IPDV CDF of the audio competing with N short TCP flows, per IW and N, 50
+  replications of a real HSPA network. The lab's row per IW and N pools the IPDV of every FIFO replication of a
+  web workload with N flows (``report.pooled_ipdv_ns``), one row per link profile and buffer.
+* PAM'13's orderings: IW10 gives larger IPDV tails than IW3 at the same N, and more flows larger tails than
+  fewer at the same IW (99th percentile and max of Table 1).
+* IETF79 (``001_…``): the maxima of the audio's one-way delay under REDok, a single flow and six flows, IW10
+  against IW3. The slides do not name the link of those two figures; 2.80 s is more than any HSPA or LTE
+  buffer of the study drains in (100 and 400 packets: 0.6 s and 0.1 s), so it can only be EDGE (50 packets,
+  3.8 s). The lab's values: the largest OWD over the audio packets kept by the overlap filter, all REDok
+  replications of burst workloads with 1+1 and 6+6 flows on EDGE pooled. The study had no audio: its OWD is
+  the TCP segments' own; the lab's audio samples the same queue every 20 ms, so its maximum can fall short
+  of the segments' by up to what the queue gains in 20 ms.
+
+Each ordering is marked "holds" when the lab orders the two numbers as the seed does, "differs" when it
+orders them the other way, "-" when the lab has no data for one side. Where it differs the report's other
+sections (main table, IPDV, figures) hold the lab's own data to show why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .metrics import NS, ipdv_table
+from .report import Case, _md_table, kept, pooled_ipdv_ns
+
+# PAM'13 Table 1 (003_…): IPDV in seconds, 50 replications: Min, 25 %, Median, 75 %, 90 %, 95 %, 96 %, 97 %,
+# 98 %, 99 %, Max per (IW, N).
+PAM13_COLUMNS = ("min", "p25", "p50", "p75", "p90", "p95", "p96", "p97", "p98", "p99", "max")
+PAM13_TABLE1: dict[tuple[int, int], tuple[float, ...]] = {
+    (3, 1): (-0.020107, -0.011373, -0.000206, 0.009194, 0.020072, 0.029445, 0.031174, 0.034697, 0.043296,
+             0.070158, 0.111526),
+    (3, 2): (-0.020102, -0.011242, -0.000281, 0.008824, 0.018924, 0.028301, 0.029892, 0.039526, 0.050787,
+             0.100523, 0.182076),
+    (3, 6): (-0.020107, -0.011696, -0.000588, 0.001666, 0.012330, 0.025413, 0.031916, 0.059762, 0.081594,
+             0.125042, 0.282826),
+    (10, 1): (-0.020414, -0.012084, -0.000482, 0.001835, 0.016195, 0.020696, 0.029253, 0.030297, 0.050413,
+              0.172464, 0.242798),
+    (10, 2): (-0.020128, -0.019264, -0.000919, 0.003032, 0.019432, 0.030032, 0.031393, 0.041291, 0.070785,
+              0.160448, 0.322197),
+    (10, 6): (-0.020098, -0.019541, -0.009664, 0.000454, 0.018741, 0.030004, 0.040417, 0.069099, 0.121090,
+              0.220447, 0.589717),
+}
+# IETF79 (001_…), "Single Flow / 6 Flows One-way Delay (FIFO, REDok and IW3, IW10)": max OWD with REDok, s.
+IETF79_REDOK_MAX_OWD: dict[tuple[int, int], float] = {(1, 10): 2.80, (1, 3): 2.06, (6, 10): 0.429, (6, 3): 0.296}
+IETF79_LINK = "edge"  # the only link whose REDok buffer drains in more than 2.80 s (module docstring)
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """A seed's claim that ``a`` > ``b`` for one statistic, and the lab's two values of it."""
+
+    seed: str
+    claim: str
+    seed_a: float
+    seed_b: float
+    lab_a: float | None
+    lab_b: float | None
+
+    @property
+    def verdict(self) -> str:
+        if self.lab_a is None or self.lab_b is None:
+            return "-"
+        return "holds" if (self.lab_a > self.lab_b) == (self.seed_a > self.seed_b) else "differs"
+
+
+def _profile_buffer(c: Case) -> tuple[str, str]:
+    """(profile name, buffer) of a case's replications, as meta.json records them ("?" when absent)."""
+    for r in c.reps:
+        prof = r.meta.get("profile")
+        buf = r.meta.get("buffer")
+        name = prof.get("name") if isinstance(prof, dict) else prof
+        size = (f"{buf['packets']}p" if isinstance(buf, dict) and buf.get("packets") else
+                str(buf) if buf is not None else "?")
+        return str(name or "?"), size
+    return "?", "?"
+
+
+def _scenario(c: Case) -> str:
+    return str(next((r.meta.get("scenario") for r in c.reps if r.meta.get("scenario")), ""))
+
+
+def web_fifo_units(cases: Sequence[Case]) -> dict[tuple[str, str, int, int], list[Case]]:
+    """FIFO cases of web workloads (scenario web<N>, no bulk flow) with replications, by (profile, buffer, IW,
+    N)."""
+    out: dict[tuple[str, str, int, int], list[Case]] = {}
+    for c in cases:
+        sc = _scenario(c)
+        if str(c.aqm) != "fifo" or not c.reps or not sc.startswith("web") or not sc[3:].isdigit():
+            continue
+        if c.iw is None or c.n_flows is None:
+            continue
+        prof, buf = _profile_buffer(c)
+        out.setdefault((prof, buf, int(c.iw), int(c.n_flows)), []).append(c)
+    return out
+
+
+def _pooled_ipdv(cs: Sequence[Case]) -> dict:
+    parts = [pooled_ipdv_ns(c) for c in cs]
+    return ipdv_table(np.concatenate(parts) if parts else np.zeros(0))
+
+
+def pam13_table_md(cases: Sequence[Case]) -> list[str]:
+    """PAM'13 Table 1 with the lab's rows under each seed row (seconds)."""
+    units = web_fifo_units(cases)
+    rows = []
+    for (iw, n), seed in PAM13_TABLE1.items():
+        rows.append(["PAM'13 (real HSPA)", str(iw), str(n), "50", *(f"{v:.4f}" for v in seed)])
+        for (prof, buf, uiw, un), cs in sorted(units.items()):
+            if (uiw, un) != (iw, n):
+                continue
+            t = _pooled_ipdv(cs)
+            reps = sum(len(c.reps) for c in cs)
+            rows.append([f"lab fifo {prof} {buf}", str(iw), str(n), str(reps),
+                         *((f"{t[k]:.4f}" if t else "–") for k in PAM13_COLUMNS)])
+    header = ["source", "IW", "N", "reps", "Min", "25%", "Median", "75%", "90%", "95%", "96%", "97%", "98%", "99%",
+              "Max"]
+    return _md_table(header, rows)
+
+
+def pam13_orderings(cases: Sequence[Case]) -> list[Ordering]:
+    """PAM'13's orderings of Table 1 (99th percentile and max), each against every lab unit (profile, buffer)
+    that has both sides."""
+    units = web_fifo_units(cases)
+    links = sorted({(p, b) for p, b, _, _ in units}) or [("-", "-")]
+    out = []
+    for stat, label in (("p99", "99th percentile"), ("max", "max")):
+        col = PAM13_COLUMNS.index(stat)
+        claims = [(f"IPDV {label}: IW10 > IW3 at N={n}", (10, n), (3, n)) for n in (1, 2, 6)]
+        claims += [(f"IPDV {label}: N=6 > N=1 at IW{iw}", (iw, 6), (iw, 1)) for iw in (3, 10)]
+        for claim, a, b in claims:
+            for prof, buf in links:
+                def lab(key, prof=prof, buf=buf):
+                    cs = units.get((prof, buf, *key))
+                    t = _pooled_ipdv(cs) if cs else {}
+                    return t.get(stat)
+                out.append(Ordering(f"PAM'13 Table 1 / lab {prof} {buf}", claim, PAM13_TABLE1[a][col],
+                                    PAM13_TABLE1[b][col], lab(a), lab(b)))
+    return out
+
+
+def max_owd_s(cs: Sequence[Case]) -> float | None:
+    """Largest OWD (s) of the audio packets kept by the overlap filter, over all replications of ``cs``."""
+    vals = [float(np.nanmax(k["owd_ns"].to_numpy(dtype=float))) for c in cs for r in c.reps
+            if len(k := kept(r)) and np.isfinite(k["owd_ns"].to_numpy(dtype=float)).any()]
+    return max(vals) / NS if vals else None
+
+
+def ietf79_orderings(cases: Sequence[Case]) -> list[Ordering]:
+    """IETF79's REDok maxima on EDGE: IW10 above IW3 with one flow and with six (per burst), each per buffer."""
+    by: dict[tuple[str, int, int], list[Case]] = {}
+    for c in cases:
+        prof, buf = _profile_buffer(c)
+        sc = _scenario(c)
+        if str(c.aqm) != "redok" or prof != IETF79_LINK or not sc.startswith("burst") or c.iw is None:
+            continue
+        per_burst = {"burst1+1": 1, "burst6+6": 6}.get(sc)
+        if per_burst is not None:
+            by.setdefault((buf, per_burst, int(c.iw)), []).append(c)
+    bufs = sorted({b for b, _, _ in by}) or ["-"]
+    out = []
+    for n in (1, 6):
+        for buf in bufs:
+            a, b = by.get((buf, n, 10)), by.get((buf, n, 3))
+            out.append(Ordering(f"IETF79 REDok {IETF79_LINK} / lab {buf}",
+                                f"max audio OWD: IW10 > IW3, {n}+{n} flows", IETF79_REDOK_MAX_OWD[(n, 10)],
+                                IETF79_REDOK_MAX_OWD[(n, 3)], max_owd_s(a) if a else None,
+                                max_owd_s(b) if b else None))
+    return out
+
+
+def _num(v: float | None) -> str:
+    return "–" if v is None else f"{v:.3f}"
+
+
+def orderings_md(orderings: Sequence[Ordering]) -> list[str]:
+    rows = [[o.seed, o.claim, f"{o.seed_a:.3f} > {o.seed_b:.3f}" if o.seed_a > o.seed_b else
+             f"{o.seed_a:.3f} ≤ {o.seed_b:.3f}", f"{_num(o.lab_a)} / {_num(o.lab_b)}", o.verdict]
+            for o in orderings]
+    return _md_table(["seed / lab unit", "ordering", "seed (s)", "lab (s)", "in the lab"], rows)
+
+
+def seeds_md(cases: Sequence[Case]) -> list[str]:
+    """The report's "Seeds versus lab" section."""
+    return ["## Seeds versus lab", "",
+            "The seeds' numbers (`experiments/seeds.py` says where each comes from) beside the lab's, computed "
+            "with the same definitions. PAM'13 measured a real HSPA network (50 replications); the lab's rows "
+            "pool the FIFO replications of web workloads with the same IW and number of flows, per link "
+            "profile and buffer. An ordering \"holds\" when the lab orders the two values as the seed does, "
+            "\"differs\" when not, \"–\" when the runs hold no data for one side.", "",
+            "### PAM'13 Table 1: IPDV (s)", "", *pam13_table_md(cases), "",
+            "### Orderings", "", *orderings_md([*pam13_orderings(cases), *ietf79_orderings(cases)]), ""]

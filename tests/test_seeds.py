@@ -1,0 +1,84 @@
+"""The seeds' numbers beside the lab's (experiments/seeds.py): the seed data's own orderings, and the lab's
+values and verdicts from replication directories written as real runs write them (test_report's helpers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_report import BASE_MS, N_PKTS, TCP_PKT, write_rep
+
+from experiments import report, seeds
+
+
+def test_the_seed_tables_order_as_the_papers_say():
+    for row in seeds.PAM13_TABLE1.values():
+        assert list(row) == sorted(row)  # a CDF: percentiles never decrease
+    t = seeds.PAM13_TABLE1
+    p99, mx = seeds.PAM13_COLUMNS.index("p99"), seeds.PAM13_COLUMNS.index("max")
+    for n in (1, 2, 6):  # "Clearly larger delay with IW10 than IW3"
+        assert t[(10, n)][p99] > t[(3, n)][p99] and t[(10, n)][mx] > t[(3, n)][mx]
+    assert t[(10, 6)][mx] == 0.589717 and t[(3, 1)][mx] == 0.111526  # BRIEF's quotes of Table 1
+    r = seeds.IETF79_REDOK_MAX_OWD
+    assert r[(1, 10)] > r[(1, 3)] and r[(6, 10)] > r[(6, 3)]
+    # the verdicts with the lab's data missing: "-" for every ordering, none invented
+    assert {o.verdict for o in seeds.pam13_orderings([]) + seeds.ietf79_orderings([])} == {"-"}
+
+
+def spike(ms: float, at: int = 3) -> list[float]:
+    """OWD at the base delay, one audio packet of the overlap ``ms`` later: IPDV max ``ms`` (and OWD max
+    base + ``ms``)."""
+    owd = [float(BASE_MS)] * N_PKTS
+    owd[TCP_PKT + at] = BASE_MS + ms
+    return owd
+
+
+def rep(run: Path, case: str, owd: list[float], *, aqm: str, scenario: str, iw: int, n: int, prof: str,
+        k: int = 0) -> None:
+    r = write_rep(run, case, k, owd, aqm=aqm)
+    meta = json.loads((r / "meta.json").read_text())
+    meta.update(scenario=scenario, iw=iw, n_flows=n, profile={"name": prof, "rate_bps": 2e6, "delay_ms": 70.0},
+                buffer={"packets": 48})
+    (r / "meta.json").write_text(json.dumps(meta))
+
+
+def test_lab_rows_and_verdicts_from_runs(tmp_path: Path):
+    run = tmp_path / "run"
+    # HSPA web6: IW10's spikes (150, 160 ms) above IW3's (90 ms): PAM'13's ordering holds.
+    rep(run, "web6-hspa-48p-fifo-iw10", spike(150), aqm="fifo", scenario="web6", iw=10, n=6, prof="hspa")
+    rep(run, "web6-hspa-48p-fifo-iw10", spike(160, at=5), aqm="fifo", scenario="web6", iw=10, n=6, prof="hspa",
+        k=1)
+    rep(run, "web6-hspa-48p-fifo-iw3", spike(90), aqm="fifo", scenario="web6", iw=3, n=6, prof="hspa")
+    # HSPA web1: IW10 below IW3 (self-congestion, say): differs.
+    rep(run, "web1-hspa-48p-fifo-iw10", spike(40), aqm="fifo", scenario="web1", iw=10, n=1, prof="hspa")
+    rep(run, "web1-hspa-48p-fifo-iw3", spike(60), aqm="fifo", scenario="web1", iw=3, n=1, prof="hspa")
+    # Not FIFO, not web: never in Table 1's lab rows.
+    rep(run, "web6-hspa-48p-iwa-iw10", spike(500), aqm="iwa", scenario="web6", iw=10, n=6, prof="hspa")
+    # IETF79: REDok on EDGE, one flow per burst, IW10's max OWD above IW3's: holds; 6+6 not run: "-".
+    rep(run, "burst1+1-edge-48p-redok-iw10", spike(300), aqm="redok", scenario="burst1+1", iw=10, n=2, prof="edge")
+    rep(run, "burst1+1-edge-48p-redok-iw3", spike(200), aqm="redok", scenario="burst1+1", iw=3, n=2, prof="edge")
+    cases = report.load_cases([run])[0]
+
+    lines = seeds.pam13_table_md(cases)
+    lab6 = next(x for x in lines if x.startswith("| lab fifo hspa 48p | 10 | 6 |"))
+    cells = [c.strip() for c in lab6.strip("|").split("|")]
+    assert cells[3] == "2" and cells[-1] == "0.1600"  # two replications pooled; the max is the larger spike
+    assert not any("iwa" in x or "500" in x for x in lines)
+
+    by = {(o.claim, o.seed): o for o in seeds.pam13_orderings(cases)}
+    key = "PAM'13 Table 1 / lab hspa 48p"
+    six = by[("IPDV max: IW10 > IW3 at N=6", key)]
+    assert (six.lab_a, six.lab_b, six.verdict) == (0.16, 0.09, "holds")
+    one = by[("IPDV max: IW10 > IW3 at N=1", key)]
+    assert (one.lab_a, one.lab_b, one.verdict) == (0.04, 0.06, "differs")
+    assert by[("IPDV max: IW10 > IW3 at N=2", key)].verdict == "-"  # no web2 in these runs
+    assert by[("IPDV max: N=6 > N=1 at IW10", key)].verdict == "holds"
+
+    single, six_flows = seeds.ietf79_orderings(cases)
+    assert single.verdict == "holds" and abs(single.lab_a - (BASE_MS + 300) / 1e3) < 1e-9
+    assert six_flows.verdict == "-" and six_flows.lab_a is None
+
+    md = "\n".join(seeds.seeds_md(cases))
+    assert "## Seeds versus lab" in md and "| differs |" in md and "| holds |" in md
+    text = report.write_report([run], tmp_path / "out").read_text()
+    assert "## Seeds versus lab" in text and text.index("## Seeds versus lab") < text.index("## IPDV")
