@@ -80,6 +80,7 @@ FLOW_SHAPE = 0x10  # the client's SYN was seen, so its window scale is known: th
 FLOW_ANNOUNCED = 0x20  # SYN-ACK seen, no ACK yet: one frame of queue is reserved for its first window
 FLOW_ACKED = 0x40  # the client's first ACK passed: the start phase's end is known
 FLOW_EPOCH = 0x80  # parity of the reserve's epoch its frame was reserved in
+FLOW_COUNTED = 0x100  # a shaped flow counted in the number of shaped flows (first ACK to its FIN or RST)
 # The client's SYN, remembered until the SYN-ACK (``flow_syn``): signature (top 24 bits of the hash) | bits
 SYN_SEEN = 0x80
 SYN_WS = 0x40  # the SYN carried a window-scale option

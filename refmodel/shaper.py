@@ -16,6 +16,8 @@ Per flow:
 * ``srtt``: the server's side of the RTT, from the client's SYN (``syn_t``)
   to the SYN-ACK: how long the data a grant releases takes to arrive.
 * ``ack``: the highest ACK number seen, so the next ACK tells what it acknowledges.
+* ``COUNTED`` (a state bit): the flow is one of the ``nflows`` shaped flows,
+  from its first ACK to the client's FIN or a RST (or its slot's reuse).
 * ``end``: where the flow's *start phase* ends, fixed at its first ACK: its
   first byte plus ``ns_to_bytes(rtt + target)``, with the RTT measured at the
   switch (``srtt`` plus the SYN-ACK to the first ACK). That is what a flow
@@ -25,7 +27,9 @@ Per flow:
 Globals (IWA only): ``grant_tat``, the window openings beyond replacement,
 as a queue that drains at the link rate from when their data can arrive (one
 server RTT after the grant: a grant the server never uses is forgotten by
-itself); ``wavg``, the average window of shaped flows (EWMA, 1/8); and the
+itself); ``wavg``, the average window of shaped flows (EWMA, 1/8); ``nflows``,
+the number of shaped flows (a flow's *share* of its path and the budget is
+``(end - isn) >> share_shift(nflows)``); and the
 *reserve*, one frame per announced flow, released by that flow's first ACK.
 The reserve is kept in two generations (``reserve_cur``, ``reserve_old``) of
 epochs at least ``hold_ns`` long: a SYN-ACK more than ``hold_ns`` into the
@@ -47,8 +51,8 @@ Every upstream ACK of a shaped flow (SHAPE, IWA on) may move the edge by
 ``acked`` is what the ACK acknowledges: it left the queue, so replacing it
 keeps the queue as it is; on top comes the room, at most ``acked`` again
 (the server's own slow start could not use more), and nothing on top for a
-flow whose window is above ``wavg`` while the room is short (less than twice
-``acked``), so flows that started later catch up instead of waiting for the
+flow whose window is above its share, or above ``wavg`` while the room is
+short (less than twice ``acked``), so flows that started later catch up instead of waiting for the
 first ones to finish. While the queue is above target (a negative room) the
 edge moves by less than replacement, by at most half (this ACK sees the
 queue a server RTT before its data would arrive, so a full cut would be
@@ -68,11 +72,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .constants import (
-    FLOW_ACKED, FLOW_ANNOUNCED, FLOW_EPOCH, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
-    TrafficClass,
+    FLOW_ACKED, FLOW_ANNOUNCED, FLOW_COUNTED, FLOW_EPOCH, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, SYN_SEEN, SYN_WS,
+    WS_MAX, TrackFlag, TrafficClass,
 )
 from .flows import Track, seq_before
-from .packet import TCP_ACK, TCP_RST, TCP_SYN, Parsed
+from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import IwaParams, bytes_to_ns, ns_to_bytes
 
 U32 = 0xFFFFFFFF
@@ -91,6 +95,12 @@ class Grant:
     room_ns: int = 0  # the queue room the grant was sized from
 
 
+def share_shift(nflows: int) -> int:
+    """ceil(log2(nflows)), 0 for none: a flow's share of the path and budget is ``(end - isn) >> share_shift``,
+    at most 1/nflows of it (``p4src/include/start_shaper.p4``'s table ``iwa_share`` holds the same ranges)."""
+    return max(0, nflows - 1).bit_length()
+
+
 class StartShaper:
     def __init__(self) -> None:
         self.syn = [0] * FLOW_SLOTS
@@ -106,6 +116,7 @@ class StartShaper:
         self.reserve_old = 0
         self.epoch_t = 0
         self.epoch = 0
+        self.nflows = 0
 
     def _reserve(self, p: IwaParams, now: int) -> tuple[int, int]:
         """The two generations as they count at ``now``."""
@@ -134,6 +145,8 @@ class StartShaper:
                 self.reserve_cur = min(cur + mtu_ns, U32)
                 if self.epoch & 1:
                     state |= FLOW_EPOCH
+            if self.state[slot] & FLOW_COUNTED:  # the slot's previous flow never closed: it is counted no more
+                self.nflows = self.nflows - 1 if self.nflows else 0
             self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, t.isn
             self.srtt[slot], self.ack[slot] = server_rtt, t.isn
             return t
@@ -158,6 +171,9 @@ class StartShaper:
                 rec |= SYN_WS | min(pkt.ws_shift, WS_MAX)
             self.syn[slot], self.syn_t[slot] = rec, now & U32
             return Grant(syn=True)
+        if f & TCP_RST and t.tracked and self.state[slot] & FLOW_COUNTED:  # a reset flow is counted no more
+            self.state[slot] &= ~FLOW_COUNTED
+            self.nflows = self.nflows - 1 if self.nflows else 0
         if f & (TCP_SYN | TCP_RST | TCP_ACK) != TCP_ACK or not t.tracked:
             return Grant()
         state, edge, end = self.state[slot], self.edge[slot], self.end[slot]
@@ -172,6 +188,15 @@ class StartShaper:
             released = bool(state & FLOW_ANNOUNCED)
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED
             flags |= TrackFlag.FIRST_ACK
+        # the number of shaped flows: counted from their first ACK to the client's FIN (or a RST)
+        nflows = self.nflows
+        if first and state & FLOW_SHAPE:
+            state |= FLOW_COUNTED
+            nflows += 1
+        if f & TCP_FIN and state & FLOW_COUNTED:
+            state &= ~FLOW_COUNTED
+            nflows = nflows - 1 if nflows else 0
+        self.nflows = nflows
         scale = state & FLOW_SCALE_MASK
         own = (pkt.ack + (pkt.window << scale)) & U32  # the client's own right edge
         starting = seq_before(edge, end)
@@ -199,7 +224,10 @@ class StartShaper:
                 # and none for a flow whose window is above the shaped flows' average while room is short
                 w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
                 inc = min(grant, acked)
-                if w > self.wavg and grant < 2 * acked:
+                # its share of the path and the budget, (end - isn) bytes, among the shaped flows (rounded down
+                # to a power of two: a shift)
+                share = ((end - t.isn) & U32) >> share_shift(nflows)
+                if w > share or (w > self.wavg and grant < 2 * acked):
                     inc = 0
                 # the average window of shaped flows: an EWMA with weight 1/8, by shifts
                 self.wavg = self.wavg + ((w - self.wavg) >> 3) if w > self.wavg else self.wavg - ((self.wavg - w) >> 3)

@@ -19,7 +19,7 @@ forwarded it*, so a rewritten window is the one it obeys.
 * Losses are repaired and counted, so tests can demand there were none: fast retransmit on the third
   duplicate ACK, NewReno partial ACKs; an RTO (1 s, doubling: no RTT estimator, so no spurious RTO while
   queues stay under a second) resends the first unacked segment with cwnd = 1 MSS; a SYN-ACK whose ACK does
-  not come is resent after 1 s. FINs are not retransmitted.
+  not come is resent after 1 s. FINs are not retransmitted; the client answers the server's FIN with its own.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ class Flow:
     retransmits: int = 0
     rtos: int = 0
     synacks: int = 0
+    closed: bool = False  # the client sent its FIN
     acks: list = field(default_factory=list)  # every ACK the server got: (t, ack, field seen, own field, edge)
     # the client
     syn_at: int = 0
@@ -189,6 +190,10 @@ class Sim:
         if f.done is None and f.rcv_nxt >= f.isn + 1 + f.size:
             f.done = self.now - f.syn_at
         self.client_ack(f)
+        if t.flags.F and f.rcv_nxt >= f.isn + 2 + f.size and not f.closed:
+            f.closed = True  # the server's FIN in order: the application closes too (a FIN, as Linux sends it)
+            seq = CLIENT_ISN + 1 + REQUEST
+            self.client_send(f, client_ack(f.rcv_nxt, f.own_field, seq, 0, "FA", f.port))
 
     # ------------------------------------------------------------------ the server
 

@@ -183,6 +183,58 @@ def test_iwa_start_shaping_agrees_with_the_model(sw):
     assert {Reason.IWA_WINDOW, Reason.IWA_SURPLUS} <= reasons, sorted(x.name for x in reasons)
 
 
+def share_items():
+    """Six shaped flows at 2 Mbit/s: handshakes, two segments each, the queue drained, their ACKs (the share
+    among six binds: every window is above it); then two clients' FINs and a RST, and the other three's ACKs
+    for two more segments each (a share among three)."""
+    items = handshakes([LINUX_SYN] * 6, synack_ws=(9,))
+    items += [(2, client_ack(1001, window=502, sport=40000 + k)) for k in range(6)]  # counted: six
+    items += [(2, client_ack(1001, window=502, seq=5001, payload=120, flags="PA", sport=40000 + k))
+              for k in range(6)]
+    items += [(1, tcp(1001 + j * MSS, dport=40000 + k)) for k in range(6) for j in range(2)] + [("sleep", 0.2)]
+    items += [(2, client_ack(1001 + j * MSS, window=502, seq=5121, sport=40000 + k)) for k in range(6) for j in (1, 2)]
+    items += [(2, client_ack(1001 + 2 * MSS, window=502, seq=5121, flags="FA", sport=40000)),
+              (2, client_ack(1001 + 2 * MSS, window=502, seq=5121, flags="FA", sport=40001)),
+              (2, client_ack(1001 + 2 * MSS, window=502, seq=5121, flags="R", sport=40002))]
+    items += [(1, tcp(1001 + j * MSS, dport=40000 + k)) for k in range(3, 6) for j in range(2, 4)] + [("sleep", 0.1)]
+    items += [(2, client_ack(1001 + j * MSS, window=502, seq=5121, sport=40000 + k)) for k in range(3, 6) for j in (3, 4)]
+    return items
+
+
+def model_windows(params, items, share_shift=None):
+    """The upstream frames the model writes for ``items`` at 2 ms spacing (``sleep`` items let time pass),
+    optionally with another share rule: does the sequence exercise the share at all?"""
+    import refmodel.shaper as shaper
+    orig = shaper.share_shift
+    shaper.share_shift = share_shift or orig
+    try:
+        p, t, out = Pipeline(ROUTES, params), 0, []
+        for port, f in items:
+            t += round(f * 1e9) if port == "sleep" else 2_000_000
+            if port != "sleep":
+                r = p.process(t, f, port)
+                out += [r.frame] if port == 2 else []
+        return out
+    finally:
+        shaper.share_shift = orig
+
+
+def test_iwa_share_sequence_exercises_the_share():
+    params = pipeline_params(2e6, "iwa", limit_pkts=48)
+    items = share_items()
+    base = model_windows(params, items)
+    for other in (lambda n: 0, lambda n: max(0, n + 2).bit_length()):  # no share; a count off by three
+        assert sum(a != b for a, b in zip(base, model_windows(params, items, other))) >= 5
+
+
+def test_iwa_counts_shaped_flows_and_caps_windows_at_their_share_like_the_model(sw):
+    """share_items through BMv2 and the model: every window BMv2 writes is the model's, so BMv2 counts the
+    shaped flows (first ACK to FIN or RST) and caps windows at the share as the model does."""
+    records, model = run_mixed(sw, pipeline_params(2e6, "iwa", limit_pkts=48), share_items())
+    assert model.shaper.nflows == 3
+    assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
+
+
 def test_iwa_drops_window_ignorers_even_with_ecn(sw):
     params = pipeline_params(2e6, "iwa", limit_pkts=48, ecn=True)
     # a client RTT before the handshake's ACK, so the whole initial window is within the start phase

@@ -69,16 +69,18 @@ const bit<8> TRACK_BEYOND    = 32;
 const bit<8> TRACK_FIRST_ACK = 64;
 
 // Per-flow state of the start shaper (flow_state): low 4 bits are the client's window scale shift.
-const bit<8> FLOW_SCALE_MASK = 0x0F;
-const bit<8> FLOW_SHAPE      = 0x10;
-const bit<8> FLOW_ANNOUNCED  = 0x20;
-const bit<8> FLOW_ACKED      = 0x40;
-const bit<8> FLOW_EPOCH      = 0x80;
+const bit<16> FLOW_SCALE_MASK = 0x0F;
+const bit<16> FLOW_SHAPE      = 0x10;
+const bit<16> FLOW_ANNOUNCED  = 0x20;
+const bit<16> FLOW_ACKED      = 0x40;
+const bit<16> FLOW_EPOCH      = 0x80;
+const bit<16> FLOW_COUNTED    = 0x100;
 // The client's SYN as remembered until the SYN-ACK (flow_syn): signature (hash & 0xFFFFFF00) | these bits
 const bit<32> SYN_SEEN = 0x80;
 const bit<32> SYN_WS   = 0x40;
 const bit<8>  WS_MAX   = 14;
 
+const bit<8> TCP_FLAG_FIN = 0x01;
 const bit<8> TCP_FLAG_SYN = 0x02;
 const bit<8> TCP_FLAG_RST = 0x04;
 const bit<8> TCP_FLAG_ACK = 0x10;

@@ -9,7 +9,8 @@
  *   flow_state  the client's scale (if both SYN and SYN-ACK carried the option),
  *               SHAPE (the SYN was seen: the scale is known), ANNOUNCED (one
  *               frame reserved until its first ACK), ACKED (first ACK seen),
- *               EPOCH (parity of the reserve's epoch it reserved in)
+ *               EPOCH (parity of the reserve's epoch it reserved in), COUNTED (in
+ *               iwa_flows: from its first ACK to the client's FIN or a RST)
  *   flow_edge   the right edge of the window the server was given (ACK + window)
  *   flow_ack    the highest ACK number seen (what the next ACK acknowledges)
  *   flow_end    where its start phase ends: isn + bytes of (RTT + target),
@@ -23,13 +24,15 @@
  *                  (iwa_epoch_t, iwa_epoch): a frame is gone at most
  *                  3 hold_ns after its SYN-ACK, whatever follows
  *   iwa_wavg       the average window of shaped flows (EWMA, 1/8)
+ *   iwa_flows      the number of shaped flows (COUNTED); a flow's share of its
+ *                  path and the budget is (end - isn) >> ceil(log2 iwa_flows)
  *
  * Upstream, an ACK of a shaped flow may open the server's window by what it
  * acknowledges (replacement: the queue stays as it is) plus at most
  *   room = target - queue - grants in transit - reserve   (+ its own frame)
  * and at most what it acknowledges again (the server's own slow-start pace),
- * nothing beyond replacement for a flow above the average window while room
- * is short, and less than replacement (at most half less) while the queue is
+ * nothing beyond replacement for a flow above its share or above the average
+ * window while room is short, and less than replacement (at most half less) while the queue is
  * above target; never below one MSS beyond the ACK, never above the client's own
  * window, never moving the right edge left. The new window is rounded up to
  * the client's scale and written by tcp_window.p4. Downstream, new data is
@@ -55,7 +58,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     register<bit<32>>(FLOW_SLOTS) flow_syn;
     register<bit<32>>(FLOW_SLOTS) flow_syn_t;
     register<bit<32>>(FLOW_SLOTS) flow_srtt;
-    register<bit<8>>(FLOW_SLOTS)  flow_state;
+    register<bit<16>>(FLOW_SLOTS) flow_state;
     register<bit<32>>(FLOW_SLOTS) flow_edge;
     register<bit<32>>(FLOW_SLOTS) flow_ack;
     register<bit<32>>(FLOW_SLOTS) flow_end;
@@ -65,6 +68,32 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     register<bit<64>>(1) iwa_epoch_t;
     register<bit<8>>(1)  iwa_epoch;
     register<bit<32>>(1) iwa_wavg;
+    register<bit<32>>(1) iwa_flows;
+
+    // A flow's share of its path and the budget: (end - isn) >> shift, shift = ceil(log2(flows)), so at most
+    // 1/flows of it (refmodel/shaper.py's share_shift). A table of ranges, not a division (a Tofino has none).
+    bit<32> nflows = 0;    // the number of shaped flows (iwa_flows) after this packet
+    bit<8> share_shift = 0;
+    action set_share_shift(bit<8> s) { share_shift = s; }
+    table iwa_share {
+        key = { nflows : range; }
+        actions = { set_share_shift; }
+        default_action = set_share_shift(12);
+        const entries = {
+            0 .. 1       : set_share_shift(0);
+            2 .. 2       : set_share_shift(1);
+            3 .. 4       : set_share_shift(2);
+            5 .. 8       : set_share_shift(3);
+            9 .. 16      : set_share_shift(4);
+            17 .. 32     : set_share_shift(5);
+            33 .. 64     : set_share_shift(6);
+            65 .. 128    : set_share_shift(7);
+            129 .. 256   : set_share_shift(8);
+            257 .. 512   : set_share_shift(9);
+            513 .. 1024  : set_share_shift(10);
+            1025 .. 2048 : set_share_shift(11);
+        }
+    }
 
     bit<32> cur = 0;       // the reserve's generations as they count now
     bit<32> old = 0;
@@ -99,13 +128,20 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 bit<32> syn_t;
                 flow_syn.read(syn, slot);
                 flow_syn_t.read(syn_t, slot);
-                bit<8> state = FLOW_ANNOUNCED;
+                bit<16> prev;
+                flow_state.read(prev, slot);
+                if (prev & FLOW_COUNTED != 0) {
+                    // the slot's previous flow never closed: it is counted no more
+                    iwa_flows.read(nflows, 0);
+                    iwa_flows.write(0, nflows == 0 ? 0 : nflows - 1);
+                }
+                bit<16> state = FLOW_ANNOUNCED;
                 bit<32> server_rtt = 0;
                 if (syn & SYN_SEEN != 0 && (syn ^ trk.hash) & 0xFFFFFF00 == 0) {
                     state = state | FLOW_SHAPE;
                     server_rtt = (bit<32>)now - syn_t;
                     if (syn & SYN_WS != 0 && ws_seen) {
-                        state = state | ((bit<8>)syn & FLOW_SCALE_MASK);
+                        state = state | ((bit<16>)syn & FLOW_SCALE_MASK);
                     }
                 }
                 if (iwa_on) {
@@ -130,7 +166,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 flow_srtt.write(slot, server_rtt);
                 flow_ack.write(slot, trk.isn);
             } else if (trk.tracked && tcp_payload > 0 && f & (TCP_FLAG_SYN | TCP_FLAG_ACK) != (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
-                bit<8> state;
+                bit<16> state;
                 bit<32> edge;
                 bit<32> end;
                 flow_state.read(state, slot);
@@ -160,10 +196,19 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             g.syn = true;
             return;
         }
+        if (f & TCP_FLAG_RST != 0 && trk.tracked) {
+            bit<16> st;
+            flow_state.read(st, slot);
+            if (st & FLOW_COUNTED != 0) {                           // a reset flow is counted no more
+                flow_state.write(slot, st & ~FLOW_COUNTED);
+                iwa_flows.read(nflows, 0);
+                iwa_flows.write(0, nflows == 0 ? 0 : nflows - 1);
+            }
+        }
         if (f & (TCP_FLAG_SYN | TCP_FLAG_RST | TCP_FLAG_ACK) != TCP_FLAG_ACK || !trk.tracked) {
             return;
         }
-        bit<8> state;
+        bit<16> state;
         bit<32> edge;
         bit<32> end;
         bit<32> lead;
@@ -188,7 +233,18 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED;
             g.flags = g.flags | TRACK_FIRST_ACK;
         }
-        bit<8> scale = state & FLOW_SCALE_MASK;
+        // the number of shaped flows: counted from their first ACK to the client's FIN (or a RST)
+        iwa_flows.read(nflows, 0);
+        if (first && state & FLOW_SHAPE != 0) {
+            state = state | FLOW_COUNTED;
+            nflows = nflows + 1;
+        }
+        if (f & TCP_FLAG_FIN != 0 && state & FLOW_COUNTED != 0) {
+            state = state & ~FLOW_COUNTED;
+            nflows = nflows == 0 ? 0 : nflows - 1;
+        }
+        iwa_flows.write(0, nflows);
+        bit<8> scale = (bit<8>)(state & FLOW_SCALE_MASK);
         bit<32> own = ack + ((bit<32>)hdr.tcp.window << scale);    // the client's own right edge
         bool starting = seq_before(edge, end);
         bit<32> new_edge = seq_before(edge, own) ? own : edge;
@@ -229,7 +285,10 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 bit<32> inc = grant < acked ? grant : acked;
                 bit<32> wavg;
                 iwa_wavg.read(wavg, 0);
-                if (w > wavg && grant < (acked << 1)) { inc = 0; }
+                // no growth beyond its share of the path and budget among the shaped flows
+                iwa_share.apply();
+                bit<32> share = (end - trk.isn) >> share_shift;
+                if (w > share || (w > wavg && grant < (acked << 1))) { inc = 0; }
                 if (w > wavg) {
                     wavg = wavg + ((w - wavg) >> 3);
                 } else {
