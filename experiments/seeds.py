@@ -154,20 +154,23 @@ def max_owd_s(cs: Sequence[Case]) -> float | None:
 
 
 def ietf79_orderings(cases: Sequence[Case]) -> list[Ordering]:
-    """IETF79's REDok maxima on EDGE: IW10 above IW3 with one flow and with six (per burst), each per buffer."""
+    """IETF79's REDok maxima on EDGE: IW10 above IW3 with one flow and with six (per burst), each per buffer and
+    initial RTO (meta.json's irto_s, where the run set one)."""
     by: dict[tuple[str, int, int], list[Case]] = {}
     for c in cases:
         prof, buf = _profile_buffer(c)
         sc = _scenario(c)
         if str(c.aqm) != "redok" or prof != IETF79_LINK or not sc.startswith("burst") or c.iw is None:
             continue
+        irto = next((r.meta.get("irto_s") for r in c.reps), None)
+        unit = buf if irto is None else f"{buf} initial RTO {irto:g} s"
         per_burst = {"burst1+1": 1, "burst6+6": 6}.get(sc)
         if per_burst is not None:
-            by.setdefault((buf, per_burst, int(c.iw)), []).append(c)
-    bufs = sorted({b for b, _, _ in by}) or ["-"]
+            by.setdefault((unit, per_burst, int(c.iw)), []).append(c)
+    units = sorted({u for u, _, _ in by}) or ["-"]
     out = []
     for n in (1, 6):
-        for buf in bufs:
+        for buf in units:
             a, b = by.get((buf, n, 10)), by.get((buf, n, 3))
             out.append(Ordering(f"IETF79 REDok {IETF79_LINK} / lab {buf}",
                                 f"max audio OWD: IW10 > IW3, {n}+{n} flows", IETF79_REDOK_MAX_OWD[(n, 10)],
