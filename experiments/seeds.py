@@ -16,6 +16,12 @@ computed from the replications the report loaded, with the same definitions (``e
   the TCP segments' own; the lab's audio samples the same queue every 20 ms, so its maximum can fall short
   of the segments' by up to what the queue gains in 20 ms.
 
+* Seed 002's table: one RRTCC flow against 5 web users on 5 Mbit/s with 50 and 100 ms link delay, a
+  50-packet drop-tail queue, 30 ns-2 runs: the real-time flow's goodput and loss, the web users' throughput
+  while downloading and TFS (mean and sigma). The lab's rows: every case whose replications have the
+  real-time flow's logs (``summarize_rep``'s ``rtc``), by the link's delay and the case's scenario (which
+  names the flow: ``rtc5`` the lab's own controller, ``webrtc5`` aiortc's) and AQM, mean ± 95 % CI.
+
 Each ordering is marked "holds" when the lab orders the two numbers as the seed does, "differs" when it
 orders them the other way, "-" when the lab has no data for one side. Where it differs the report's other
 sections (main table, IPDV, figures) hold the lab's own data to show why.
@@ -28,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import NS, ipdv_table
-from .report import Case, _md_table, kept, pooled_ipdv_ns
+from .metrics import NS, ipdv_table, mean_ci95
+from .report import Case, _md_table, fmt_ci, kept, pooled_ipdv_ns
 
 # PAM'13 Table 1 (003_…): IPDV in seconds, 50 replications: Min, 25 %, Median, 75 %, 90 %, 95 %, 96 %, 97 %,
 # 98 %, 99 %, Max per (IW, N).
@@ -51,6 +57,14 @@ PAM13_TABLE1: dict[tuple[int, int], tuple[float, ...]] = {
 # IETF79 (001_…), "Single Flow / 6 Flows One-way Delay (FIFO, REDok and IW3, IW10)": max OWD with REDok, s.
 IETF79_REDOK_MAX_OWD: dict[tuple[int, int], float] = {(1, 10): 2.80, (1, 3): 2.06, (6, 10): 0.429, (6, 3): 0.296}
 IETF79_LINK = "edge"  # the only link whose REDok buffer drains in more than 2.80 s (module docstring)
+# Seed 002 (002_…), "1 RRTCC and 5 TCP flows", per link delay (ms): (mean, sigma) of goodput (kbit/s), packet
+# loss rate (%), average TCP throughput during ON time (kbit/s), TFS (%); 30 runs, 5 Mbit/s, 50 packets.
+SEED002_1RTC_5TCP: dict[int, dict[str, tuple[float, float]]] = {
+    50: {"goodput": (3593, 279), "loss": (3.68, 0.26), "tcp": (688.5, 53), "tfs": (151, 8)},
+    100: {"goodput": (3700, 420), "loss": (4.0, 0.19), "tcp": (323, 111), "tfs": (72, 0.21)},
+}
+SEED002_KEYS = (("goodput", "goodput_bps", 1e-3, "RTC goodput (kbit/s)"), ("loss", "loss_rate", 100, "RTC loss (%)"),
+                ("tcp", "tcp_throughput_bps", 1e-3, "TCP throughput, ON time (kbit/s)"), ("tfs", "tfs", 100, "TFS (%)"))
 
 
 @dataclass(frozen=True)
@@ -190,6 +204,35 @@ def orderings_md(orderings: Sequence[Ordering]) -> list[str]:
     return _md_table(["seed / lab unit", "ordering", "seed (s)", "lab (s)", "in the lab"], rows)
 
 
+def rtc_units(cases: Sequence[Case]) -> dict[tuple[int, str, str], list]:
+    """Replications with the real-time flow's metrics, by (link delay ms, scenario, AQM)."""
+    out: dict[tuple[int, str, str], list] = {}
+    for c in cases:
+        for r in c.reps:
+            rtc = r.summary.get("rtc")
+            prof = r.meta.get("profile")
+            if not rtc or not isinstance(prof, dict) or prof.get("delay_ms") is None:
+                continue
+            out.setdefault((round(float(prof["delay_ms"])), _scenario(c), str(c.aqm)), []).append(rtc)
+    return out
+
+
+def seed002_md(cases: Sequence[Case]) -> list[str]:
+    """Seed 002's "1 RRTCC and 5 TCP flows" table, the lab's rows under each link delay."""
+    units = rtc_units(cases)
+    header = ["source", "delay (ms)", "reps", *(label for *_, label in SEED002_KEYS)]
+    rows = []
+    for delay, seed in SEED002_1RTC_5TCP.items():
+        rows.append(["seed 002 (ns-2 RRTCC, mean σ)", str(delay), "30",
+                     *(f"{seed[k][0]:g} (σ {seed[k][1]:g})" for k, *_ in SEED002_KEYS)])
+        for (d, sc, aqm), reps in sorted(units.items()):
+            if d != delay:
+                continue
+            rows.append([f"lab {sc} {aqm}", str(d), str(len(reps)),
+                         *(fmt_ci(mean_ci95(r.get(key) for r in reps), scale, 1) for _, key, scale, _ in SEED002_KEYS)])
+    return _md_table(header, rows)
+
+
 def seeds_md(cases: Sequence[Case]) -> list[str]:
     """The report's "Seeds versus lab" section."""
     return ["## Seeds versus lab", "",
@@ -199,4 +242,7 @@ def seeds_md(cases: Sequence[Case]) -> list[str]:
             "profile and buffer. An ordering \"holds\" when the lab orders the two values as the seed does, "
             "\"differs\" when not, \"–\" when the runs hold no data for one side.", "",
             "### PAM'13 Table 1: IPDV (s)", "", *pam13_table_md(cases), "",
-            "### Orderings", "", *orderings_md([*pam13_orderings(cases), *ietf79_orderings(cases)]), ""]
+            "### Orderings", "", *orderings_md([*pam13_orderings(cases), *ietf79_orderings(cases)]), "",
+            "### Seed 002: one real-time flow against five web users", "",
+            "Seed 002's ns-2 runs (RRTCC) beside the lab's replications with a real-time flow (mean ± 95 % CI); "
+            "TFS = TCP throughput / (total throughput / number of flows).", "", *seed002_md(cases), ""]

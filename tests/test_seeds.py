@@ -82,3 +82,26 @@ def test_lab_rows_and_verdicts_from_runs(tmp_path: Path):
     assert "## Seeds versus lab" in md and "| differs |" in md and "| holds |" in md
     text = report.write_report([run], tmp_path / "out").read_text()
     assert "## Seeds versus lab" in text and text.index("## Seeds versus lab") < text.index("## IPDV")
+
+
+def test_seed002_table_with_the_labs_real_time_flow(tmp_path: Path):
+    """A replication with the real-time flow's logs: 100 packets of 1000 B over 0.99 s, 90 received -> goodput
+    90 kB x 8 / 0.99 s, loss 10 %; its row sits under the seed's 50 ms row, named by scenario and AQM."""
+    run = tmp_path / "run"
+    r = write_rep(run, "rtc5-rtc50-50p-fifo-iw10", 0, [float(BASE_MS)] * N_PKTS, aqm="fifo")
+    meta = json.loads((r / "meta.json").read_text())
+    meta.update(scenario="rtc5", profile={"name": "rtc50", "rate_bps": 5e6, "delay_ms": 50.0})
+    (r / "meta.json").write_text(json.dumps(meta))
+    t0 = 10**18
+    (r / "rtc_tx.csv").write_text("seq,send_ns,size,rate_bps\n" + "".join(
+        f"{i},{t0 + i * 10_000_000},1000,800000\n" for i in range(100)))
+    (r / "rtc_rx.csv").write_text("seq,send_ns,recv_ns,size\n" + "".join(
+        f"{i},{t0 + i * 10_000_000},{t0 + i * 10_000_000 + 60_000_000},1000\n" for i in range(90)))
+    cases = report.load_cases([run])[0]
+    lines = seeds.seed002_md(cases)
+    rows = [x for x in lines if x.startswith("| ")]
+    i = next(k for k, x in enumerate(rows) if x.startswith("| seed 002") and "| 50 |" in x)
+    lab = [c.strip() for c in rows[i + 1].strip("|").split("|")]
+    assert lab[:3] == ["lab rtc5 fifo", "50", "1"]
+    assert lab[3] == f"{90_000 * 8 / 0.99 / 1e3:.1f}" and lab[4] == "10.0"
+    assert not any(x.startswith("| lab") for x in rows[i + 2:])  # nothing under the 100 ms row
