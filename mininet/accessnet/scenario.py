@@ -18,6 +18,7 @@ from pathlib import Path
 
 from refmodel.params import ConfigError
 
+from .irto import check_irto
 from .profiles import Profile, buffer_packets, profile
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -38,7 +39,7 @@ KERNEL_AQMS = ("pfifo", "kred", "kcodel", "kfq_codel", "kpie")
 
 TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc", "users"}
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
-            "tail_s", "jitter_budget_ms", "rate_changes"}
+            "tail_s", "jitter_budget_ms", "rate_changes", "irto_s"}
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,63}")  # scenario, sweep and profile names: path-safe
 CC_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
@@ -174,6 +175,7 @@ class Scenario:
     cc: str
     duration_s: float
     switch: str  # "auto" | "bmv2" | "model" | "kernel"
+    irto_s: float | None = None  # initial RTO of the server and client (s); None = the kernel's (accessnet.irto)
 
 
 def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict) -> tuple[dict, dict]:
@@ -268,8 +270,9 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
         raise ConfigError(f"{path.name}: [run] switch = 'kernel' has only the kernel AQMs ({', '.join(KERNEL_AQMS)}); "
                           f"{', '.join(a for a in aqms if a in P4_AQMS)} run on the P4 switch")
     cc = check_cc(run.get("cc", "cubic"), path.name)
+    irto_s = check_irto(run.get("irto_s"), path.name)
     return Scenario(path.stem, path, data, cases, int(run.get("reps", 3)), int(run.get("seed", 1)),
-                    cc, float(run.get("duration_s", 40.0)), switch)
+                    cc, float(run.get("duration_s", 40.0)), switch, irto_s)
 
 
 def _check_switch_cfg(label: str, aqm: str, cfg: dict) -> None:
