@@ -146,7 +146,8 @@ class InitialRto:
             if self.registry is not None:
                 self.registry.cgroups([str(cg)])
             node.irto_cgroup = cg
-            (cg / "cgroup.procs").write_text(str(node.pid))  # the host's shell: what node.cmd runs
+            if getattr(node, "pid", None):
+                (cg / "cgroup.procs").write_text(str(node.pid))  # the host's shell: what node.cmd runs
         argv = [str(LOADER), str(BPF_OBJECT), str(self.ms), *map(str, self.cgroups.values())]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if self.registry is not None:
