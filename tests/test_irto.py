@@ -166,9 +166,9 @@ def exchange(tmp_path: Path, srv_s: float | None, cli_s: float | None, drops: di
                 progs.append(irto.InitialRto(value, tag, logdir=tmp_path).start({name: hosts[name]}))
         caps = {"c": tmp_path / "client.pcap", "s": tmp_path / "server.pcap"}
         for ns, ifname, key in ((c, "iwtirc", "c"), (s, "iwtirs", "s")):
-            procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-n", "-U", "-s", "256",
+            procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-n", "-U", "--immediate-mode", "-s", "256",
                                            "--time-stamp-precision=nano", "-w", str(caps[key]), "tcp"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                          stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"tcpdump-{key}.err", "w")))
         dropper = subprocess.Popen(["ip", "netns", "exec", m, sys.executable, str(ROOT / "tests/irto_dropper.py"),
                                     "iwtirm0", "iwtirm1", *(f"{k}={v}" for k, v in drops.items())],
                                    stdout=subprocess.PIPE, text=True)
