@@ -25,7 +25,7 @@ help:
 	@echo "make sweep SWEEP=web-iw [JOBS=n]      a matrix of scenarios (experiments/sweeps/), resumable: RESUME=results/<run>; ENGINE=ray [RAY_ADDRESS=host:port] on a Ray lab cluster"
 	@echo "make report RUN=results/<run>         report of a run from its data files: RUN/report/report.md + figures"
 
-.setup-stamp: requirements.txt pyproject.toml tools/setup.sh mininet/accessnet/delayline.c
+.setup-stamp: requirements.txt pyproject.toml tools/setup.sh mininet/accessnet/delayline.c $(wildcard mininet/accessnet/bpf/*.c)
 	@bash tools/setup.sh
 
 setup:

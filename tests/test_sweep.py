@@ -64,6 +64,20 @@ def test_parts_are_matrices_over_the_top_level_and_overlaps_run_once(tmp_path):
         sweep.load_sweep(str(p))
 
 
+def test_initial_rto_and_cc_are_matrix_keys_and_the_rto_names_its_cases(tmp_path):
+    _, units = sweep.load_sweep(str(write_sweep(tmp_path, profiles=["hspa"], aqms=["fifo"], irtos=[1, 3],
+                                                cc="reno")))
+    names = {u.case.name for u in units}
+    assert names == {f"web{n}-hspa-48p-fifo-iw10-irto{r}" for n in (1, 6) for r in (1, 3)}
+    assert {u.case.pair_key for u in units} == {f"web{n}-hspa-48p-iw10-irto{r}" for n in (1, 6) for r in (1, 3)}
+    assert {(u.sc.irto_s, u.case.irto_s) for u in units} == {(1, 1), (3, 3)} and {u.sc.cc for u in units} == {"reno"}
+    _, plain = sweep.load_sweep(str(write_sweep(tmp_path, profiles=["hspa"], aqms=["fifo"])))
+    assert {u.case.name for u in plain} == {"web1-hspa-48p-fifo-iw10", "web6-hspa-48p-fifo-iw10"}  # unchanged
+    for bad in ([], [0], "3"):
+        with pytest.raises(ConfigError, match="irto"):
+            sweep.load_sweep(str(write_sweep(tmp_path, irtos=bad)))
+
+
 def test_the_held_out_sweep_names_every_case_of_issue_11():
     _, units = sweep.load_sweep("iwa-eval")
     cases = {u.dirname for u in units}
@@ -75,6 +89,19 @@ def test_the_held_out_sweep_names_every_case_of_issue_11():
     for link in ("web6-edge-14p-", "web6-lte-250p-", "web6-hspa-24p-", "web6-bulk-edge-14p-", "web6-bulk-hspa-24p-"):
         assert {c for c in cases if c.startswith(link)} >= {f"{link}{a}-iw{iw}" for a in aqms - {"redok"}
                                                             for iw in (3, 10)}, link
+
+
+def test_the_ietf79_sweeps_hold_the_seeds_matrix():
+    _, units = sweep.load_sweep("ietf79")
+    cases = list({u.case.name: u.case for u in units}.values())
+    assert len(cases) == 4 * 3 * 2 * 2 * 2 + 4 * 2 * 2 + 4 * 3 * 2 * 2 * 2  # fifo bdp/2bdp, fifo 50p EDGE, red+redok
+    assert len(units) == 100 * len(cases)
+    assert {u.sc.cc for u in units} == {"reno"} and {c.irto_s for c in cases} == {1, 3}
+    assert {c.aqm for c in cases if c.buffer == {"packets": 50} and c.profile.name == "edge"} == {"fifo", "redok"}
+    assert {c.buffer["packets"] for c in cases if c.aqm == "redok"} == {50, 100, 400}  # the seed's REDok buffers
+    _, quick = sweep.load_sweep("ietf79-quick")
+    assert {u.case.name for u in quick} <= {c.name for c in cases}  # a subset of the same cases
+    assert len({u.case.name for u in quick}) == 2 * 2 * 2 * 2 * 2 and {u.rep for u in quick} == {0, 1, 2}
 
 
 def test_bad_sweeps_name_the_problem(tmp_path):

@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 say() { printf '[setup] %s\n' "$*"; }
 
 APT_PACKAGES=(mininet iproute2 iputils-ping tcpdump ethtool python3-venv python3-dev python3-thrift
-              build-essential procps psmisc)
+              build-essential procps psmisc
+              clang libbpf-dev)  # clang, libbpf-dev: the initial-RTO sock_ops program (irto_s)
 
 # --- 1. Debian/Ubuntu packages --------------------------------------------------
 missing=()
@@ -47,7 +48,7 @@ else
 fi
 
 # --- 2b. the project's native helper (userspace delay line) -----------------------
-bash mininet/accessnet/build_native.sh && say "native helpers: build/delayline"
+bash mininet/accessnet/build_native.sh && say "native helpers: build/delayline$([ -x build/irto-attach ] && echo ', build/irto.bpf.o, build/irto-attach')"
 
 # --- 3. P4 toolchain -------------------------------------------------------------
 have_p4() { command -v p4c-bm2-ss >/dev/null && command -v simple_switch_grpc >/dev/null; }

@@ -8,12 +8,13 @@ host never share a name. The kernel drops a ``flock`` when its holder dies, so
 a free lock proves its last owner is gone; the record also names the owner's
 PID and start time, checked again before anything is touched.
 
-A run registers every process it starts (with its command line) and every
-interface it creates in ``/run/iwlab/i<NNN>.json``. Only the process that
+A run registers every process it starts (with its command line), every
+interface and every cgroup it creates in ``/run/iwlab/i<NNN>.json``. Only the process that
 takes a free slot, whose recorded owner is dead, removes what that dead run
 left: it kills only those processes whose PID still runs the recorded command
 line, deletes only those interfaces, and removes the record. Nothing is ever
-killed by name, and nothing of a live run is ever touched.
+killed by name, and nothing of a live run is ever touched. Cgroups (the initial-RTO ones,
+``accessnet.irto``) are removed once the recorded processes are dead.
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ class Registry:
         self.state["links"] += names
         self._save()
 
+    def cgroups(self, paths: list[str]) -> None:
+        self.state.setdefault("cgroups", []).extend(paths)
+        self._save()
+
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
 
@@ -104,6 +109,14 @@ def sweep(prefix: str) -> list[str] | None:
     for link in state.get("links", []):
         if subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=10).returncode == 0:
             removed.append(link)
+    for cg in state.get("cgroups", []):
+        if Path(cg).is_dir():
+            from .irto import remove_cgroup
+            try:
+                remove_cgroup(Path(cg))
+                removed.append(cg)
+            except OSError:
+                pass
     path.unlink(missing_ok=True)
     return removed
 

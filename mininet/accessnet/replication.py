@@ -25,6 +25,8 @@ from pathlib import Path
 from refmodel.params import ConfigError
 
 from . import scenario as scen
+from .irto import InitialRto
+from .irto import unavailable as irto_unavailable
 from .leftovers import Lease
 from .switches import (KERNEL_QDISCS, Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available,
                        toolchain_versions)
@@ -67,6 +69,10 @@ def preflight(units: Sequence[Unit], want: str | None) -> None:
     """Refuse, before anything starts, what every replication of a case would fail on: a P4 AQM on the
     kernel backend, BMv2 asked for where it is absent, a kernel AQM this kernel lacks (tried for real)."""
     tried: dict[str, str | None] = {}
+    irto = [u for u in units if u.sc.irto_s is not None]
+    if irto and irto_unavailable():
+        raise ConfigError(f"{irto[0].sc.name}: [run] irto_s = {irto[0].sc.irto_s:g} cannot be set here: "
+                          f"{irto_unavailable()}")
     for u in units:
         kind = want or u.sc.switch
         if u.case.aqm in scen.P4_AQMS:
@@ -90,7 +96,7 @@ def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: lis
         "pair": case.pair_key,
         "profile": {"name": case.profile.name, "rate_bps": case.profile.rate_bps,
                     "delay_ms": case.profile.delay_ms, "server_delay_ms": case.profile.server_delay_ms},
-        "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc,
+        "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc, "irto_s": sc.irto_s,
         "n_flows": sum(w.n_flows() for w in loads), "plan": plan_of(loads), "switch": switch.kind,
         "versions": {"kernel": platform.release(), "python": platform.python_version()},
     }
@@ -100,14 +106,17 @@ def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: lis
 
 
 def start_lab(sc: scen.Scenario, case: scen.Case, net: AccessNet, switch: Switch, loads: list[Workload], out: Path,
-              meta: dict) -> Lab:
-    """Network up, TCP settings, switch and captures running; the audio's start t0 is fixed before the
-    switch starts, so the controller knows the origin of the scenario's link-rate schedule."""
+              meta: dict, irto: InitialRto | None = None) -> Lab:
+    """Network up, TCP settings (with ``irto``, the initial RTO's program attached to the server's and
+    the client's cgroups), switch and captures running; the audio's start t0 is fixed before the switch
+    starts, so the controller knows the origin of the scenario's link-rate schedule."""
     run_cfg = case.spec.get("run", {})
     net.start()
     meta["delay"] = "netem" if net.netem else "delayline"
     net.set_tcp(sc.cc)
     net.set_iw(case.iw)
+    if irto is not None:
+        irto.start({"srv": net.srv, "cli": net.cli})
     t0 = time.time_ns() + int(STARTUP_BUDGET_S * 1e9)
     tune = TuneSpec(t0, float(run_cfg.get("jitter_budget_ms", 40.0)),
                     tuple((float(a), float(r)) for a, r in run_cfg.get("rate_changes", [])))
@@ -175,14 +184,16 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
     loads = workloads_for(case.spec, seed)
     switch = pick_switch(case, want_switch, seed)
     meta = new_meta(sc, case, rep, seed, loads, switch)
-    started, lab, net = time.time(), None, None
+    started, lab, net, irto = time.time(), None, None, None
     with Lease() as lease:
         if lease.removed:
             LOG.warning("removed what a dead run left in lab slot %s: %s", lease.prefix, ", ".join(lease.removed))
         meta["lab"] = lease.prefix
         try:
             net = AccessNet(lease.prefix, case.profile, logdir=tmp, registry=lease.registry)
-            lab = start_lab(sc, case, net, switch, loads, tmp, meta)
+            if sc.irto_s is not None:
+                irto = InitialRto(sc.irto_s, lease.prefix, lease.registry, tmp)
+            lab = start_lab(sc, case, net, switch, loads, tmp, meta, irto)
             for w in loads:
                 w.start(lab)
             wait_for_end(lab, switch, loads, float(case.spec.get("run", {}).get("audio_only_s", 15.0)))
@@ -201,6 +212,14 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             switch.stop()
             if net is not None:
                 net.stop()
+            if irto is not None:
+                try:
+                    irto.stop()
+                except Exception as e:  # noqa: BLE001 - recorded; the slot's next owner removes the rest
+                    LOG.error("%s rep%d: %s", case.name, rep, e)
+                    meta.setdefault("error", f"{type(e).__name__}: {e}")
+                    meta["status"] = "failed"
+                meta["irto_calls"] = irto.calls  # how often the program set an initial RTO
             meta["duration_s"] = round(time.time() - started, 3)
             (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
             if meta.get("error") != "interrupted":

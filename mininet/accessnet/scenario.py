@@ -18,6 +18,7 @@ from pathlib import Path
 
 from refmodel.params import ConfigError
 
+from .irto import check_irto
 from .profiles import Profile, buffer_packets, profile
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -38,7 +39,7 @@ KERNEL_AQMS = ("pfifo", "kred", "kcodel", "kfq_codel", "kpie")
 
 TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc", "users"}
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
-            "tail_s", "jitter_budget_ms", "rate_changes"}
+            "tail_s", "jitter_budget_ms", "rate_changes", "irto_s"}
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,63}")  # scenario, sweep and profile names: path-safe
 CC_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
@@ -137,19 +138,25 @@ class Case:
     switch_cfg: dict  # [link]/[buffer]/[aqm] table for controller.config
     spec: dict = field(repr=False)  # the scenario's traffic sections
     nominal_buffer: dict | None = None  # the scenario's buffer (redok replaces it with its own): pairs cases
+    irto_s: float | None = None  # the hosts' initial RTO ([run] irto_s); None: the kernel's
+
+    @property
+    def _irto(self) -> str:
+        return "" if self.irto_s is None else f"-irto{self.irto_s:g}"
 
     @property
     def name(self) -> str:
         """Directory name of the case in a run: the workload (scenario) first, so that two scenarios can never
         be confused in one run directory (e.g. ``web6-hspa-48p-iwa-iw10``)."""
-        return f"{self.scenario}-{self.profile.name}-{_buf_name(self.buffer)}-{self.aqm}-iw{self.iw}"
+        return f"{self.scenario}-{self.profile.name}-{_buf_name(self.buffer)}-{self.aqm}-iw{self.iw}{self._irto}"
 
     @property
     def pair_key(self) -> str:
         """The pairing unit: everything of the case except the AQM. Cases with the same key see the same
         random draws in a replication number (paired comparisons, BRIEF); profiles, buffers and IWs are
         different designs and draw independently. redok's own buffer does not unpair it from the others."""
-        return f"{self.scenario}-{self.profile.name}-{_buf_name(self.nominal_buffer or self.buffer)}-iw{self.iw}"
+        return (f"{self.scenario}-{self.profile.name}-{_buf_name(self.nominal_buffer or self.buffer)}-iw{self.iw}"
+                f"{self._irto}")
 
     def rep_seed(self, base_seed: int, rep: int) -> int:
         """The seed of replication ``rep``: a stable hash of the scenario's seed, the pairing unit and the
@@ -174,6 +181,7 @@ class Scenario:
     cc: str
     duration_s: float
     switch: str  # "auto" | "bmv2" | "model" | "kernel"
+    irto_s: float | None = None  # initial RTO of the server and client (s); None = the kernel's (accessnet.irto)
 
 
 def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict) -> tuple[dict, dict]:
@@ -255,12 +263,13 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
     if not isinstance(knobs, dict) or set(knobs) - set(P4_AQMS):
         raise ConfigError(f"{path.name}: [aqm] holds one table per P4 AQM ({', '.join(P4_AQMS)}); got "
                           f"{sorted(knobs) if isinstance(knobs, dict) else knobs!r}")
+    irto_s = check_irto(run.get("irto_s"), path.name)
     cases = []
     for aqm, iw in itertools.product(aqms, iws):
         cfg, real_buf = _switch_cfg(prof, buf, aqm, knobs)
         if aqm in P4_AQMS:
             _check_switch_cfg(path.name, aqm, cfg)
-        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf)))
+        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf), irto_s))
     switch = run.get("switch", "auto")
     if switch not in ("auto", "bmv2", "model", "kernel"):
         raise ConfigError(f"{path.name}: [run] switch = {switch!r}: allowed auto, bmv2, model, kernel")
@@ -269,7 +278,7 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
                           f"{', '.join(a for a in aqms if a in P4_AQMS)} run on the P4 switch")
     cc = check_cc(run.get("cc", "cubic"), path.name)
     return Scenario(path.stem, path, data, cases, int(run.get("reps", 3)), int(run.get("seed", 1)),
-                    cc, float(run.get("duration_s", 40.0)), switch)
+                    cc, float(run.get("duration_s", 40.0)), switch, irto_s)
 
 
 def _check_switch_cfg(label: str, aqm: str, cfg: dict) -> None:

@@ -1,4 +1,4 @@
-"""Sweeps: a matrix of scenario x profile x buffer x AQM x IW x replications, run by one runner.
+"""Sweeps: a matrix of scenario x profile x buffer x initial RTO x AQM x IW x replications, run by one runner.
 
 ``python -m accessnet.sweep experiments/sweeps/<name>.toml [--jobs N] [--resume RUN_DIR]``
 (``make sweep SWEEP=<name>``). The sweep file is data::
@@ -11,6 +11,8 @@
     iws = [3, 10]                          # optional: replaces [run] iws
     reps = 10                              # optional: replaces [run] reps
     switch = "auto"                        # optional: auto | bmv2 | model | kernel
+    irtos = [1, 3]                         # optional: each replaces [run] irto_s (the hosts' initial RTO, s)
+    cc = "reno"                            # optional: replaces [run] cc
 
     [[part]]                               # optional: several matrices in one sweep; each part takes the
     scenarios = ["web6"]                   # keys above, and the top level's where it names none
@@ -46,7 +48,7 @@ from .record import RecordError, history_entry, write_record
 from .topology import ROOT
 
 SWEEP_DIR = ROOT / "experiments" / "sweeps"
-MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch"}
+MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch", "irtos", "cc"}
 KEYS = MATRIX_KEYS | {"description", "part"}
 
 
@@ -99,11 +101,15 @@ def expand(data: dict, scenarios: dict | None = None) -> list[Unit]:
     """The matrix, in a stable order (scenario, profile, buffer, then the scenario's AQM x IW, then reps).
     ``scenarios`` (name -> {"path", "file"}, as a sweep's run.json keeps them) replaces the files on disk."""
     units = []
-    for name, prof, buf in itertools.product(data["scenarios"], data.get("profiles", [None]),
-                                             data.get("buffers", [None])):
+    irtos = data.get("irtos", [None])
+    if not isinstance(irtos, list) or not irtos:
+        raise ConfigError(f"sweep: irtos = {irtos!r}: must be a non-empty list of initial RTOs in seconds")
+    for name, prof, buf, irto in itertools.product(data["scenarios"], data.get("profiles", [None]),
+                                                   data.get("buffers", [None]), irtos):
         over = {k: v for k, v in (("profile", prof), ("buffer", buf), ("aqms", data.get("aqms")),
                                    ("iws", data.get("iws")), ("reps", data.get("reps")),
-                                   ("switch", data.get("switch"))) if v is not None}
+                                   ("switch", data.get("switch")), ("irto_s", irto), ("cc", data.get("cc")))
+                if v is not None}
         kept = (scenarios or {}).get(name)
         sc = scen.build(Path(kept["path"]), kept["file"], over) if kept else scen.load(name, over)
         for case in sc.cases:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .irto import preexec
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 
 AUDIO_PORT, WEB_PORT, RTC_PORT = 5004, 8080, 5006
@@ -52,7 +53,7 @@ class Lab:
         f = open(self.out / f"{name}.out", "wb")
         argv = [*(REALTIME if realtime else []), PY, "-m", *args]
         p = node.popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
-                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                       env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=preexec(node))  # irto's cgroup
         self.procs.append(p)
         self.net.registry.process(p.pid, [PY, "-m", *args])
         return p

@@ -1,0 +1,281 @@
+"""Initial RTO (scenario key ``irto_s``, ``accessnet.irto``): the checks of the key, and the sock_ops program
+proved in packet captures of real Linux TCP.
+
+Three namespaces of our own: client -- [m: tests/irto_dropper.py] -- server. The dropper forwards every
+frame and drops the first SYN-ACK and/or the server's first data segment; tcpdump captures at both ends.
+The program is attached, as in a replication, to a cgroup v2 per host (``InitialRto``), and the client and
+server processes start inside them. Measured:
+
+* SYN-ACK dropped: the client's SYN retransmission comes after the client's initial RTO (1 s, 3 s, and
+  1 s without the program), and the server's own SYN-ACK retransmission after the server's.
+* a data segment dropped: Linux times it from the handshake's RTT sample whatever the initial RTO (well
+  under 1 s here); with no RTT sample at all (SYN-ACK retransmitted, no timestamps) the tail-loss probe
+  fires after 1 s (TCP_TIMEOUT_INIT) and, without TLP, the RTO after 3 s (TCP_TIMEOUT_FALLBACK, RFC 6298
+  5.7): constants of the kernel that the sock_ops reply does not reach.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import dpkt
+import pytest
+
+from accessnet import irto
+from accessnet import scenario as scen
+from refmodel.params import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+SRV, CLI, PORT = "10.78.0.1", "10.78.0.2", 8080
+NS = tuple(f"iwt-irto-{x}-{os.getpid()}" for x in "cms")
+
+
+def near(got: float, want: float) -> bool:
+    """A kernel timer of ``want`` s fired after ``got`` s: never early (a 5 ms margin for the capture
+    stamps), late by at most the timer wheel's rounding (a timer lands on its wheel level's granularity,
+    at most 1/8 of its timeout: 32 ms at 1 s, 256 ms at 3 s with HZ=250) plus 40 ms of scheduling."""
+    return want - 0.005 <= got <= want * 1.125 + 0.04
+
+
+# -------------------------------------------------------------------------------- the scenario key
+
+
+@pytest.mark.parametrize("value", [1, 3, 0.2, 1.5, 120])
+def test_irto_accepted(value):
+    assert scen.load("web6", {"irto_s": value}).irto_s == float(value)
+
+
+def test_irto_absent_is_kernel_default():
+    assert scen.load("web6").irto_s is None
+
+
+@pytest.mark.parametrize("value", [0, -1, 0.0, 121, 1e9, "3", True, [3], {"s": 3}, 1.0004, float("nan"),
+                                   float("inf")])
+def test_irto_refused_with_its_name(value):
+    with pytest.raises(ConfigError, match=r"irto_s = .*must be the initial retransmission timeout in seconds"):
+        scen.load("web6", {"irto_s": value})
+
+
+def test_irto_recorded_in_meta():
+    from accessnet.replication import new_meta
+    from accessnet.switches import ModelSwitch
+    from accessnet.workloads import workloads_for
+    for value, want in ((3, 3.0), (None, None)):
+        sc = scen.load("web6", {"irto_s": value} if value else {})
+        case = sc.cases[0]
+        meta = new_meta(sc, case, 0, 1, workloads_for(case.spec, 1), ModelSwitch(1))
+        assert meta["irto_s"] == want
+
+
+# -------------------------------------------------------------------------------- the capture tests
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def net():
+    if os.geteuid() != 0:
+        pytest.skip("needs root (namespaces, cgroups, BPF)")
+    subprocess.run(["bash", str(ROOT / "mininet/accessnet/build_native.sh")], check=True)
+    why = irto.unavailable()
+    if why:
+        pytest.skip(f"initial RTO program unavailable: {why}")
+    for tool in ("tcpdump", "ip"):
+        if not subprocess.run(["which", tool], capture_output=True).returncode == 0:
+            pytest.skip(f"{tool} not installed")
+    c, m, s = NS
+    for ns in NS:
+        sh("ip", "netns", "del", ns, check=False)
+        sh("ip", "netns", "add", ns)
+    try:
+        sh("ip", "link", "add", "iwtirc", "netns", c, "type", "veth", "peer", "name", "iwtirm0", "netns", m)
+        sh("ip", "link", "add", "iwtirs", "netns", s, "type", "veth", "peer", "name", "iwtirm1", "netns", m)
+        for ns, ifs in ((c, ["iwtirc"]), (m, ["iwtirm0", "iwtirm1"]), (s, ["iwtirs"])):
+            for i in ifs:
+                sh("ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off", "tso", "off", "gso", "off", "gro",
+                   "off", check=False)
+                sh("ip", "-n", ns, "link", "set", i, "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "-n", s, "addr", "add", f"{SRV}/24", "dev", "iwtirs")
+        sh("ip", "-n", c, "addr", "add", f"{CLI}/24", "dev", "iwtirc")
+        mac = {ns: sh("ip", "netns", "exec", ns, "cat", f"/sys/class/net/{i}/address").stdout.strip()
+               for ns, i in ((c, "iwtirc"), (s, "iwtirs"))}
+        sh("ip", "-n", s, "neigh", "replace", CLI, "lladdr", mac[c], "dev", "iwtirs", "nud", "permanent")
+        sh("ip", "-n", c, "neigh", "replace", SRV, "lladdr", mac[s], "dev", "iwtirc", "nud", "permanent")
+        yield NS
+    finally:
+        for ns in NS:
+            sh("ip", "netns", "del", ns, check=False)
+
+
+SERVER = f"""
+import socket, sys
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("{SRV}", {PORT})); l.listen(4); print("listening", flush=True)
+c, _ = l.accept(); c.settimeout(20)
+assert c.recv(100) == b"GET"
+c.sendall(b"x" * 100)
+c.recv(100)
+"""
+CLIENT = f"""
+import socket
+c = socket.create_connection(("{SRV}", {PORT}), timeout=20)
+c.sendall(b"GET")
+got = b""
+while len(got) < 100:
+    got += c.recv(100)
+c.close()
+"""
+
+
+def segments(path: Path) -> list[tuple[float, str, int, int, int]]:
+    """(time, sender 'c'/'s', TCP flags, seq, payload length) of every TCP segment of the test's connection."""
+    out = []
+    with open(path, "rb") as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
+                continue
+            t = ip.data
+            if PORT not in (t.sport, t.dport):
+                continue
+            out.append((float(ts), "s" if t.sport == PORT else "c", t.flags, t.seq, len(t.data)))
+    return out
+
+
+def exchange(tmp_path: Path, srv_s: float | None, cli_s: float | None, drops: dict, timestamps: bool = True,
+             tlp: bool = True) -> dict:
+    """One connection, client -> server, through the dropper; returns both ends' captures."""
+    c, m, s = NS
+    for ns in (c, s):
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv4.tcp_timestamps={int(timestamps)}",
+           "net.ipv4.tcp_sack=1", "net.ipv4.tcp_no_metrics_save=1", f"net.ipv4.tcp_early_retrans={3 if tlp else 0}")
+    tag = f"t{os.getpid()}-"
+    hosts = {"srv": types.SimpleNamespace(pid=None), "cli": types.SimpleNamespace(pid=None)}
+    progs, procs = [], []
+    try:
+        for name, value in (("srv", srv_s), ("cli", cli_s)):
+            if value is not None:
+                progs.append(irto.InitialRto(value, tag, logdir=tmp_path).start({name: hosts[name]}))
+        caps = {"c": tmp_path / "client.pcap", "s": tmp_path / "server.pcap"}
+        for ns, ifname, key in ((c, "iwtirc", "c"), (s, "iwtirs", "s")):
+            procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-n", "-U", "--immediate-mode", "-s", "256",
+                                           "--time-stamp-precision=nano", "-w", str(caps[key]), "tcp"],
+                                          stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"tcpdump-{key}.err", "w")))
+        dropper = subprocess.Popen(["ip", "netns", "exec", m, sys.executable, str(ROOT / "tests/irto_dropper.py"),
+                                    "iwtirm0", "iwtirm1", *(f"{k}={v}" for k, v in drops.items())],
+                                   stdout=subprocess.PIPE, text=True)
+        procs.append(dropper)
+        assert dropper.stdout.readline().startswith("ready")
+        time.sleep(1.0)  # the captures are listening
+        server = subprocess.Popen(["ip", "netns", "exec", s, sys.executable, "-c", SERVER], stdout=subprocess.PIPE,
+                                  text=True, preexec_fn=irto.preexec(hosts["srv"]))
+        procs.append(server)
+        assert server.stdout.readline().startswith("listening")
+        client = subprocess.Popen(["ip", "netns", "exec", c, sys.executable, "-c", CLIENT],
+                                  preexec_fn=irto.preexec(hosts["cli"]))
+        procs.append(client)
+        assert client.wait(timeout=25) == 0
+        assert server.wait(timeout=5) == 0
+        time.sleep(0.3)
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        calls = []
+        for prog in progs:
+            prog.stop()
+            calls.append(prog.calls)
+    assert all(n and n > 0 for n in calls), f"the program was never asked: calls {calls}"
+    out = {k: segments(v) for k, v in caps.items()}
+    print(timeline(out))
+    return out
+
+
+def timeline(caps: dict) -> str:
+    """Both captures, for the failure message: time since the first SYN, sender, flags, seq, payload."""
+    lines = []
+    for k, segs in caps.items():
+        t0 = segs[0][0] if segs else 0.0
+        lines.append(f"{'client' if k == 'c' else 'server'} capture:")
+        lines += [f"  {t - t0:8.4f} {w} flags=0x{f:02x} seq={q} len={n}" for t, w, f, q, n in segs]
+    return "\n".join(lines)
+
+
+def gaps(segs, sender: str, pick) -> list[float]:
+    """Time between consecutive transmissions of the first segment ``pick`` selects (original, rtx, ...)."""
+    first = next(x for x in segs if x[1] == sender and pick(x))
+    times = [x[0] for x in segs if x[1] == sender and pick(x) and x[3] == first[3]]
+    return [round(b - a, 4) for a, b in zip(times, times[1:])]
+
+
+def is_syn(x):
+    return x[2] & 0x12 == 0x02
+
+
+def is_synack(x):
+    return x[2] & 0x12 == 0x12
+
+
+def is_data(x):
+    return x[4] > 0
+
+
+MEASURED: dict[str, list[float]] = {}
+
+
+@pytest.mark.parametrize("irto_s", [1, 3, None])
+def test_syn_retransmission_after_the_initial_rto(net, tmp_path, irto_s):
+    """First SYN-ACK dropped: the client's SYN is retransmitted after its initial RTO (kernel: 1 s)."""
+    caps = exchange(tmp_path, irto_s, irto_s, {"synack": 1})
+    syn = gaps(caps["c"], "c", is_syn)
+    print(f"irto {irto_s}: client SYN retransmitted after {syn} s (client capture)")
+    want = irto_s or 1.0
+    assert syn and near(syn[0], want), timeline(caps)
+
+
+@pytest.mark.parametrize("srv_s, cli_s", [(1, 3), (3, 5)])
+def test_server_synack_retransmission_after_its_initial_rto(net, tmp_path, srv_s, cli_s):
+    """First SYN-ACK dropped, the client's initial RTO longer than the server's: the server's own SYN-ACK
+    timer retransmits it after the server's initial RTO, and the client never retransmits its SYN."""
+    caps = exchange(tmp_path, srv_s, cli_s, {"synack": 1})
+    sa = gaps(caps["s"], "s", is_synack)
+    print(f"server irto {srv_s}, client {cli_s}: SYN-ACK retransmitted after {sa} s (server capture)")
+    assert sa and near(sa[0], srv_s), timeline(caps)
+    assert gaps(caps["c"], "c", is_syn) == [], timeline(caps)
+
+
+@pytest.mark.parametrize("irto_s", [1, 3])
+def test_data_rto_comes_from_the_handshake_rtt_sample(net, tmp_path, irto_s):
+    """The server's first data segment dropped after a clean handshake: Linux has an RTT sample from the
+    handshake and retransmits well before the initial RTO (RTO/TLP from the sample, 200 ms floor)."""
+    caps = exchange(tmp_path, irto_s, irto_s, {"data": 1})
+    d = gaps(caps["s"], "s", is_data)
+    print(f"irto {irto_s}: server data retransmitted after {d} s (server capture)")
+    assert d and 0.19 < d[0] < 0.5, timeline(caps)
+
+
+@pytest.mark.parametrize("irto_s", [1, 3])
+@pytest.mark.parametrize("tlp", [True, False])
+def test_data_before_any_rtt_sample(net, tmp_path, irto_s, tlp):
+    """No RTT sample at the server (its SYN-ACK retransmitted, no timestamps), then its first data segment
+    dropped: the kernel's constants decide, not the initial RTO: the tail-loss probe after 1 s, or without
+    TLP the RTO after 3 s (RFC 6298 5.7)."""
+    caps = exchange(tmp_path, irto_s, irto_s, {"synack": 1, "data": 1}, timestamps=False, tlp=tlp)
+    sa = gaps(caps["s"], "s", is_synack)
+    d = gaps(caps["s"], "s", is_data)
+    print(f"irto {irto_s}, TLP {tlp}: SYN-ACK retransmitted after {sa} s; data retransmitted after {d} s")
+    assert sa and near(sa[0], irto_s), timeline(caps)
+    assert d and near(d[0], 1.0 if tlp else 3.0), timeline(caps)
