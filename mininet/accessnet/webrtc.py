@@ -72,6 +72,9 @@ MIN_PACKET = VP8_DESCRIPTOR + TRAILER.size
 VIDEO_CLOCK = 90_000
 SRTP_TAG = 10
 SIGNAL_PORT = 5008
+# The sender's defaults (also the [webrtc] section's): the seed's start rate; a floor and a ceiling that leave
+# the controller free on a 5 Mbit/s link (aiortc's own VP8 encoder clamps to 250-1500 kbit/s).
+DEFAULTS = {"start_kbps": 128.0, "min_kbps": 50.0, "max_kbps": 10_000.0, "fps": 30.0}
 TX_COLUMNS = ("seq", "send_ns", "size", "rate_bps", "frame")
 RX_COLUMNS = ("seq", "send_ns", "recv_ns", "size", "frame")
 TX_STATS = ("t_ns", "target_bps", "remb_bps", "rembs", "sent_bps", "sent_packets", "nacked", "rtt_s",
@@ -457,10 +460,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dst", required=True, help="the receiver's address (signalling)")
     p.add_argument("--local-ip", required=True, help="this host's address: the only ICE host candidate")
     p.add_argument("--signal-port", type=int, default=SIGNAL_PORT)
-    p.add_argument("--start-kbps", type=float, default=128.0)
-    p.add_argument("--min-kbps", type=float, default=50.0)
-    p.add_argument("--max-kbps", type=float, default=10_000.0)
-    p.add_argument("--fps", type=float, default=30.0)
+    p.add_argument("--start-kbps", type=float, default=DEFAULTS["start_kbps"])
+    p.add_argument("--min-kbps", type=float, default=DEFAULTS["min_kbps"])
+    p.add_argument("--max-kbps", type=float, default=DEFAULTS["max_kbps"])
+    p.add_argument("--fps", type=float, default=DEFAULTS["fps"])
     p.add_argument("--duration", type=float, required=True, help="seconds of media from the start time")
     p.add_argument("--start-at", type=int, help="absolute start of the media, ns (CLOCK_REALTIME)")
     p.add_argument("--log", required=True, help="per packet sent (csv)")
