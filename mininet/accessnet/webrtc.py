@@ -10,6 +10,11 @@ to each REMB (``RTCRtpSender._handle_rtcp_packet``). What aiortc does not have, 
 have either: RRTCC's sender-side loss-based controller (the sender follows REMB alone), a pacer (a frame's
 packets leave back to back), and an RTT fed into the rate control (``AimdRateControl.rtt`` stays 200 ms).
 
+One line of libwebrtc that aiortc's port lacks is added by default on the receiver (``--max-burst-ms``,
+``cap_bursts``): a burst group of the inter-arrival filter ends 100 ms after its first arrival. Without it
+the estimator is blind behind any standing queue (see ``cap_bursts``); ``--max-burst-ms 0`` runs aiortc
+exactly as shipped.
+
 The rest is the real stack too: ICE (host candidates only, one per host: the ``--local-ip``), DTLS-SRTP,
 RTP/RTCP (SR/RR every 0.5-1.5 s, REMB, NACK, PLI). Three things are replaced, because aiortc has no public
 hook for them:
@@ -74,7 +79,7 @@ SRTP_TAG = 10
 SIGNAL_PORT = 5008
 # The sender's defaults (also the [webrtc] section's): the seed's start rate; a floor and a ceiling that leave
 # the controller free on a 5 Mbit/s link (aiortc's own VP8 encoder clamps to 250-1500 kbit/s).
-DEFAULTS = {"start_kbps": 128.0, "min_kbps": 50.0, "max_kbps": 10_000.0, "fps": 30.0}
+DEFAULTS = {"start_kbps": 128.0, "min_kbps": 50.0, "max_kbps": 10_000.0, "fps": 30.0, "max_burst_ms": 100.0}
 TX_COLUMNS = ("seq", "send_ns", "size", "rate_bps", "frame")
 RX_COLUMNS = ("seq", "send_ns", "recv_ns", "size", "frame")
 TX_STATS = ("t_ns", "target_bps", "remb_bps", "rembs", "sent_bps", "sent_packets", "nacked", "rtt_s",
@@ -225,6 +230,40 @@ def make_track(start_ns: int, end_ns: int, fps: float):
     return FrameClock()
 
 
+def cap_bursts(max_ms: float):
+    """Give aiortc's ``InterArrival`` libwebrtc's cap on a burst group (``kMaxBurstDurationMs``, 100 ms in
+    modules/remote_bitrate_estimator/inter_arrival.cc): a packet that arrives within 5 ms of the group's last
+    one, earlier than its send-time spacing, joins the group only while the group is younger than
+    ``max_ms`` since its first arrival. aiortc 1.16.0's port has no such cap, so behind a standing queue,
+    where packets arrive back to back at the link rate, every packet joins one endless group: the estimator
+    gets no more deltas, never sees over-use, and the rate climbs to 1.5 x the incoming rate and stays there
+    (tests/webrtcsim.py shows it: ~50 % loss after the link halves). ``max_ms`` 0 leaves aiortc as shipped.
+    Returns a function that undoes the patch."""
+    from aiortc import rate
+    orig_deltas, orig_burst = rate.InterArrival.compute_deltas, rate.InterArrival.belongs_to_burst
+    if max_ms <= 0:
+        return lambda: None
+
+    def compute_deltas(self, timestamp: int, arrival_time: int, packet_size: int):
+        group = self.current_group
+        out = orig_deltas(self, timestamp, arrival_time, packet_size)
+        if self.current_group is not group:  # a new group began with this packet
+            self.current_group.first_arrival = arrival_time
+        return out
+
+    def belongs_to_burst(self, timestamp: int, arrival_time: int) -> bool:
+        if not orig_burst(self, timestamp, arrival_time):
+            return False
+        same_send_time = round(self.timestamp_to_ms * rate.uint32_add(timestamp, -self.current_group.last_timestamp)) == 0
+        return same_send_time or arrival_time - getattr(self.current_group, "first_arrival", arrival_time) < max_ms
+
+    rate.InterArrival.compute_deltas, rate.InterArrival.belongs_to_burst = compute_deltas, belongs_to_burst
+
+    def undo() -> None:
+        rate.InterArrival.compute_deltas, rate.InterArrival.belongs_to_burst = orig_deltas, orig_burst
+    return undo
+
+
 def host_only(ip: str):
     """ICE host candidates on ``ip`` only (aioice otherwise takes every address but 127.0.0.1)."""
     import aioice.ice
@@ -370,6 +409,10 @@ async def recv(a) -> int:
     from aiortc.rtcdtlstransport import RTCDtlsTransport
 
     host_only(a.local_ip)
+    cap_bursts(a.max_burst_ms)
+    print(f"receiver: aiortc {_aiortc().__version__}, burst groups capped at {a.max_burst_ms:g} ms"
+          + (" (aiortc as shipped: no cap)" if a.max_burst_ms <= 0 else " (libwebrtc's kMaxBurstDurationMs)"),
+          flush=True)
     stop = _stop_event()
     end = time.monotonic() + a.duration
     rtcrtpreceiver.get_decoder = lambda codec: NullDecoder()
@@ -471,6 +514,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("recv")
     p.add_argument("--local-ip", required=True)
     p.add_argument("--signal-port", type=int, default=SIGNAL_PORT)
+    p.add_argument("--max-burst-ms", type=float, default=DEFAULTS["max_burst_ms"],
+                   help="libwebrtc's cap on an inter-arrival burst group (0: aiortc as shipped, no cap)")
     p.add_argument("--duration", type=float, required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--stats", required=True)

@@ -281,7 +281,8 @@ class WebRtc(Workload):
         r = {**DEFAULTS, **self.cfg}
         rstart = float(r.get("start_s", 0.0))
         lab.spawn(lab.net.cli, ["accessnet.webrtc", "recv", "--local-ip", CLIENT_IP, "--signal-port",
-                                str(WEBRTC_SIGNAL_PORT), "--duration", str(lab.duration_s + 5),
+                                str(WEBRTC_SIGNAL_PORT), "--max-burst-ms", str(float(r["max_burst_ms"])),
+                                "--duration", str(lab.duration_s + 5),
                                 "--log", str(lab.out / "rtc_rx.csv"), "--stats", str(lab.out / "webrtc_rx_stats.csv")],
                   "webrtc_rx", realtime=True)
         self.sender = lab.spawn(lab.net.srv, [
