@@ -318,6 +318,8 @@ async def send(a) -> int:
     from aiortc.rtp import is_rtcp
 
     host_only(a.local_ip)
+    print(f"sender: aiortc {_aiortc().__version__}, start {a.start_kbps:g} kbit/s in [{a.min_kbps:g}, "
+          f"{a.max_kbps:g}], {a.fps:g} frames/s", flush=True)
     stop = _stop_event()
     start_ns = a.start_at or time.time_ns() + 2_000_000_000
     end_ns = start_ns + int(a.duration * 1e9)
