@@ -216,24 +216,28 @@ def test_both_ends_on_the_loopback_write_the_logs_the_metrics_read(tmp_path):
     per-packet logs carry the [rtc] columns and rtc_metrics reads them; the stats hold a row a second."""
     port = 15_000 + os.getpid() % 1000
     rx = subprocess.Popen([sys.executable, "-m", "accessnet.webrtc", "recv", "--local-ip", "127.0.0.1",
-                           "--signal-port", str(port), "--duration", "8", "--log", str(tmp_path / "rtc_rx.csv"),
+                           "--signal-port", str(port), "--duration", "40", "--log", str(tmp_path / "rtc_rx.csv"),
                            "--stats", str(tmp_path / "rx_stats.csv")], env=_env(), cwd=ROOT,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         tx = subprocess.run([sys.executable, "-m", "accessnet.webrtc", "send", "--dst", "127.0.0.1", "--local-ip",
                              "127.0.0.1", "--signal-port", str(port), "--duration", "3",
-                             "--start-at", str(time.time_ns() + 2_500_000_000), "--log", str(tmp_path / "rtc_tx.csv"),
+                             "--start-at", str(time.time_ns() + 5_000_000_000), "--log", str(tmp_path / "rtc_tx.csv"),
                              "--stats", str(tmp_path / "tx_stats.csv")], env=_env(), cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     finally:
         rx.terminate()
         out = rx.communicate(timeout=30)[0]
     assert tx.returncode == 0, tx.stdout + tx.stderr
+    print(tx.stdout)
+    assert "connected -" in tx.stdout, f"not connected before the start time: {tx.stdout}"
     assert rx.returncode == 0, out
     txl, rxl = pd.read_csv(tmp_path / "rtc_tx.csv"), pd.read_csv(tmp_path / "rtc_rx.csv")
     assert list(txl.columns) == [*RTC_TX_COLUMNS, "frame"] and list(rxl.columns) == [*RTC_RX_COLUMNS, "frame"]
-    assert 85 <= len(txl) <= 95 and len(rxl) == len(txl)  # 30 frames/s x 3 s, one packet each at 128 kbit/s
-    assert (txl["rate_bps"] == 128_000).all()
+    skipped = int(tx.stdout.split(" frames skipped")[0].rsplit(" ", 1)[1])  # a loaded machine may starve it
+    assert 85 <= len(txl) + skipped <= 95 and len(rxl) == len(txl)  # 30 frames/s x 3 s, 1 packet each at 128k
+    assert (txl["frame"] == range(len(txl))).all()
+    assert (txl["rate_bps"][:60] == 128_000).all()  # no REMB before the estimator's first 3 s
     assert (rxl["send_ns"] == txl["send_ns"]).all() and (rxl["recv_ns"] > rxl["send_ns"]).all()
     m = rtc_metrics(tmp_path, None, 1)
     assert m["loss_rate"] == 0 and m["owd_median_s"] < 0.05

@@ -207,6 +207,7 @@ def make_track(start_ns: int, end_ns: int, fps: float):
         def __init__(self) -> None:
             super().__init__()
             self.k = 0
+            self.skipped = 0  # frames never made because the event loop was late by more than 200 ms
             self.first_ns: int | None = None
 
         async def recv(self):
@@ -218,7 +219,9 @@ def make_track(start_ns: int, end_ns: int, fps: float):
             if due > now:
                 await asyncio.sleep((due - now) / 1e9)
             elif now - due > 200_000_000:  # fell behind by more than 200 ms: skip frames, do not burst
-                self.k = int((now - start_ns) * fps / 1e9)
+                k = int((now - start_ns) * fps / 1e9)
+                self.skipped += k - self.k
+                self.k = k
             if self.first_ns is None:
                 self.first_ns = time.time_ns()
             f = av.VideoFrame(16, 16, "yuv420p")
@@ -398,8 +401,8 @@ async def send(a) -> int:
     if not connected:
         print("never connected", flush=True)
         return 1
-    print(f"first frame {(track.first_ns - start_ns) / 1e9:+.3f} s from the start time" if track.first_ns
-          else "no frame sent", flush=True)
+    print(f"first frame {(track.first_ns - start_ns) / 1e9:+.3f} s from the start time, {track.skipped} frames "
+          "skipped (the event loop was late by more than 200 ms)" if track.first_ns else "no frame sent", flush=True)
     return 0
 
 
