@@ -17,9 +17,9 @@ exactly as shipped.
 
 The rest is the real stack too: ICE (host candidates only, one per host: the ``--local-ip``), DTLS-SRTP,
 RTP/RTCP (SR/RR every 0.5-1.5 s, REMB, NACK, PLI). aiortc has no public hooks, so this module patches its
-classes in its own process only: observers that change nothing (``RTCDtlsTransport._send_rtp`` and
-``_handle_rtp_data`` for the per-packet logs, ``RemoteBitrateEstimator.add`` for the receiver's stats), and
-three replacements:
+classes in its own process only: observers (``RTCDtlsTransport._send_rtp`` and ``_handle_rtp_data`` for the
+per-packet logs, the first also writing the send time into the payload's trailer, and
+``RemoteBitrateEstimator.add`` for the receiver's stats), and three replacements:
 
 * the encoder: ``SyntheticEncoder`` stands in for VP8 (the VP8 payload type and payload descriptor stay, so
   the receiver's depacketiser and jitter buffer work as for VP8). Each frame (``--fps``, 30 by default) is
