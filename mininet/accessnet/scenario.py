@@ -37,7 +37,7 @@ REDOK_ROWS = {
 P4_AQMS = ("fifo", "red", "redok", "codel", "pie", "iwa")
 KERNEL_AQMS = ("pfifo", "kred", "kcodel", "kfq_codel", "kpie")
 
-TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc", "users"}
+TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc", "users", "webrtc"}
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
             "tail_s", "jitter_budget_ms", "rate_changes", "irto_s"}
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,63}")  # scenario, sweep and profile names: path-safe
@@ -55,6 +55,8 @@ RANGES: dict[str, dict[str, tuple]] = {
     "bulk": {"start_s": ("num", 0, 86_400), "bytes": ("int", 1, 10**14)},
     "rtc": {"start_kbps": ("num", 1, 10**6), "max_kbps": ("num", 1, 10**6), "size": ("int", 64, 1472),
             "start_s": ("num", 0, 86_400)},
+    "webrtc": {"start_kbps": ("num", 1, 10**6), "min_kbps": ("num", 1, 10**6), "max_kbps": ("num", 1, 10**6),
+               "fps": ("num", 1, 120), "start_s": ("num", 0, 86_400), "max_burst_ms": ("num", 0, 10_000)},
     "users": {"count": ("int", 1, 1000), "min_bytes": ("int", 1, 10**11), "max_bytes": ("int", 1, 10**11),
               "idle_mean_s": ("num", 0.001, 86_400), "start_s": ("num", 0, 86_400)},
 }
@@ -98,6 +100,26 @@ def check_sections(data: dict, label: str) -> None:
         t = data.get(section, {})
         if lo in t and hi in t and t[lo] > t[hi]:
             raise ConfigError(f"{label}: [{section}] {lo} = {t[lo]!r} is above {hi} = {t[hi]!r}")
+    check_webrtc(data, label)
+
+
+def check_webrtc(data: dict, label: str) -> None:
+    """[webrtc]: its rates in order with the defaults filled in, not beside [rtc] (both write rtc_tx.csv and
+    rtc_rx.csv), and aiortc importable (pinned in requirements.txt: 'make setup' installs it)."""
+    if "webrtc" not in data:
+        return
+    if "rtc" in data:
+        raise ConfigError(f"{label}: [rtc] and [webrtc] cannot be in one scenario: both are the run's real-time "
+                          "flow (rtc_tx.csv, rtc_rx.csv)")
+    from .webrtc import DEFAULTS
+    w = {**DEFAULTS, **data["webrtc"]}
+    if not w["min_kbps"] <= w["start_kbps"] <= w["max_kbps"]:
+        raise ConfigError(f"{label}: [webrtc] needs min_kbps <= start_kbps <= max_kbps; got {w['min_kbps']!r}, "
+                          f"{w['start_kbps']!r}, {w['max_kbps']!r} (defaults {DEFAULTS})")
+    import importlib.util
+    if importlib.util.find_spec("aiortc") is None:
+        raise ConfigError(f"{label}: [webrtc] needs aiortc, which is not installed in this Python "
+                          f"(run 'make setup': requirements.txt pins it)")
 
 
 @functools.cache

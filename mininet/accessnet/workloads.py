@@ -1,5 +1,5 @@
 """Workloads as objects: each section of a scenario file (``[audio]``, ``[web]``, ``[burst]``, ``[bulk]``,
-``[users]``, ``[rtc]``) is one class here that owns its random plan, its processes, its stop and its logs.
+``[users]``, ``[rtc]``, ``[webrtc]``) is one class here that owns its random plan, its processes, its stop and its logs.
 
 A replication is a topology, a switch and a list of workloads (``accessnet.replication``); the runner
 knows nothing of any workload. Adding a workload is one class with a ``section`` name here (and its keys in
@@ -27,6 +27,7 @@ from .irto import preexec
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 
 AUDIO_PORT, WEB_PORT, RTC_PORT = 5004, 8080, 5006
+WEBRTC_SIGNAL_PORT = 5008  # TCP, the offer/answer; the media's UDP ports are ICE's own (ephemeral)
 PY = sys.executable
 # The audio endpoints run at a real-time priority (10: below the switch, 20, and the delay lines, 30) so
 # that CPU load does not delay their timestamps: the audio's OWD must measure the network, not the
@@ -267,7 +268,40 @@ class Rtc(Workload):
         _stop_sender(self.sender)
 
 
-WORKLOADS: dict[str, type[Workload]] = {w.section: w for w in (Audio, Web, Burst, Bulk, Users, Rtc)}
+class WebRtc(Workload):
+    """``[webrtc]``: one real WebRTC flow (aiortc: receiver-side delay-based estimate, REMB), server to phone
+    (accessnet.webrtc). Its per-packet logs are rtc_tx.csv / rtc_rx.csv in the [rtc] flow's columns, so the
+    rtc metrics (goodput, loss, OWD, TFS) read them unchanged; webrtc_tx_stats.csv / webrtc_rx_stats.csv hold
+    its controller's state per second. It ends the run when its sender has sent its media (the sender's
+    duration ends with the run's, less its start and the tail)."""
+
+    section = "webrtc"
+
+    def start(self, lab: Lab) -> None:
+        from .webrtc import DEFAULTS
+        r = {**DEFAULTS, **self.cfg}
+        rstart = float(r.get("start_s", 0.0))
+        lab.spawn(lab.net.cli, ["accessnet.webrtc", "recv", "--local-ip", CLIENT_IP, "--signal-port",
+                                str(WEBRTC_SIGNAL_PORT), "--max-burst-ms", str(float(r["max_burst_ms"])),
+                                "--duration", str(lab.duration_s + 5),
+                                "--log", str(lab.out / "rtc_rx.csv"), "--stats", str(lab.out / "webrtc_rx_stats.csv")],
+                  "webrtc_rx", realtime=True)
+        self.sender = lab.spawn(lab.net.srv, [
+            "accessnet.webrtc", "send", "--dst", CLIENT_IP, "--local-ip", SERVER_IP, "--signal-port",
+            str(WEBRTC_SIGNAL_PORT), "--start-kbps", str(float(r["start_kbps"])),
+            "--min-kbps", str(float(r["min_kbps"])), "--max-kbps", str(float(r["max_kbps"])), "--fps", str(float(r["fps"])), "--duration", str(lab.duration_s - rstart - lab.tail_s),
+            "--start-at", str(lab.at(rstart)), "--log", str(lab.out / "rtc_tx.csv"),
+            "--stats", str(lab.out / "webrtc_tx_stats.csv")], "webrtc_tx", realtime=True)
+        self.procs.append(self.sender)
+
+    def ends_run(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        _stop_sender(self.sender)
+
+
+WORKLOADS: dict[str, type[Workload]] = {w.section: w for w in (Audio, Web, Burst, Bulk, Users, Rtc, WebRtc)}
 
 
 def workloads_for(spec: dict, seed: int) -> list[Workload]:
