@@ -93,7 +93,7 @@ def test_a_failed_replication_names_where_its_logs_are_kept(tmp_path, monkeypatc
         def stop(self):
             pass
 
-    def broken_start(sc, case, net, switch, loads, out, meta):
+    def broken_start(sc, case, net, switch, loads, out, meta, irto=None):
         (out / "switch.log").write_text("boom\n")
         raise RuntimeError(f"model switch exited at start: see {out / 'switch.log'}")
 
