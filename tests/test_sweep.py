@@ -104,6 +104,16 @@ def test_the_ietf79_sweeps_hold_the_seeds_matrix():
     assert len({u.case.name for u in quick}) == 2 * 2 * 2 * 2 * 2 and {u.rep for u in quick} == {0, 1, 2}
 
 
+def test_the_seed002_sweeps_run_the_webrtc_flow_at_both_delays_under_every_aqm():
+    for name, reps in (("seed002", 30), ("seed002-quick", 3)):
+        _, units = sweep.load_sweep(name)
+        cases = {u.case.name: u.case for u in units}
+        assert {(c.profile.delay_ms, c.aqm) for c in cases.values()} == {
+            (d, a) for d in (50.0, 100.0) for a in ("fifo", "red", "redok", "codel", "pie", "iwa")}
+        assert {c.profile.rate_bps for c in cases.values()} == {5e6} and len(units) == reps * len(cases)
+        assert all("webrtc" in c.spec for c in cases.values())
+
+
 def test_bad_sweeps_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="unknown key"):
         sweep.load_sweep(str(write_sweep(tmp_path, colour=["red"])))
