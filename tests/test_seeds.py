@@ -105,3 +105,24 @@ def test_seed002_table_with_the_labs_real_time_flow(tmp_path: Path):
     assert lab[:3] == ["lab rtc5 fifo", "50", "1"]
     assert lab[3] == f"{90_000 * 8 / 0.99 / 1e3:.1f}" and lab[4] == "10.0"
     assert not any(x.startswith("| lab") for x in rows[i + 2:])  # nothing under the 100 ms row
+
+
+def test_the_pam13_profile_follows_from_the_seeds_numbers():
+    """docs/seeds.md: the rate at which one flow's IW3 and IW10 windows add Table 1's largest IPDV beyond the
+    radio's own jitter (audio alone: max 70.4 ms, median 18.0 ms), and the delay that makes the audio's
+    one-way delay its median."""
+    from accessnet.profiles import PROFILES
+    frame_bits, radio = 1514 * 8, 0.0704 - 0.0180
+    mx = seeds.PAM13_COLUMNS.index("max")
+    r3 = 3 * frame_bits / (seeds.PAM13_TABLE1[(3, 1)][mx] - radio)
+    r10 = 10 * frame_bits / (seeds.PAM13_TABLE1[(10, 1)][mx] - radio)
+    assert abs(r3 - r10) / ((r3 + r10) / 2) < 0.05  # two independent windows, one rate
+    p = PROFILES["pam13"]
+    assert abs(p.rate_bps - (r3 + r10) / 2) < 1e3
+    audio_frame_s = (40 + 8 + 20 + 14) * 8 / p.rate_bps
+    assert abs(p.server_delay_ms / 1e3 + p.delay_ms / 1e3 + audio_frame_s - 0.0180) < 0.0002
+    from accessnet import sweep
+    _, units = sweep.load_sweep("pam13")
+    assert {u.case.buffer["packets"] for u in units} == {256} and 256 * 1514 >= 372_000  # web6 without a drop
+    assert {u.case.name.split("-")[0] for u in units} == {"audio", "bulk", "web1", "web2", "web6"}
+    assert len(units) == 50 * (4 * 2 + 1)
