@@ -558,19 +558,32 @@ RTC_TX_COLUMNS = ("seq", "send_ns", "size", "rate_bps")
 RTC_RX_COLUMNS = ("seq", "send_ns", "recv_ns", "size")
 
 
-def rtc_metrics(rep: Path, flows: pd.DataFrame | None, n_flows: int) -> dict:
-    """The adaptive real-time flow (rtc_tx.csv / rtc_rx.csv) and the seeds' TFS.
+def rtc_suffixes(rep: Path) -> list[str]:
+    """The real-time flows of a replication, as the suffixes of their logs: "" for rtc_tx.csv (the first),
+    "_1", "_2", ... for rtc_tx_1.csv, ... (a [webrtc] section with ``flows`` > 1)."""
+    rep = Path(rep)
+    out = [""] if (rep / "rtc_tx.csv").exists() else []
+    k = 1
+    while (rep / f"rtc_tx_{k}.csv").exists():
+        out.append(f"_{k}")
+        k += 1
+    return out
+
+
+def rtc_metrics(rep: Path, flows: pd.DataFrame | None, n_flows: int, suffix: str = "",
+                other_rtc_bytes: int = 0) -> dict:
+    """One adaptive real-time flow (rtc_tx{suffix}.csv / rtc_rx{suffix}.csv) and the seeds' TFS.
 
     goodput: bytes received x 8 / (last - first send); loss: 1 - received / sent; OWD median and 95 %.
     TFS = TCP throughput / (total throughput / number of flows), as in 002: TCP throughput is the mean
     per-download goodput while downloading (bytes x 8 / elapsed, completed downloads), total throughput
-    the bytes of the real-time flow and all downloads over the real-time flow's span, number of flows the
-    web users plus the real-time flow."""
+    the bytes of the real-time flows (this one and ``other_rtc_bytes`` received of the others) and all
+    downloads over this flow's span, number of flows the web users plus the real-time flows."""
     rep = Path(rep)
-    tx = read_csv(rep / "rtc_tx.csv", RTC_TX_COLUMNS)
-    rx = read_csv(rep / "rtc_rx.csv", RTC_RX_COLUMNS).drop_duplicates("seq")
+    tx = read_csv(rep / f"rtc_tx{suffix}.csv", RTC_TX_COLUMNS)
+    rx = read_csv(rep / f"rtc_rx{suffix}.csv", RTC_RX_COLUMNS).drop_duplicates("seq")
     if tx.empty:
-        raise MetricsError(f"{rep / 'rtc_tx.csv'}: no packets")
+        raise MetricsError(f"{rep / f'rtc_tx{suffix}.csv'}: no packets")
     span_ns = int(tx["send_ns"].max() - tx["send_ns"].min()) or 1
     owd = (rx["recv_ns"] - rx["send_ns"]).to_numpy(dtype=float) / NS
     rtc_bytes = int(rx["size"].sum())
@@ -583,7 +596,7 @@ def rtc_metrics(rep: Path, flows: pd.DataFrame | None, n_flows: int) -> dict:
         t = tcp_metrics(flows)
         gp = np.array([g for g in t["flow_goodput_bps"] if g is not None], float)
         tcp_bytes = float(pd.to_numeric(flows["bytes"]).sum())
-        total = (rtc_bytes + tcp_bytes) * 8 * NS / span_ns
+        total = (rtc_bytes + other_rtc_bytes + tcp_bytes) * 8 * NS / span_ns
         out["tcp_throughput_bps"] = float(gp.mean()) if gp.size else None
         out["total_throughput_bps"] = total
         out["tfs"] = tfs(float(gp.mean()), total, n_flows) if gp.size and total > 0 else None
@@ -659,9 +672,15 @@ def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_M
         out["tcp"] = tcp_metrics(flows)
     if bulk_bursts(meta):
         out["bulk"] = bulk_goodput(Path(path), flows, meta, int(df["send_ns"].max()))
-    if (Path(path) / "rtc_tx.csv").exists():
+    sfx = rtc_suffixes(Path(path))
+    if sfx:
         users = int(meta.get("n_flows") or 0)
-        out["rtc"] = rtc_metrics(Path(path), flows, users + 1)
+        got = {x: int(read_csv(Path(path) / f"rtc_rx{x}.csv", RTC_RX_COLUMNS).drop_duplicates("seq")["size"].sum())
+               for x in sfx}
+        per = [rtc_metrics(Path(path), flows, users + len(sfx), x, sum(got.values()) - got[x]) for x in sfx]
+        out["rtc"] = per[0]  # the first real-time flow (the only one but with [webrtc] flows > 1)
+        if len(per) > 1:
+            out["rtc_flows"] = per
     return out
 
 

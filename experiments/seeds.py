@@ -63,6 +63,14 @@ SEED002_1RTC_5TCP: dict[int, dict[str, tuple[float, float]]] = {
     50: {"goodput": (3593, 279), "loss": (3.68, 0.26), "tcp": (688.5, 53), "tfs": (151, 8)},
     100: {"goodput": (3700, 420), "loss": (4.0, 0.19), "tcp": (323, 111), "tfs": (72, 0.21)},
 }
+# "2 RRTCC with 10 TCP flows": per delay, flow 1 and flow 2's goodput (kbit/s) and loss (%), then the TCP
+# throughput during ON time (kbit/s) and TFS (%) of the web flows, (mean, sigma).
+SEED002_2RTC_10TCP: dict[int, dict[str, tuple[float, float]]] = {
+    50: {"goodput1": (1640, 37.63), "goodput2": (1750, 65), "loss1": (5.6, 0.09), "loss2": (5.5, 0.3),
+         "tcp": (390, 36.7), "tfs": (78, 7)},
+    100: {"goodput1": (1782, 54.5), "goodput2": (1904, 46.7), "loss1": (5.4, 0.33), "loss2": (5.3, 0.17),
+          "tcp": (281.7, 23.5), "tfs": (56, 7)},
+}
 SEED002_KEYS = (("goodput", "goodput_bps", 1e-3, "RTC goodput (kbit/s)"), ("loss", "loss_rate", 100, "RTC loss (%)"),
                 ("tcp", "tcp_throughput_bps", 1e-3, "TCP throughput, ON time (kbit/s)"), ("tfs", "tfs", 100, "TFS (%)"))
 
@@ -204,16 +212,18 @@ def orderings_md(orderings: Sequence[Ordering]) -> list[str]:
     return _md_table(["seed / lab unit", "ordering", "seed (s)", "lab (s)", "in the lab"], rows)
 
 
-def rtc_units(cases: Sequence[Case]) -> dict[tuple[int, str, str], list]:
-    """Replications with the real-time flow's metrics, by (link delay ms, scenario, AQM)."""
+def rtc_units(cases: Sequence[Case], n_rtc: int = 1) -> dict[tuple[int, str, str], list]:
+    """Replications with ``n_rtc`` real-time flows, by (link delay ms, scenario, AQM): per replication the
+    first flow's metrics (with ``n_rtc`` > 1: the list of every flow's, ``summarize_rep``'s ``rtc_flows``)."""
     out: dict[tuple[int, str, str], list] = {}
     for c in cases:
         for r in c.reps:
-            rtc = r.summary.get("rtc")
+            per = r.summary.get("rtc_flows") or ([r.summary["rtc"]] if r.summary.get("rtc") else [])
             prof = r.meta.get("profile")
-            if not rtc or not isinstance(prof, dict) or prof.get("delay_ms") is None:
+            if len(per) != n_rtc or not isinstance(prof, dict) or prof.get("delay_ms") is None:
                 continue
-            out.setdefault((round(float(prof["delay_ms"])), _scenario(c), str(c.aqm)), []).append(rtc)
+            out.setdefault((round(float(prof["delay_ms"])), _scenario(c), str(c.aqm)), []).append(
+                per[0] if n_rtc == 1 else per)
     return out
 
 
@@ -233,6 +243,26 @@ def seed002_md(cases: Sequence[Case]) -> list[str]:
     return _md_table(header, rows)
 
 
+def seed002_two_md(cases: Sequence[Case]) -> list[str]:
+    """Seed 002's "2 RRTCC with 10 TCP flows" table: each real-time flow's goodput and loss, the web flows'
+    throughput and TFS (from the first flow's record: TFS counts every flow), the lab's rows per delay."""
+    units = rtc_units(cases, 2)
+    cols = (("goodput1", 0, "goodput_bps", 1e-3), ("goodput2", 1, "goodput_bps", 1e-3),
+            ("loss1", 0, "loss_rate", 100), ("loss2", 1, "loss_rate", 100),
+            ("tcp", 0, "tcp_throughput_bps", 1e-3), ("tfs", 0, "tfs", 100))
+    header = ["source", "delay (ms)", "reps", "flow 1 goodput (kbit/s)", "flow 2 goodput (kbit/s)",
+              "flow 1 loss (%)", "flow 2 loss (%)", "TCP throughput, ON time (kbit/s)", "TFS (%)"]
+    rows = []
+    for delay, seed in SEED002_2RTC_10TCP.items():
+        rows.append(["seed 002 (ns-2 RRTCC, mean σ)", str(delay), "30",
+                     *(f"{seed[k][0]:g} (σ {seed[k][1]:g})" for k, *_ in cols)])
+        for (d, sc, aqm), reps in sorted(units.items()):
+            if d == delay:
+                rows.append([f"lab {sc} {aqm}", str(d), str(len(reps)),
+                             *(fmt_ci(mean_ci95(r[i].get(key) for r in reps), scale, 1) for _, i, key, scale in cols)])
+    return _md_table(header, rows)
+
+
 def seeds_md(cases: Sequence[Case]) -> list[str]:
     """The report's "Seeds versus lab" section."""
     return ["## Seeds versus lab", "",
@@ -245,4 +275,5 @@ def seeds_md(cases: Sequence[Case]) -> list[str]:
             "### Orderings", "", *orderings_md([*pam13_orderings(cases), *ietf79_orderings(cases)]), "",
             "### Seed 002: one real-time flow against five web users", "",
             "Seed 002's ns-2 runs (RRTCC) beside the lab's replications with a real-time flow (mean ± 95 % CI); "
-            "TFS = TCP throughput / (total throughput / number of flows).", "", *seed002_md(cases), ""]
+            "TFS = TCP throughput / (total throughput / number of flows).", "", *seed002_md(cases), "",
+            "### Seed 002: two real-time flows against ten web users", "", *seed002_two_md(cases), ""]

@@ -441,3 +441,23 @@ def test_no_bulk_flow_no_bulk_metric_and_the_sweep_averages_goodput(tmp_path):
     m = summarize_sweep(sorted((run / "c").glob("rep[0-9]")), jitter_buffers=[40])["cases"]["bulk-hspa-48p-fifo-iw10"]
     assert m["metrics"]["bulk.goodput_bps"]["mean"] == pytest.approx(1.5e6)
     assert "bulk.window_start_ns" not in m["metrics"] and m["metrics"]["bulk.window_s"]["mean"] == 6.9
+
+
+def test_two_real_time_flows_each_have_their_metrics_and_tfs_counts_both(tmp_path):
+    """Seed 002's second case: rtc_tx.csv / rtc_tx_1.csv. Each flow's goodput and loss are its own; TFS's
+    total throughput holds both flows' bytes and its number of flows both flows and the web users."""
+    from experiments.metrics import rtc_metrics, rtc_suffixes
+    t0 = 10**18
+    for sfx, got in (("", 100), ("_1", 50)):
+        (tmp_path / f"rtc_tx{sfx}.csv").write_text("seq,send_ns,size,rate_bps\n" + "".join(
+            f"{i},{t0 + i * 10_000_000},1000,800000\n" for i in range(100)))
+        (tmp_path / f"rtc_rx{sfx}.csv").write_text("seq,send_ns,recv_ns,size\n" + "".join(
+            f"{i},{t0 + i * 10_000_000},{t0 + i * 10_000_000 + 5_000_000},1000\n" for i in range(got)))
+    assert rtc_suffixes(tmp_path) == ["", "_1"]
+    flows = pd.DataFrame({"flow": [0], "burst": [0], "start_ns": [t0], "end_ns": [t0 + NS], "bytes": [125_000],
+                          "retrans": [0], "rtos": [0], "completed": [1]})
+    first = rtc_metrics(tmp_path, flows, 3, "", 50 * 1000)
+    second = rtc_metrics(tmp_path, flows, 3, "_1", 100 * 1000)
+    assert (first["loss_rate"], second["loss_rate"]) == (0.0, 0.5)
+    assert first["total_throughput_bps"] == second["total_throughput_bps"] == (150_000 + 125_000) * 8 / 0.99
+    assert first["tfs"] == 1e6 / (first["total_throughput_bps"] / 3)  # 125 kB in 1 s per download; 3 flows

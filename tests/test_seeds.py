@@ -126,3 +126,23 @@ def test_the_pam13_profile_follows_from_the_seeds_numbers():
     assert {u.case.buffer["packets"] for u in units} == {256} and 256 * 1514 >= 372_000  # web6 without a drop
     assert {u.case.name.split("-")[0] for u in units} == {"audio", "bulk", "web1", "web2", "web6"}
     assert len(units) == 50 * (4 * 2 + 1)
+
+
+def test_seed002_two_flow_table_reads_each_flow(tmp_path: Path):
+    run = tmp_path / "run"
+    r = write_rep(run, "webrtc10-rtc50-50p-fifo-iw10", 0, [float(BASE_MS)] * N_PKTS, aqm="fifo")
+    meta = json.loads((r / "meta.json").read_text())
+    meta.update(scenario="webrtc10", profile={"name": "rtc50", "rate_bps": 5e6, "delay_ms": 50.0})
+    (r / "meta.json").write_text(json.dumps(meta))
+    t0 = 10**18
+    for sfx, got in (("", 100), ("_1", 80)):
+        (r / f"rtc_tx{sfx}.csv").write_text("seq,send_ns,size,rate_bps\n" + "".join(
+            f"{i},{t0 + i * 10_000_000},1000,800000\n" for i in range(100)))
+        (r / f"rtc_rx{sfx}.csv").write_text("seq,send_ns,recv_ns,size\n" + "".join(
+            f"{i},{t0 + i * 10_000_000},{t0 + i * 10_000_000 + 60_000_000},1000\n" for i in range(got)))
+    cases = report.load_cases([run])[0]
+    assert seeds.rtc_units(cases, 1) == {}  # two flows: not a row of the one-flow table
+    rows = [x for x in seeds.seed002_two_md(cases) if x.startswith("| lab")]
+    assert len(rows) == 1
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[:3] == ["lab webrtc10 fifo", "50", "1"] and (cells[5], cells[6]) == ("0.0", "20.0")

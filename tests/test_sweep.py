@@ -112,6 +112,8 @@ def test_the_seed002_sweeps_run_the_webrtc_flow_at_both_delays_under_every_aqm()
             (d, a) for d in (50.0, 100.0) for a in ("fifo", "red", "redok", "codel", "pie", "iwa")}
         assert {c.profile.rate_bps for c in cases.values()} == {5e6} and len(units) == reps * len(cases)
         assert all("webrtc" in c.spec for c in cases.values())
+        assert {(c.scenario, c.spec["webrtc"].get("flows", 1), c.spec["users"]["count"]) for c in cases.values()} == {
+            ("webrtc5", 1, 5), ("webrtc10", 2, 10)}  # the seed's two cases
 
 
 def test_bad_sweeps_name_the_problem(tmp_path):

@@ -203,6 +203,22 @@ def test_the_workload_starts_a_receiver_on_the_phone_and_a_sender_on_the_server(
     assert w.ends_run() and w.done()
 
 
+def test_two_flows_each_get_a_signalling_port_and_their_own_logs(tmp_path):
+    """webrtc10 (seed 002's second case): two receivers on the phone, two senders on the server, flow 1's
+    port one above flow 0's and its logs suffixed _1, so the metrics find both (metrics.rtc_suffixes)."""
+    log: list = []
+    lab = Lab(_Net(log), tmp_path, 1_800_000_000_000_000_000, 120.0, 1.0, "cubic")
+    (w,) = [x for x in workloads_for(scen.load("webrtc10").cases[0].spec, 5) if isinstance(x, WebRtc)]
+    w.start(lab)
+    for p in lab.procs:
+        p.wait()
+    runs = [(h, dict(zip(a[a.index("-m") + 3::2], a[a.index("-m") + 4::2]))) for h, a in log]
+    assert [h for h, _ in runs] == ["cli", "srv", "cli", "srv"]
+    assert [o["--signal-port"] for _, o in runs] == ["5008", "5008", "5009", "5009"]
+    assert [Path(o["--log"]).name for _, o in runs] == ["rtc_rx.csv", "rtc_tx.csv", "rtc_rx_1.csv", "rtc_tx_1.csv"]
+    assert len(w.senders) == 2 and w.ends_run()
+
+
 # ----------------------------------------------------------------------------- both ends on the loopback
 
 def _env() -> dict:

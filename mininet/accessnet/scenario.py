@@ -56,7 +56,8 @@ RANGES: dict[str, dict[str, tuple]] = {
     "rtc": {"start_kbps": ("num", 1, 10**6), "max_kbps": ("num", 1, 10**6), "size": ("int", 64, 1472),
             "start_s": ("num", 0, 86_400)},
     "webrtc": {"start_kbps": ("num", 1, 10**6), "min_kbps": ("num", 1, 10**6), "max_kbps": ("num", 1, 10**6),
-               "fps": ("num", 1, 120), "start_s": ("num", 0, 86_400), "max_burst_ms": ("num", 0, 10_000)},
+               "fps": ("num", 1, 120), "start_s": ("num", 0, 86_400), "max_burst_ms": ("num", 0, 10_000),
+               "flows": ("int", 1, 4)},
     "users": {"count": ("int", 1, 1000), "min_bytes": ("int", 1, 10**11), "max_bytes": ("int", 1, 10**11),
               "idle_mean_s": ("num", 0.001, 86_400), "start_s": ("num", 0, 86_400)},
 }

@@ -27,7 +27,7 @@ from .irto import preexec
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 
 AUDIO_PORT, WEB_PORT, RTC_PORT = 5004, 8080, 5006
-WEBRTC_SIGNAL_PORT = 5008  # TCP, the offer/answer; the media's UDP ports are ICE's own (ephemeral)
+WEBRTC_SIGNAL_PORT = 5008  # TCP, the offer/answer (flow k: + k); the media's UDP ports are ICE's own (ephemeral)
 PY = sys.executable
 # The audio endpoints run at a real-time priority (10: below the switch, 20, and the delay lines, 30) so
 # that CPU load does not delay their timestamps: the audio's OWD must measure the network, not the
@@ -281,24 +281,29 @@ class WebRtc(Workload):
         from .webrtc import DEFAULTS
         r = {**DEFAULTS, **self.cfg}
         rstart = float(r.get("start_s", 0.0))
-        lab.spawn(lab.net.cli, ["accessnet.webrtc", "recv", "--local-ip", CLIENT_IP, "--signal-port",
-                                str(WEBRTC_SIGNAL_PORT), "--max-burst-ms", str(float(r["max_burst_ms"])),
-                                "--duration", str(lab.duration_s + 5),
-                                "--log", str(lab.out / "rtc_rx.csv"), "--stats", str(lab.out / "webrtc_rx_stats.csv")],
-                  "webrtc_rx", realtime=True)
-        self.sender = lab.spawn(lab.net.srv, [
-            "accessnet.webrtc", "send", "--dst", CLIENT_IP, "--local-ip", SERVER_IP, "--signal-port",
-            str(WEBRTC_SIGNAL_PORT), "--start-kbps", str(float(r["start_kbps"])),
-            "--min-kbps", str(float(r["min_kbps"])), "--max-kbps", str(float(r["max_kbps"])), "--fps", str(float(r["fps"])), "--duration", str(lab.duration_s - rstart - lab.tail_s),
-            "--start-at", str(lab.at(rstart)), "--log", str(lab.out / "rtc_tx.csv"),
-            "--stats", str(lab.out / "webrtc_tx_stats.csv")], "webrtc_tx", realtime=True)
-        self.procs.append(self.sender)
+        self.senders = []
+        for k in range(int(r.get("flows", 1))):  # flow k: its own signalling port and logs (suffix _k, k >= 1)
+            sfx, port = (f"_{k}" if k else ""), str(WEBRTC_SIGNAL_PORT + k)
+            lab.spawn(lab.net.cli, ["accessnet.webrtc", "recv", "--local-ip", CLIENT_IP, "--signal-port", port,
+                                    "--max-burst-ms", str(float(r["max_burst_ms"])), "--duration", str(lab.duration_s + 5),
+                                    "--log", str(lab.out / f"rtc_rx{sfx}.csv"),
+                                    "--stats", str(lab.out / f"webrtc_rx_stats{sfx}.csv")], f"webrtc_rx{sfx}", realtime=True)
+            sender = lab.spawn(lab.net.srv, [
+                "accessnet.webrtc", "send", "--dst", CLIENT_IP, "--local-ip", SERVER_IP, "--signal-port", port,
+                "--start-kbps", str(float(r["start_kbps"])), "--min-kbps", str(float(r["min_kbps"])),
+                "--max-kbps", str(float(r["max_kbps"])), "--fps", str(float(r["fps"])),
+                "--duration", str(lab.duration_s - rstart - lab.tail_s), "--start-at", str(lab.at(rstart)),
+                "--log", str(lab.out / f"rtc_tx{sfx}.csv"), "--stats", str(lab.out / f"webrtc_tx_stats{sfx}.csv")],
+                f"webrtc_tx{sfx}", realtime=True)
+            self.senders.append(sender)
+            self.procs.append(sender)
 
     def ends_run(self) -> bool:
         return True
 
     def stop(self) -> None:
-        _stop_sender(self.sender)
+        for sender in self.senders:
+            _stop_sender(sender)
 
 
 WORKLOADS: dict[str, type[Workload]] = {w.section: w for w in (Audio, Web, Burst, Bulk, Users, Rtc, WebRtc)}
