@@ -28,6 +28,19 @@ LOG = logging.getLogger("iwlab.controller")
 COUNTER = "class_decision"
 
 
+async def _insert_or_modify(sw: fy.Switch, entity) -> None:
+    """Insert ``entity``; if the switch says it already exists, modify it instead. BMv2 now and then keeps a
+    clone session through ``delete_all`` (seen as 'Clone session id already exists' when a second controller
+    process applied its state), and the session must end up as configured either way."""
+    try:
+        await sw.insert([entity])
+    except fy.P4ClientError as e:
+        if not e.details or any(d.canonical_code != fy.GRPCStatusCode.ALREADY_EXISTS for d in e.details.values()):
+            raise
+        LOG.info("%s already present: modified instead", type(entity).__name__)
+        await sw.modify([entity])
+
+
 @dataclass
 class DesiredState:
     params: PipelineParams | None  # None: connect without writing anything
@@ -78,7 +91,7 @@ class BottleneckSwitch:
         await sw.delete_all()
         await sw.insert(entries.forwarding(st.routes))
         if st.monitor_port is not None:
-            await sw.insert([entries.telemetry_session(st.monitor_port)])
+            await _insert_or_modify(sw, entries.telemetry_session(st.monitor_port))
         await sw.insert(entries.lookup_tables(st.params))
         await sw.modify(entries.config_defaults(st.params))
 

@@ -19,7 +19,8 @@ import finsy as fy
 import pytest
 
 from accessnet.bmv2_veth import ROUTES, Bmv2, build_p4, missing_toolchain
-from controller.switch import BottleneckSwitch, DesiredState
+from controller import entries
+from controller.switch import BottleneckSwitch, DesiredState, _insert_or_modify
 from refmodel.constants import Aqm, TrafficClass
 from tests.frames import audio, tcp
 
@@ -91,7 +92,22 @@ def test_install_then_set_each_aqm_at_run_time(sw, tmp_path):
     iwa = read_default(sw, "iwa_cfg")
     assert set(iwa) == {"target_ns", "mss_bytes", "payload_ns_q16", "bytes_per_ns_q32", "hold_ns", "age_ns"}
     assert (iwa["target_ns"], iwa["mss_bytes"], iwa["hold_ns"]) == (10_000_000, 1460, 1_000_000_000)
-    assert read_default(sw, "codel_cfg")["target_ns"] == 6_056_000  # iwa's CoDel: one frame at 2 Mbit/s
+    assert read_default(sw, "codel_cfg")["target_ns"] == 10_000_000  # iwa's CoDel: IWA's own target
+
+
+def test_a_clone_session_already_there_is_modified_not_refused(sw, tmp_path):
+    """BMv2 now and then keeps the telemetry clone session through delete_all, and a second controller
+    process's insert then failed with 'Clone session id already exists' (seen in CI). Writing it twice in a row
+    must succeed and leave the session as configured."""
+    assert cli(sw, "install", "--config", str(write_cfg(tmp_path, "fifo"))).returncode == 0
+
+    async def go():
+        b = BottleneckSwitch(sw.target(force=False), DesiredState(None, ROUTES, 3))
+        async with b:
+            for _ in range(2):  # the second insert finds it there
+                await _insert_or_modify(b.sw, entries.telemetry_session(3))
+    asyncio.run(go())
+    assert aqm_seen(sw) == {Aqm.FIFO}  # still cloning telemetry to the monitor port
 
 
 def test_counters_after_scapy_traffic(sw, tmp_path):
