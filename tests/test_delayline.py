@@ -23,6 +23,7 @@ import dpkt
 import numpy as np
 import pandas as pd
 import pytest
+from nslab import three_namespaces
 
 from accessnet.audio import parse
 from accessnet.keepawake import KeepAwake
@@ -35,10 +36,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network n
 NS = tuple(f"iwt-dl-{x}-{os.getpid()}" for x in "amb")
 
 
-def sh(*args, check=True):
-    return subprocess.run(args, check=check, capture_output=True, text=True)
-
-
 @pytest.fixture(scope="module")
 def line():
     with KeepAwake():  # as in the lab: see accessnet/keepawake.py
@@ -47,36 +44,14 @@ def line():
 
 def _line():
     subprocess.run(["bash", str(ROOT / "mininet/accessnet/build_native.sh")], check=True)
-    for ns in NS:
-        sh("ip", "netns", "del", ns, check=False)
-        sh("ip", "netns", "add", ns)
-    a, m, b = NS
-    try:
-        sh("ip", "link", "add", "iwtdla", "netns", a, "type", "veth", "peer", "name", "iwtdlm0", "netns", m)
-        sh("ip", "link", "add", "iwtdlb", "netns", b, "type", "veth", "peer", "name", "iwtdlm1", "netns", m)
-        for ns, ifs in ((a, ["iwtdla"]), (m, ["iwtdlm0", "iwtdlm1"]), (b, ["iwtdlb"])):
-            for i in ifs:
-                sh("ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off", "tso", "off", "gso", "off", "gro",
-                   "off", check=False)
-                sh("ip", "-n", ns, "link", "set", i, "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", a, "addr", "add", "10.77.0.1/24", "dev", "iwtdla")
-        sh("ip", "-n", b, "addr", "add", "10.77.0.2/24", "dev", "iwtdlb")
-        # static neighbours: ARP resolution across the line would hold the first packets back
-        mac = {ns: sh("ip", "netns", "exec", ns, "cat", f"/sys/class/net/{i}/address").stdout.strip()
-               for ns, i in ((a, "iwtdla"), (b, "iwtdlb"))}
-        sh("ip", "-n", a, "neigh", "replace", "10.77.0.2", "lladdr", mac[b], "dev", "iwtdla", "nud", "permanent")
-        sh("ip", "-n", b, "neigh", "replace", "10.77.0.1", "lladdr", mac[a], "dev", "iwtdlb", "nud", "permanent")
+    with three_namespaces(NS, ("iwtdla", "iwtdlm0", "iwtdlm1", "iwtdlb"), ("10.77.0.1", "10.77.0.2")):
         log = open(ROOT / "build" / "test-delayline.log", "w")
-        proc = subprocess.Popen(["ip", "netns", "exec", m, str(DELAYLINE), "iwtdlm0", "iwtdlm1", "70000", "11000"],
-                                stderr=log)
+        proc = subprocess.Popen(["ip", "netns", "exec", NS[1], str(DELAYLINE), "iwtdlm0", "iwtdlm1", "70000",
+                                 "11000"], stderr=log)
         time.sleep(0.3)
         yield proc
         proc.terminate()
         proc.wait(timeout=5)
-    finally:
-        for ns in NS:
-            sh("ip", "netns", "del", ns, check=False)
 
 
 def run_in(ns, *args, realtime=False, **kw):

@@ -25,9 +25,11 @@ from pathlib import Path
 
 import dpkt
 import pytest
+from nslab import sh, three_namespaces
 
 from accessnet import irto
 from accessnet import scenario as scen
+from accessnet.replication import stop_gracefully
 from refmodel.params import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,10 +77,6 @@ def test_irto_recorded_in_meta():
 # -------------------------------------------------------------------------------- the capture tests
 
 
-def sh(*args, check=True):
-    return subprocess.run(args, check=check, capture_output=True, text=True)
-
-
 @pytest.fixture(scope="module")
 def net():
     if os.geteuid() != 0:
@@ -90,29 +88,8 @@ def net():
     for tool in ("tcpdump", "ip"):
         if not subprocess.run(["which", tool], capture_output=True).returncode == 0:
             pytest.skip(f"{tool} not installed")
-    c, m, s = NS
-    for ns in NS:
-        sh("ip", "netns", "del", ns, check=False)
-        sh("ip", "netns", "add", ns)
-    try:
-        sh("ip", "link", "add", "iwtirc", "netns", c, "type", "veth", "peer", "name", "iwtirm0", "netns", m)
-        sh("ip", "link", "add", "iwtirs", "netns", s, "type", "veth", "peer", "name", "iwtirm1", "netns", m)
-        for ns, ifs in ((c, ["iwtirc"]), (m, ["iwtirm0", "iwtirm1"]), (s, ["iwtirs"])):
-            for i in ifs:
-                sh("ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off", "tso", "off", "gso", "off", "gro",
-                   "off", check=False)
-                sh("ip", "-n", ns, "link", "set", i, "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", s, "addr", "add", f"{SRV}/24", "dev", "iwtirs")
-        sh("ip", "-n", c, "addr", "add", f"{CLI}/24", "dev", "iwtirc")
-        mac = {ns: sh("ip", "netns", "exec", ns, "cat", f"/sys/class/net/{i}/address").stdout.strip()
-               for ns, i in ((c, "iwtirc"), (s, "iwtirs"))}
-        sh("ip", "-n", s, "neigh", "replace", CLI, "lladdr", mac[c], "dev", "iwtirs", "nud", "permanent")
-        sh("ip", "-n", c, "neigh", "replace", SRV, "lladdr", mac[s], "dev", "iwtirc", "nud", "permanent")
+    with three_namespaces(NS, ("iwtirc", "iwtirm0", "iwtirm1", "iwtirs"), (CLI, SRV)):
         yield NS
-    finally:
-        for ns in NS:
-            sh("ip", "netns", "del", ns, check=False)
 
 
 SERVER = f"""
@@ -186,14 +163,7 @@ def exchange(tmp_path: Path, srv_s: float | None, cli_s: float | None, drops: di
         assert server.wait(timeout=5) == 0
         time.sleep(0.3)
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop_gracefully(list(reversed(procs)), 5.0)
         calls = []
         for prog in progs:
             prog.stop()

@@ -446,13 +446,12 @@ def test_no_bulk_flow_no_bulk_metric_and_the_sweep_averages_goodput(tmp_path):
 def test_two_real_time_flows_each_have_their_metrics_and_tfs_counts_both(tmp_path):
     """Seed 002's second case: rtc_tx.csv / rtc_tx_1.csv. Each flow's goodput and loss are its own; TFS's
     total throughput holds both flows' bytes and its number of flows both flows and the web users."""
+    from test_report import write_rtc_logs
+
     from experiments.metrics import rtc_metrics, rtc_suffixes
-    t0 = 10**18
+    t0 = 10**18  # write_rtc_logs's first send
     for sfx, got in (("", 100), ("_1", 50)):
-        (tmp_path / f"rtc_tx{sfx}.csv").write_text("seq,send_ns,size,rate_bps\n" + "".join(
-            f"{i},{t0 + i * 10_000_000},1000,800000\n" for i in range(100)))
-        (tmp_path / f"rtc_rx{sfx}.csv").write_text("seq,send_ns,recv_ns,size\n" + "".join(
-            f"{i},{t0 + i * 10_000_000},{t0 + i * 10_000_000 + 5_000_000},1000\n" for i in range(got)))
+        write_rtc_logs(tmp_path, sfx, got, owd_ns=5_000_000)
     assert rtc_suffixes(tmp_path) == ["", "_1"]
     flows = pd.DataFrame({"flow": [0], "burst": [0], "start_ns": [t0], "end_ns": [t0 + NS], "bytes": [125_000],
                           "retrans": [0], "rtos": [0], "completed": [1]})

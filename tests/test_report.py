@@ -43,13 +43,15 @@ def owd_ramp(step_ms: float) -> list[float | None]:
 
 def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: str = "fifo", status: str = "ok",
               rtos: int = 0, telemetry: bool = False, tuning: bool = False, seed: int | None = None,
-              burst_ms: int = 380, bulk: bool = False, pair: str | None = None, bulk_ack: int | None = None) -> Path:
+              burst_ms: int = 380, bulk: bool = False, pair: str | None = None, bulk_ack: int | None = None,
+              meta_extra: dict | None = None) -> Path:
     """One replication directory as docs/data-formats.md describes it: 2 flows (burst 0) from TCP_START, the
     last ending ``burst_ms`` later (default: with packet 169); ``bulk``: a third flow (burst 1) that never
     completes, marked bulk in meta.json's plan; ``bulk_ack``: that flow starts at T0 - 1 s and client.pcap
     holds it, the client acknowledging ``bulk_ack`` more bytes every 20 ms from T0 - 0.78 s (bulk goodput over
     [T0 + 1 s, the audio's last send at T0 + 3.98 s - 2 s]: ACKs 90 to 139, 49 x bulk_ack bytes in 0.98 s = 400
-    x bulk_ack bit/s); ``seed`` default 7 + k (the same for every AQM: paired)."""
+    x bulk_ack bit/s); ``seed`` default 7 + k (the same for every AQM: paired); ``meta_extra`` replaces
+    meta.json keys."""
     rep = run / case / f"rep{k}"
     rep.mkdir(parents=True)
     meta = {"status": status, "scenario": "web2", "case": case, "rep": k, "seed": 7 + k if seed is None else seed,
@@ -61,6 +63,7 @@ def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: 
                      + ([{"burst": 1, "start_s": 3.0, "flows": 1, "bytes": 10**9, "bulk": True}] if bulk else [])}}
     if pair is not None:
         meta["pair"] = pair
+    meta.update(meta_extra or {})  # e.g. another scenario or profile
     if status != "ok":
         meta["error"] = "switch died"
     (rep / "meta.json").write_text(json.dumps(meta))
@@ -426,6 +429,16 @@ T975_2 = 4.302653  # Student t(0.975, 2 degrees of freedom), from a table
 UNIT = "web2-hspa-48p-iw10"
 
 
+def write_rtc_logs(rep: Path, suffix: str = "", received: int = 100, owd_ns: int = 60_000_000) -> None:
+    """A real-time flow's logs (rtc_tx{suffix}.csv / rtc_rx{suffix}.csv): 100 packets of 1000 B, one every
+    10 ms from 10**18 ns (0.99 s), the first ``received`` of them arriving ``owd_ns`` later."""
+    t0 = 10**18
+    (rep / f"rtc_tx{suffix}.csv").write_text("seq,send_ns,size,rate_bps\n" + "".join(
+        f"{i},{t0 + i * 10_000_000},1000,800000\n" for i in range(100)))
+    (rep / f"rtc_rx{suffix}.csv").write_text("seq,send_ns,recv_ns,size\n" + "".join(
+        f"{i},{t0 + i * 10_000_000},{t0 + i * 10_000_000 + owd_ns},1000\n" for i in range(received)))
+
+
 def lost_at_end(n_lost: int, burst_ms: int = 380) -> list[float | None]:
     """OWD 80 ms, the last n_lost packets of the overlap (burst_ms / 20 + 1 packets) never arrive: one loss
     period of n_lost packets, so the level >= 2 share at any jitter buffer is n_lost / overlap (n_lost >= 2)."""
@@ -693,11 +706,9 @@ def test_iwa_table_judges_a_unit_whose_frame_exceeds_the_buffer_at_the_next_stud
         late[k] = BASE_MS + 60
     for prof, rate in (("edge", 160e3), ("hspa", 2e6)):
         for aqm in ("fifo", "iwa"):
-            rep = write_rep(run, f"web2-{prof}-48p-{aqm}-iw10", 0, late if aqm == "iwa" else lost_at_end(0),
-                            aqm=aqm, pair=f"web2-{prof}-48p-iw10")
-            meta = json.loads((rep / "meta.json").read_text())
-            meta["profile"] = {"name": prof, "rate_bps": rate, "delay_ms": 70.0, "server_delay_ms": 11.0}
-            (rep / "meta.json").write_text(json.dumps(meta))
+            write_rep(run, f"web2-{prof}-48p-{aqm}-iw10", 0, late if aqm == "iwa" else lost_at_end(0), aqm=aqm,
+                      pair=f"web2-{prof}-48p-iw10", meta_extra={"profile": {
+                          "name": prof, "rate_bps": rate, "delay_ms": 70.0, "server_delay_ms": 11.0}})
     cases = report.load_cases([run])[0]
     lines = iwa_table_md(cases)
     edge, hspa = unit_row(lines, "web2-edge-48p-iw10"), unit_row(lines, "web2-hspa-48p-iw10")

@@ -3,10 +3,9 @@ values and verdicts from replication directories written as real runs write them
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from test_report import BASE_MS, N_PKTS, TCP_PKT, write_rep
+from test_report import BASE_MS, N_PKTS, TCP_PKT, write_rep, write_rtc_logs
 
 from experiments import report, seeds
 
@@ -35,11 +34,9 @@ def spike(ms: float, at: int = 3) -> list[float]:
 
 def rep(run: Path, case: str, owd: list[float], *, aqm: str, scenario: str, iw: int, n: int, prof: str,
         k: int = 0) -> None:
-    r = write_rep(run, case, k, owd, aqm=aqm)
-    meta = json.loads((r / "meta.json").read_text())
-    meta.update(scenario=scenario, iw=iw, n_flows=n, profile={"name": prof, "rate_bps": 2e6, "delay_ms": 70.0},
-                buffer={"packets": 48})
-    (r / "meta.json").write_text(json.dumps(meta))
+    write_rep(run, case, k, owd, aqm=aqm, meta_extra={
+        "scenario": scenario, "iw": iw, "n_flows": n, "profile": {"name": prof, "rate_bps": 2e6, "delay_ms": 70.0},
+        "buffer": {"packets": 48}})
 
 
 def test_lab_rows_and_verdicts_from_runs(tmp_path: Path):
@@ -88,15 +85,9 @@ def test_seed002_table_with_the_labs_real_time_flow(tmp_path: Path):
     """A replication with the real-time flow's logs: 100 packets of 1000 B over 0.99 s, 90 received -> goodput
     90 kB x 8 / 0.99 s, loss 10 %; its row sits under the seed's 50 ms row, named by scenario and AQM."""
     run = tmp_path / "run"
-    r = write_rep(run, "rtc5-rtc50-50p-fifo-iw10", 0, [float(BASE_MS)] * N_PKTS, aqm="fifo")
-    meta = json.loads((r / "meta.json").read_text())
-    meta.update(scenario="rtc5", profile={"name": "rtc50", "rate_bps": 5e6, "delay_ms": 50.0})
-    (r / "meta.json").write_text(json.dumps(meta))
-    t0 = 10**18
-    (r / "rtc_tx.csv").write_text("seq,send_ns,size,rate_bps\n" + "".join(
-        f"{i},{t0 + i * 10_000_000},1000,800000\n" for i in range(100)))
-    (r / "rtc_rx.csv").write_text("seq,send_ns,recv_ns,size\n" + "".join(
-        f"{i},{t0 + i * 10_000_000},{t0 + i * 10_000_000 + 60_000_000},1000\n" for i in range(90)))
+    r = write_rep(run, "rtc5-rtc50-50p-fifo-iw10", 0, [float(BASE_MS)] * N_PKTS, aqm="fifo", meta_extra={
+        "scenario": "rtc5", "profile": {"name": "rtc50", "rate_bps": 5e6, "delay_ms": 50.0}})
+    write_rtc_logs(r, received=90)
     cases = report.load_cases([run])[0]
     lines = seeds.seed002_md(cases)
     rows = [x for x in lines if x.startswith("| ")]
@@ -130,16 +121,10 @@ def test_the_pam13_profile_follows_from_the_seeds_numbers():
 
 def test_seed002_two_flow_table_reads_each_flow(tmp_path: Path):
     run = tmp_path / "run"
-    r = write_rep(run, "webrtc10-rtc50-50p-fifo-iw10", 0, [float(BASE_MS)] * N_PKTS, aqm="fifo")
-    meta = json.loads((r / "meta.json").read_text())
-    meta.update(scenario="webrtc10", profile={"name": "rtc50", "rate_bps": 5e6, "delay_ms": 50.0})
-    (r / "meta.json").write_text(json.dumps(meta))
-    t0 = 10**18
+    r = write_rep(run, "webrtc10-rtc50-50p-fifo-iw10", 0, [float(BASE_MS)] * N_PKTS, aqm="fifo", meta_extra={
+        "scenario": "webrtc10", "profile": {"name": "rtc50", "rate_bps": 5e6, "delay_ms": 50.0}})
     for sfx, got in (("", 100), ("_1", 80)):
-        (r / f"rtc_tx{sfx}.csv").write_text("seq,send_ns,size,rate_bps\n" + "".join(
-            f"{i},{t0 + i * 10_000_000},1000,800000\n" for i in range(100)))
-        (r / f"rtc_rx{sfx}.csv").write_text("seq,send_ns,recv_ns,size\n" + "".join(
-            f"{i},{t0 + i * 10_000_000},{t0 + i * 10_000_000 + 60_000_000},1000\n" for i in range(got)))
+        write_rtc_logs(r, sfx, got)
     cases = report.load_cases([run])[0]
     assert seeds.rtc_units(cases, 1) == {}  # two flows: not a row of the one-flow table
     rows = [x for x in seeds.seed002_two_md(cases) if x.startswith("| lab")]

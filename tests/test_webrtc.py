@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_workloads import FakeNet
 
 from accessnet import scenario as scen
 from accessnet import webrtc
@@ -167,25 +168,10 @@ def test_a_missing_aiortc_is_said_before_a_run(tmp_path, monkeypatch):
         scen.build(tmp_path / "w.toml", _webrtc5())
 
 
-class _Node:
-    def __init__(self, name: str, log: list) -> None:
-        self.name, self.log = name, log
-
-    def popen(self, argv, **kw):
-        self.log.append((self.name, list(argv)))
-        return subprocess.Popen(["true"])
-
-
-class _Net:
-    def __init__(self, log: list) -> None:
-        self.srv, self.cli = _Node("srv", log), _Node("cli", log)
-        self.registry = type("R", (), {"process": lambda *a: None})()
-
-
 def test_the_workload_starts_a_receiver_on_the_phone_and_a_sender_on_the_server(tmp_path):
     log: list = []
     t0 = 1_800_000_000_000_000_000
-    lab = Lab(_Net(log), tmp_path, t0, 120.0, 1.0, "cubic")
+    lab = Lab(FakeNet(log), tmp_path, t0, 120.0, 1.0, "cubic")
     loads = workloads_for(scen.load("webrtc5").cases[0].spec, 5)
     (w,) = [x for x in loads if isinstance(x, WebRtc)]
     w.start(lab)
@@ -207,7 +193,7 @@ def test_two_flows_each_get_a_signalling_port_and_their_own_logs(tmp_path):
     """webrtc10 (seed 002's second case): two receivers on the phone, two senders on the server, flow 1's
     port one above flow 0's and its logs suffixed _1, so the metrics find both (metrics.rtc_suffixes)."""
     log: list = []
-    lab = Lab(_Net(log), tmp_path, 1_800_000_000_000_000_000, 120.0, 1.0, "cubic")
+    lab = Lab(FakeNet(log), tmp_path, 1_800_000_000_000_000_000, 120.0, 1.0, "cubic")
     (w,) = [x for x in workloads_for(scen.load("webrtc10").cases[0].spec, 5) if isinstance(x, WebRtc)]
     w.start(lab)
     for p in lab.procs:
