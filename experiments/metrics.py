@@ -570,20 +570,27 @@ def rtc_suffixes(rep: Path) -> list[str]:
     return out
 
 
+def read_rtc(rep: Path, suffix: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One real-time flow's logs: rtc_tx{suffix}.csv, and rtc_rx{suffix}.csv without duplicate packets."""
+    rep = Path(rep)
+    tx = read_csv(rep / f"rtc_tx{suffix}.csv", RTC_TX_COLUMNS)
+    rx = read_csv(rep / f"rtc_rx{suffix}.csv", RTC_RX_COLUMNS).drop_duplicates("seq")
+    if tx.empty:
+        raise MetricsError(f"{rep / f'rtc_tx{suffix}.csv'}: no packets")
+    return tx, rx
+
+
 def rtc_metrics(rep: Path, flows: pd.DataFrame | None, n_flows: int, suffix: str = "",
-                other_rtc_bytes: int = 0) -> dict:
+                other_rtc_bytes: int = 0, logs: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> dict:
     """One adaptive real-time flow (rtc_tx{suffix}.csv / rtc_rx{suffix}.csv) and the seeds' TFS.
 
     goodput: bytes received x 8 / (last - first send); loss: 1 - received / sent; OWD median and 95 %.
     TFS = TCP throughput / (total throughput / number of flows), as in 002: TCP throughput is the mean
     per-download goodput while downloading (bytes x 8 / elapsed, completed downloads), total throughput
     the bytes of the real-time flows (this one and ``other_rtc_bytes`` received of the others) and all
-    downloads over this flow's span, number of flows the web users plus the real-time flows."""
-    rep = Path(rep)
-    tx = read_csv(rep / f"rtc_tx{suffix}.csv", RTC_TX_COLUMNS)
-    rx = read_csv(rep / f"rtc_rx{suffix}.csv", RTC_RX_COLUMNS).drop_duplicates("seq")
-    if tx.empty:
-        raise MetricsError(f"{rep / f'rtc_tx{suffix}.csv'}: no packets")
+    downloads over this flow's span, number of flows the web users plus the real-time flows. ``logs``: the
+    flow's read_rtc, when the caller has read them already."""
+    tx, rx = logs if logs is not None else read_rtc(rep, suffix)
     span_ns = int(tx["send_ns"].max() - tx["send_ns"].min()) or 1
     owd = (rx["recv_ns"] - rx["send_ns"]).to_numpy(dtype=float) / NS
     rtc_bytes = int(rx["size"].sum())
@@ -675,9 +682,10 @@ def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_M
     sfx = rtc_suffixes(Path(path))
     if sfx:
         users = int(meta.get("n_flows") or 0)
-        got = {x: int(read_csv(Path(path) / f"rtc_rx{x}.csv", RTC_RX_COLUMNS).drop_duplicates("seq")["size"].sum())
-               for x in sfx}
-        per = [rtc_metrics(Path(path), flows, users + len(sfx), x, sum(got.values()) - got[x]) for x in sfx]
+        logs = {x: read_rtc(Path(path), x) for x in sfx}
+        got = {x: int(rx["size"].sum()) for x, (_, rx) in logs.items()}
+        per = [rtc_metrics(Path(path), flows, users + len(sfx), x, sum(got.values()) - got[x], logs[x])
+               for x in sfx]
         out["rtc"] = per[0]  # the first real-time flow (the only one but with [webrtc] flows > 1)
         if len(per) > 1:
             out["rtc_flows"] = per

@@ -150,8 +150,8 @@ def pam13_table_md(cases: Sequence[Case]) -> list[str]:
 def pam13_orderings(cases: Sequence[Case]) -> list[Ordering]:
     """PAM'13's orderings of Table 1 (99th percentile and max), each against every lab unit (profile, buffer)
     that has both sides."""
-    units = web_fifo_units(cases)
-    links = sorted({(p, b) for p, b, _, _ in units}) or [("-", "-")]
+    tables = {k: _pooled_ipdv(cs) for k, cs in web_fifo_units(cases).items()}  # each unit's IPDV once
+    links = sorted({(p, b) for p, b, _, _ in tables}) or [("-", "-")]
     out = []
     for stat, label in (("p99", "99th percentile"), ("max", "max")):
         col = PAM13_COLUMNS.index(stat)
@@ -159,12 +159,9 @@ def pam13_orderings(cases: Sequence[Case]) -> list[Ordering]:
         claims += [(f"IPDV {label}: N=6 > N=1 at IW{iw}", (iw, 6), (iw, 1)) for iw in (3, 10)]
         for claim, a, b in claims:
             for prof, buf in links:
-                def lab(key, prof=prof, buf=buf):
-                    cs = units.get((prof, buf, *key))
-                    t = _pooled_ipdv(cs) if cs else {}
-                    return t.get(stat)
+                lab_a, lab_b = (tables.get((prof, buf, *k), {}).get(stat) for k in (a, b))
                 out.append(Ordering(f"PAM'13 Table 1 / lab {prof} {buf}", claim, PAM13_TABLE1[a][col],
-                                    PAM13_TABLE1[b][col], lab(a), lab(b)))
+                                    PAM13_TABLE1[b][col], lab_a, lab_b))
     return out
 
 
