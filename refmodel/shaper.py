@@ -52,8 +52,8 @@ Every upstream ACK of a shaped flow (SHAPE, IWA on) may move the edge by
 keeps the queue as it is; on top comes the room, at most ``acked`` again
 (the server's own slow start could not use more), and nothing on top for a
 flow whose window is above its share, or above ``wavg`` while the room is
-short (less than twice ``acked``), so flows that started later catch up instead of waiting for the
-first ones to finish. While the queue is above target (a negative room) the
+short (less than twice ``acked``), so flows that started later catch up
+instead of waiting for the first ones to finish. While the queue is above target (a negative room) the
 edge moves by less than replacement, by at most half (this ACK sees the
 queue a server RTT before its data would arrive, so a full cut would be
 repeated by every ACK in between), so the queue drains. Never below one MSS beyond the ACK, never above the
@@ -118,6 +118,10 @@ class StartShaper:
         self.epoch = 0
         self.nflows = 0
 
+    def _uncount(self) -> None:
+        """One shaped flow fewer, never below zero (start_shaper.p4's action ``uncount``)."""
+        self.nflows = self.nflows - 1 if self.nflows else 0
+
     def _reserve(self, p: IwaParams, now: int) -> tuple[int, int]:
         """The two generations as they count at ``now``."""
         e = now - self.epoch_t
@@ -146,7 +150,7 @@ class StartShaper:
                 if self.epoch & 1:
                     state |= FLOW_EPOCH
             if self.state[slot] & FLOW_COUNTED:  # the slot's previous flow never closed: it is counted no more
-                self.nflows = self.nflows - 1 if self.nflows else 0
+                self._uncount()
             self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, t.isn
             self.srtt[slot], self.ack[slot] = server_rtt, t.isn
             return t
@@ -173,7 +177,7 @@ class StartShaper:
             return Grant(syn=True)
         if f & TCP_RST and t.tracked and self.state[slot] & FLOW_COUNTED:  # a reset flow is counted no more
             self.state[slot] &= ~FLOW_COUNTED
-            self.nflows = self.nflows - 1 if self.nflows else 0
+            self._uncount()
         if f & (TCP_SYN | TCP_RST | TCP_ACK) != TCP_ACK or not t.tracked:
             return Grant()
         state, edge, end = self.state[slot], self.edge[slot], self.end[slot]

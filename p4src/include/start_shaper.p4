@@ -32,10 +32,10 @@
  *   room = target - queue - grants in transit - reserve   (+ its own frame)
  * and at most what it acknowledges again (the server's own slow-start pace),
  * nothing beyond replacement for a flow above its share or above the average
- * window while room is short, and less than replacement (at most half less) while the queue is
- * above target; never below one MSS beyond the ACK, never above the client's own
- * window, never moving the right edge left. The new window is rounded up to
- * the client's scale and written by tcp_window.p4. Downstream, new data is
+ * window while room is short, and less than replacement (at most half less)
+ * while the queue is above target; never below one MSS beyond the ACK, never
+ * above the client's own window, never moving the right edge left. The new
+ * window is rounded up to the client's scale and written by tcp_window.p4. Downstream, new data is
  * CLASS_TCP_EST once it starts at or past the flow's end, and TRACK_BEYOND
  * when it ends past the edge the server was given.
  * refmodel/shaper.py is the executable twin. */
@@ -73,6 +73,11 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     // A flow's share of its path and the budget: (end - isn) >> shift, shift = ceil(log2(flows)), so at most
     // 1/flows of it (refmodel/shaper.py's share_shift). A table of ranges, not a division (a Tofino has none).
     bit<32> nflows = 0;    // the number of shaped flows (iwa_flows) after this packet
+    // one shaped flow fewer, never below zero (refmodel/shaper.py's _uncount)
+    action uncount() {
+        iwa_flows.read(nflows, 0);
+        iwa_flows.write(0, nflows == 0 ? 0 : nflows - 1);
+    }
     bit<8> share_shift = 0;
     action set_share_shift(bit<8> s) { share_shift = s; }
     table iwa_share {
@@ -131,9 +136,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 bit<16> prev;
                 flow_state.read(prev, slot);
                 if (prev & FLOW_COUNTED != 0) {
-                    // the slot's previous flow never closed: it is counted no more
-                    iwa_flows.read(nflows, 0);
-                    iwa_flows.write(0, nflows == 0 ? 0 : nflows - 1);
+                    uncount();                               // the slot's previous flow never closed
                 }
                 bit<16> state = FLOW_ANNOUNCED;
                 bit<32> server_rtt = 0;
@@ -201,8 +204,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             flow_state.read(st, slot);
             if (st & FLOW_COUNTED != 0) {                           // a reset flow is counted no more
                 flow_state.write(slot, st & ~FLOW_COUNTED);
-                iwa_flows.read(nflows, 0);
-                iwa_flows.write(0, nflows == 0 ? 0 : nflows - 1);
+                uncount();
             }
         }
         if (f & (TCP_FLAG_SYN | TCP_FLAG_RST | TCP_FLAG_ACK) != TCP_FLAG_ACK || !trk.tracked) {
