@@ -5,8 +5,9 @@ a downstream segment is new data or a retransmission. A flow enters the
 table at the server's SYN-ACK; its slot is ``crc32(server, client, server
 port, client port, proto) mod FLOW_SLOTS`` (upstream packets hash their
 fields swapped, so both directions meet in one slot) and the full CRC is its
-signature. Per slot: signature, start time, first sequence number of data,
-highest sequence number sent.
+signature. Per slot: signature, start time (the SYN-ACK's), the time of the
+flow's latest downstream packet, first sequence number of data, highest
+sequence number sent.
 
 * ``TCP_RTX``   a downstream segment ending at or below the highest sequence
   seen: a retransmission;
@@ -14,8 +15,11 @@ highest sequence number sent.
   ``TCP_EST`` once the flow is past its start phase);
 * ``TCP_EST``   data of flows the table does not hold (and upstream data).
 
-Aging and collisions: a slot whose flow started more than ``age_ns`` ago is
-free. A SYN-ACK that finds its slot held by another live flow leaves the
+Aging and collisions: a slot whose flow sent nothing downstream for more than
+``age_ns`` is free (a flow that lasts longer than that but keeps sending keeps
+its slot: IWA 2's first version aged slots from the SYN-ACK, and a bulk flow
+lost its shaping ten seconds in, its window jumped to the client's own and the
+audio waited 211 ms). A SYN-ACK that finds its slot held by another live flow leaves the
 slot alone and marks the packet ``COLLISION``; the new flow then counts as
 established and is never shaped (fail open). A retransmitted SYN-ACK of a
 tracked flow changes nothing. Malformed segments are classified without
@@ -67,6 +71,7 @@ class FlowTracker:
     def __init__(self) -> None:
         self.sig = [0] * FLOW_SLOTS
         self.start = [0] * FLOW_SLOTS
+        self.seen = [0] * FLOW_SLOTS
         self.isn = [0] * FLOW_SLOTS
         self.seqhi = [0] * FLOW_SLOTS
 
@@ -82,12 +87,14 @@ class FlowTracker:
         slot = h & (FLOW_SLOTS - 1)
         sig, start, isn, seqhi = self.sig[slot], self.start[slot], self.isn[slot], self.seqhi[slot]
         age = (now - start) & U64
-        live = sig != 0 and age <= p.age_ns
+        live = sig != 0 and (now - self.seen[slot]) & U64 <= p.age_ns
         tracked = live and sig == h
         base = dict(slot=slot, hash=h, tracked=tracked, isn=isn, age=age)
         cls = TrafficClass.TCP_EST if payload > 0 else TrafficClass.TCP_CTRL
         if not downstream:
             return Track(cls, **base)
+        if tracked:  # the flow is alive: its slot is kept age_ns from now
+            self.seen[slot] = now
 
         if pkt.tcp_flags & (TCP_SYN | TCP_ACK) == (TCP_SYN | TCP_ACK):
             first = (pkt.seq + 1) & U32
@@ -96,6 +103,7 @@ class FlowTracker:
             if live and sig != h:
                 return Track(TrafficClass.TCP_CTRL, TrackFlag.COLLISION, **{**base, "tracked": False})
             self.sig[slot], self.start[slot], self.isn[slot], self.seqhi[slot] = h, now, first, first
+            self.seen[slot] = now
             return Track(TrafficClass.TCP_CTRL, TrackFlag.TRACKED | TrackFlag.NEW_FLOW,
                          **{**base, "tracked": True, "isn": first, "age": 0})
         if payload == 0:

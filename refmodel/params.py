@@ -92,7 +92,7 @@ class IwaParams:
     payload_ns_q16: int = 271_839_737  # drain time per TCP payload byte (its frame's headers included), Q16
     bytes_per_ns_q32: int = 1_035_444  # its inverse: payload bytes per ns, Q32
     hold_ns: int = 1_000_000_000  # the reserve is forgotten this long after the last SYN-ACK
-    age_ns: int = 10_000_000_000  # a flow slot is free this long after its SYN-ACK
+    age_ns: int = 10_000_000_000  # a flow slot is free this long after its latest downstream packet
 
 
 @dataclass(frozen=True)

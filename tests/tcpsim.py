@@ -9,7 +9,9 @@ Every frame is a real one built by Scapy (``frames.py``), and the server dissect
 forwarded it*, so a rewritten window is the one it obeys.
 
 * Client: a SYN with its option list; on the SYN-ACK the third ACK and a 100 B request; then one cumulative
-  ACK per segment received (quickack, as Linux does while a connection starts: no delayed ACKs), advertising
+  ACK per segment received (quickack, as Linux does while a connection starts), or with ``delack`` as Linux
+  goes on: the first 16 segments acked at once (``TCP_MAX_QUICKACKS``), then one ACK per two segments, a
+  delayed-ACK timer of 40 ms (``TCP_ATO_MIN``) for a lone one, and at once for anything out of order; advertising
   its own window ``rwnd`` bytes beyond what it holds in order (the application reads at once), scaled by
   its shift when both the SYN and the SYN-ACK carried the option (RFC 7323).
 * Server: per flow snd_una/snd_nxt, cwnd = IW segments, slow start (cwnd += bytes acked) then +MSS per cwnd,
@@ -37,6 +39,8 @@ ROUTES = {1: Route(2, True), 2: Route(1, False)}
 REQUEST = 100  # bytes of the client's request
 CLIENT_ISN = 5000
 RTO = 1000 * MS
+QUICKACKS = 16  # Linux's TCP_MAX_QUICKACKS
+ATO = 40 * MS  # Linux's TCP_ATO_MIN: the delayed-ACK timer
 AUDIO = audio()
 
 
@@ -60,6 +64,7 @@ class Flow:
     ecn: bool = False  # data segments sent ECT(0)
     hidden: tuple = ()  # kinds of frames ("syn", "synack") that reach the other end without the switch
     lose_synacks: int = 0  # this many SYN-ACKs are lost after the switch (on the access link)
+    delack: bool = False  # the client delays ACKs as Linux does past its quickack segments
     # the server
     shift: int = 0  # the client's window shift as the server applies it
     established: bool = False
@@ -85,6 +90,9 @@ class Flow:
     ooo: dict = field(default_factory=dict)  # out-of-order segments: seq -> end
     own_field: int = 0  # the window field the client writes
     requested: bool = False
+    quickacks: int = QUICKACKS  # segments still acked at once (delack)
+    unacked: int = 0  # in-order segments received and not acked yet (delack)
+    dtimer: int = 0  # generation of the delayed-ACK timer
     done: int | None = None  # ns from the SYN to the response's last byte at the client
 
     @property
@@ -178,6 +186,7 @@ class Sim:
         seq, n = unwrap(t.seq, f.rcv_nxt), len(t.payload) + (1 if t.flags.F else 0)
         if n == 0:
             return
+        in_order = seq == f.rcv_nxt and not f.ooo
         if seq > f.rcv_nxt:
             f.ooo[seq] = max(f.ooo.get(seq, 0), seq + n)
         else:
@@ -189,11 +198,25 @@ class Sim:
                 f.rcv_nxt = max(f.rcv_nxt, f.ooo.pop(s))
         if f.done is None and f.rcv_nxt >= f.isn + 1 + f.size:
             f.done = self.now - f.syn_at
+        if f.delack and in_order and not t.flags.F and not f.quickacks:
+            f.unacked += 1
+            if f.unacked < 2:  # a lone segment: the delayed-ACK timer
+                f.dtimer += 1
+                self.at(self.now + ATO, self.delayed_ack, f, f.dtimer)
+                return
+        f.quickacks = max(0, f.quickacks - 1)
+        f.unacked = 0
+        f.dtimer += 1
         self.client_ack(f)
         if t.flags.F and f.rcv_nxt >= f.isn + 2 + f.size and not f.closed:
             f.closed = True  # the server's FIN in order: the application closes too (a FIN, as Linux sends it)
             seq = CLIENT_ISN + 1 + REQUEST
             self.client_send(f, client_ack(f.rcv_nxt, f.own_field, seq, 0, "FA", f.port))
+
+    def delayed_ack(self, f, timer):
+        if timer == f.dtimer and f.unacked:
+            f.unacked = 0
+            self.client_ack(f)
 
     # ------------------------------------------------------------------ the server
 

@@ -235,6 +235,21 @@ def test_iwa_counts_shaped_flows_and_caps_windows_at_their_share_like_the_model(
     assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
 
 
+def test_a_flow_that_keeps_sending_stays_tracked_past_age_like_the_model(sw):
+    """Slots age from the flow's latest downstream packet: a flow that sends every 0.1 s is still tracked
+    and shaped 0.6 s after its SYN-ACK with age_s = 0.25 (aged from the SYN-ACK, BMv2 would write no
+    record for its last ACKs and the record count would differ)."""
+    params = pipeline_params(2e6, "iwa", limit_pkts=48, iwa=dict(hold_s=0.1, age_s=0.25))
+    items = handshakes([LINUX_SYN]) + [(2, client_ack(1001, window=502, sport=40000)),
+                                       (2, client_ack(1001, window=502, seq=5001, payload=120, flags="PA", sport=40000))]
+    for j in range(6):
+        items += [(1, tcp(1001 + j * MSS, dport=40000)), ("sleep", 0.1),
+                  (2, client_ack(1001 + (j + 1) * MSS, window=502, seq=5121, sport=40000))]
+    records, model = run_mixed(sw, params, items)
+    assert records[-1].ts_ns - records[0].ts_ns > 0.5e9
+    assert Reason(records[-1].reason) == Reason.IWA_WINDOW and records[-1].tflags & 1  # tracked, shaped
+
+
 def test_iwa_drops_window_ignorers_even_with_ecn(sw):
     params = pipeline_params(2e6, "iwa", limit_pkts=48, ecn=True)
     # a client RTT before the handshake's ACK, so the whole initial window is within the start phase

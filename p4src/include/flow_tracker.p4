@@ -3,9 +3,11 @@
  * retransmission. A flow enters the table at the server's SYN-ACK; the slot
  * is crc32(server, client, server port, client port, proto) mod FLOW_SLOTS
  * (upstream packets hash their fields swapped, so both directions meet in one
- * slot) and the full CRC is its signature. Aging: a slot older than age_ns is
- * free. Collision: a SYN-ACK that meets a live foreign flow leaves the slot
- * alone (fail open: that flow is never shaped and counts as established). A
+ * slot) and the full CRC is its signature. Aging: a slot whose flow sent
+ * nothing downstream for age_ns is free (a long flow that keeps sending keeps
+ * its slot and its shaping). Collision: a SYN-ACK that meets a live foreign
+ * flow leaves the slot alone (fail open: that flow is never shaped and counts
+ * as established). A
  * retransmitted SYN-ACK of a tracked flow changes nothing. Malformed segments
  * never read or write the table.
  * Downstream new data of a tracked flow leaves here as CLASS_TCP_START;
@@ -17,7 +19,8 @@
 control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in bit<1> downstream,
                     in bit<64> now, in iwa_cfg_t cfg, inout track_t trk) {
     register<bit<32>>(FLOW_SLOTS) flow_sig;
-    register<bit<64>>(FLOW_SLOTS) flow_start;
+    register<bit<64>>(FLOW_SLOTS) flow_start;   // the SYN-ACK's time
+    register<bit<64>>(FLOW_SLOTS) flow_seen;    // the flow's latest downstream packet
     register<bit<32>>(FLOW_SLOTS) flow_isn;     // first sequence number of data
     register<bit<32>>(FLOW_SLOTS) flow_seqhi;   // highest sequence number sent
 
@@ -50,14 +53,16 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             trk.hash = h;
             bit<32> sig;
             bit<64> start;
+            bit<64> seen;
             bit<32> isn;
             bit<32> seqhi;
             flow_sig.read(sig, slot);
             flow_start.read(start, slot);
+            flow_seen.read(seen, slot);
             flow_isn.read(isn, slot);
             flow_seqhi.read(seqhi, slot);
             bit<64> age = now - start;
-            bool live = sig != 0 && age <= (bit<64>)cfg.age_ns;
+            bool live = sig != 0 && now - seen <= (bit<64>)cfg.age_ns;
             trk.tracked = live && sig == h;
             trk.isn = isn;
             trk.age = age;
@@ -98,6 +103,9 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     trk.cls = CLASS_TCP_START;
                     trk.flags = TRACK_TRACKED | TRACK_STARTING;
                 }
+            }
+            if (downstream == 1 && trk.tracked) {
+                flow_seen.write(slot, now);             // alive (or new): the slot is kept age_ns from now
             }
         }
     }

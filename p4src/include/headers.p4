@@ -130,7 +130,7 @@ struct iwa_cfg_t {
     bit<40> payload_ns_q16;    // drain time per TCP payload byte, Q16
     bit<32> bytes_per_ns_q32;  // payload bytes per ns, Q32
     bit<32> hold_ns;           // the reserve is forgotten this long after the last SYN-ACK
-    bit<48> age_ns;            // a flow slot is free this long after its SYN-ACK
+    bit<48> age_ns;            // a flow slot is free this long after its latest downstream packet
 }
 
 /* The queue model's prediction for this packet (queue_model.p4). */
