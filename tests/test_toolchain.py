@@ -138,6 +138,17 @@ def test_pinned_versions_for_meta_json(tmp_path, monkeypatch):
     assert switches.pinned_versions()["toolchain_build"] == "make toolchain, these pins"
 
 
+def test_meta_json_names_the_commit_a_replication_ran(tmp_path, monkeypatch):
+    from accessnet import replication
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                          text=True)
+    if head.returncode:
+        pytest.skip(f"not a git clone: {head.stderr.strip()}")
+    assert replication.source_version().split("+")[0] == head.stdout.strip()
+    monkeypatch.setattr(replication, "ROOT", tmp_path)  # no clone here
+    assert replication.source_version() == "unknown"
+
+
 # --- never the stand-in by accident -----------------------------------------------------------
 
 def p4tree(tmp: Path) -> Path:

@@ -30,7 +30,7 @@ from .irto import unavailable as irto_unavailable
 from .leftovers import Lease
 from .switches import (KERNEL_QDISCS, Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available,
                        toolchain_versions)
-from .topology import AccessNet, kernel_qdisc_error
+from .topology import ROOT, AccessNet, kernel_qdisc_error
 from .workloads import Lab, Workload, merge_tcp_logs, plan_of, run_limit_s, workloads_for
 
 LOG = logging.getLogger("iwlab.run")
@@ -90,6 +90,20 @@ def preflight(units: Sequence[Unit], want: str | None) -> None:
                               f"{tried[qdisc]}")
 
 
+def source_version() -> str:
+    """The project's commit, "+dirty" with uncommitted changes, "unknown" outside a git clone: which code a
+    replication ran (results from before and after a fix must be told apart)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+    try:
+        commit = git("rev-parse", "--short=12", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
 def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: list[Workload], switch: Switch) -> dict:
     meta = {
         "status": "failed", "scenario": sc.name, "case": case.name, "rep": rep, "seed": seed,
@@ -98,7 +112,8 @@ def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: lis
                     "delay_ms": case.profile.delay_ms, "server_delay_ms": case.profile.server_delay_ms},
         "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc, "irto_s": sc.irto_s,
         "n_flows": sum(w.n_flows() for w in loads), "plan": plan_of(loads), "switch": switch.kind,
-        "versions": {"kernel": platform.release(), "python": platform.python_version()},
+        "versions": {"kernel": platform.release(), "python": platform.python_version(),
+                     "source": source_version()},
     }
     if switch.kind == "bmv2":
         meta["versions"].update(toolchain_versions())
