@@ -30,6 +30,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from controller.policy import target_for
+
+from .iwa_bound import budget_bound_s
 from .metrics import MetricsError, bulk_bursts
 from .report import JB_MAIN_MS, Case, ReportError, _md_table, case_pair, load_cases, rep_values, stats_of
 
@@ -52,6 +55,9 @@ TARGETS_TEXT = ("level ≥ 2: the audio's share at loss period level ≥ 2 (%); 
                 "throughput ≥ 95 % of FIFO's (bulk: IWA's mean goodput of the bulk flow, 2 s after its start to 2 s "
                 "before the audio's end, from the client's ACKs in client.pcap, in % of FIFO's; replications where "
                 "it could not be measured are left out and counted). "
+                "Burst bound: the least completion IWA's target allows (experiments/iwa_bound.py: window growth "
+                "limited to the target's queue per round trip; the mean over the unit's bursts, each alone; n/a "
+                "with a bulk flow or users). "
                 "A check is pass, FAIL, - (data missing), not measured (bulk: IWA or FIFO has no replication with "
                 "it) or n/a (no bursts, TCP or bulk flow); the verdict is FAIL "
                 "if any check fails, pass if every applicable one passes, else incomplete.")
@@ -198,6 +204,28 @@ def unit_jitter_buffer(by_aqm: dict[str, Case], jb_ms: float = JB_MAIN_MS) -> fl
     return min((b for b in STUDIED_JB_MS if b > frame_ms), default=jb_ms)
 
 
+def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float = JB_MAIN_MS) -> str:
+    """The budget's bound on the unit's burst completion (s), from its first replication's meta.json: link
+    rate and RTT (profile), the bursts (plan), IWA's target for ``budget_ms``; "n/a" for workloads the bound
+    does not describe (a bulk flow, users, no bursts), "-" without a readable meta."""
+    meta = next((r.meta for c in by_aqm.values() for r in c.reps if isinstance(r.meta.get("profile"), dict)), None)
+    if meta is None:
+        return "-"
+    plan = meta.get("plan") or {}
+    bursts = plan.get("bursts") or []
+    if not bursts or any(b.get("bulk") for b in bursts) or "users" in (plan.get("workloads") or {}):
+        return "n/a"
+    try:
+        prof = meta["profile"]
+        rate = float(prof["rate_bps"])
+        rtt = 2 * (float(prof["delay_ms"]) + float(prof.get("server_delay_ms") or 0)) / 1000
+        growth = target_for(rate, round(budget_ms * 1e6)) / 1e9
+        bounds = [budget_bound_s(rate, rtt, int(b["flows"]), int(b["bytes"]), growth) for b in bursts]
+    except (KeyError, TypeError, ValueError):
+        return "-"
+    return f"{sum(bounds) / len(bounds):.2f}"
+
+
 def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     """The held-out table (Markdown lines): one row per pairing unit, per AQM level >= 2 (%), burst
     completion (s) and RTOs per replication, IWA's bulk goodput in % of FIFO's, then IWA's checks and verdict."""
@@ -206,7 +234,7 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     header = ["pairing unit", "reps", "jitter buffer (ms)"]
     for a in aqms:
         header += [f"{a} level ≥ 2 (%)", f"{a} burst (s)", f"{a} RTOs"]
-    header += ["IWA bulk (% of FIFO)"] + [f"IWA {k}" for k in CHECKS] + ["verdict"]
+    header += ["burst bound (s)", "IWA bulk (% of FIFO)"] + [f"IWA {k}" for k in CHECKS] + ["verdict"]
     rows = []
     for unit, by_aqm in units.items():
         jb = unit_jitter_buffer(by_aqm, jb_ms)
@@ -216,7 +244,8 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
             row += [_cell(stats.get(a), k) for k in KEYS]
         bulk = any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps)
         checks = iwa_checks(stats, bulk)
-        rows.append(row + [_bulk_cell(stats, bulk)] + [checks[k] for k in (*CHECKS, "verdict")])
+        rows.append(row + [unit_burst_bound(by_aqm, jb_ms), _bulk_cell(stats, bulk)]
+                    + [checks[k] for k in (*CHECKS, "verdict")])
     if not rows:
         return ["No case in these runs."]
     return _md_table(header, rows)

@@ -599,10 +599,33 @@ def test_iwa_table_from_a_partial_run(tmp_path: Path):
     assert [row[f"IWA {k}"] for k in ("level", "burst", "RTOs", "bulk")] + [row["verdict"]] == \
         ["pass", "pass", "pass", "n/a", "pass"]  # 6.0 % against codel's 10 %: better
     assert row["IWA bulk (% of FIFO)"] == "n/a"  # no bulk flow
+    from controller.policy import target_for
+    from experiments.iwa_bound import budget_bound_s
+    bound = budget_bound_s(2e6, 0.162, 2, 62000, target_for(2e6, 40_000_000) / 1e9)  # write_rep's 2 x 62 kB
+    assert row["burst bound (s)"] == f"{bound:.2f}" and 1.0 < bound < 2.0
     alone = unit_row(lines, "web2-hspa-24p-iw10")  # iwa without any other AQM
     assert alone["fifo level ≥ 2 (%)"] == "-" and alone["IWA level"] == "-" and alone["verdict"] == "incomplete"
     rtos = unit_row(lines, "web2-hspa-12p-iw10")
     assert (rtos["IWA RTOs"], rtos["verdict"], rtos["codel RTOs"]) == ("FAIL", "FAIL", "-")
+
+
+def test_burst_bound_only_for_bursts_on_an_idle_link(tmp_path: Path):
+    from experiments.iwa_table import unit_burst_bound
+    run = paired_run(tmp_path)
+    cases = {c.aqm: c for c in report.load_cases([run])[0] if report.case_pair(c) == UNIT}
+    assert unit_burst_bound(cases) not in ("n/a", "-")
+    for plan in ({"bursts": [], "workloads": {"users": {"count": 5}}},
+                 {"bursts": [{"burst": 0, "flows": 6, "bytes": 62000}, {"burst": 1, "flows": 1, "bytes": 10**9,
+                                                                        "bulk": True}]}):
+        for c in cases.values():
+            for r in c.reps:
+                r.meta["plan"] = plan
+        assert unit_burst_bound(cases) == "n/a"
+    for c in cases.values():
+        for r in c.reps:
+            r.meta["profile"] = {"name": "broken"}
+            r.meta["plan"] = {"bursts": [{"burst": 0, "flows": 6, "bytes": 62000}]}
+    assert unit_burst_bound(cases) == "-"
 
 
 def test_iwa_table_cli_writes_between_markers(tmp_path: Path, capsys):

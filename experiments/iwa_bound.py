@@ -1,0 +1,57 @@
+"""What the audio's jitter budget allows a web burst: a lower bound on its completion time (docs/iwa.md, "What
+it costs").
+
+A burst of ``flows`` parallel flows of ``size`` bytes each starts on an idle access link. While the flows'
+windows together are below the path's BDP, each round trip's data reaches the bottleneck as one train at the
+link rate (the ACK clock keeps the spacing the link gave it), so what a round adds to the window on top of
+replacing what was acknowledged waits in the queue until the train has passed: the round's growth is the
+queue's peak. An AQM that holds every queue under ``growth_s`` (IWA's target) therefore lets the windows grow
+by at most ``growth_s`` of link time per round trip, and the first round by that much too (one frame per
+flow at least: no window is below one segment). Once the windows fill the BDP the link is busy until the
+last frame.
+
+Fluid model, in full-size frames: round k sends ``w_k`` frames, ``w_1 = max(growth, flows)``, ``w_{k+1} =
+w_k + growth``; a round with ``w_k`` below the BDP takes one RTT; from the first round at or above it, or
+the round that holds the last frame, the rest goes at the link rate. Completion, from the clients' SYNs:
+the handshake and the request (two RTTs), the rounds below the BDP, then the remaining frames. With an
+unbounded ``growth_s`` it is the link-rate limit (two RTTs plus every frame at the link rate). It ignores
+the request's and ACKs' own serialization and any loss: a lower bound for any AQM on a single FIFO that
+keeps the queue under ``growth_s`` and lets the senders' ACK clock pace them.
+"""
+
+from __future__ import annotations
+
+FRAME = 1514  # bytes on the wire of a full-size segment (Ethernet + IPv4 + TCP with timestamps + payload)
+MSS = 1448  # its payload: Linux's MSS with TCP timestamps on a 1500 B MTU
+
+
+def budget_bound_s(rate_bps: float, rtt_s: float, flows: int, size: int, growth_s: float,
+                   frame: int = FRAME, mss: int = MSS) -> float:
+    """Completion time (s) of ``flows`` flows of ``size`` bytes starting together, their windows growing by
+    at most ``growth_s`` of link time per round trip (module docstring)."""
+    if rate_bps <= 0 or rtt_s <= 0 or flows < 1 or size < 1 or growth_s <= 0:
+        raise ValueError(f"budget_bound_s: rate {rate_bps}, rtt {rtt_s}, flows {flows}, size {size} and "
+                         f"growth {growth_s} must be positive")
+    ft = frame * 8 / rate_bps  # link time of one frame
+    bdp = rtt_s / ft  # frames in flight that keep the link busy
+    growth = growth_s / ft
+    left = flows * wire_bytes(size, frame, mss) / frame  # in full frames' link time
+    t = 2 * rtt_s  # handshake and request
+    w = max(growth, flows)
+    while w < bdp and left > w:
+        left -= w
+        t += rtt_s
+        w += growth
+    return t + left * ft
+
+
+def link_rate_limit_s(rate_bps: float, rtt_s: float, flows: int, size: int, frame: int = FRAME,
+                      mss: int = MSS) -> float:
+    """The same burst with the link busy from its first frame: two RTTs plus every frame at the link rate."""
+    return 2 * rtt_s + flows * wire_bytes(size, frame, mss) * 8 / rate_bps
+
+
+def wire_bytes(size: int, frame: int = FRAME, mss: int = MSS) -> int:
+    """Bytes on the wire of one flow's ``size`` bytes of payload in full segments (the last one short)."""
+    full, rest = divmod(size, mss)
+    return full * frame + (rest + frame - mss if rest else 0)
