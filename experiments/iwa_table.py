@@ -30,10 +30,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from controller.policy import target_for
 
 from .iwa_bound import budget_bound_s
-from .metrics import MetricsError, bulk_bursts
+from .metrics import MetricsError, bulk_bursts, mean_ci95
 from .report import JB_MAIN_MS, Case, ReportError, _md_table, case_pair, load_cases, rep_values, stats_of
 
 OTHERS = ("fifo", "red", "redok", "codel", "pie")  # the issue's "five other AQMs"
@@ -55,6 +57,8 @@ TARGETS_TEXT = ("level ≥ 2: the audio's share at loss period level ≥ 2 (%); 
                 "throughput ≥ 95 % of FIFO's (bulk: IWA's mean goodput of the bulk flow, 2 s after its start to 2 s "
                 "before the audio's end, from the client's ACKs in client.pcap, in % of FIFO's; replications where "
                 "it could not be measured are left out and counted). "
+                "Web users (users5): burst is the mean completion of the pages every AQM completed in the same "
+                "replication (a user's k-th page has the same size under every AQM). "
                 "Burst bound: the least completion IWA's target allows (experiments/iwa_bound.py: window growth "
                 "limited to the target's queue per round trip; the mean over the unit's bursts, each alone; n/a "
                 "with a bulk flow or users). "
@@ -204,6 +208,32 @@ def unit_jitter_buffer(by_aqm: dict[str, Case], jb_ms: float = JB_MAIN_MS) -> fl
     return min((b for b in STUDIED_JB_MS if b > frame_ms), default=jb_ms)
 
 
+def users_completion(by_aqm: dict[str, Case]) -> dict[str, list[float]] | None:
+    """For a unit of web users (meta.json's plan has ``users``): per AQM and replication number read under
+    every AQM, the mean completion time (s) of the pages every AQM completed in that replication. A user's
+    k-th page has the same size under every AQM (the tool draws it from the replication's seed and the
+    user), so the same pages are compared; pages the run's end cut off count for none. None for other units."""
+    if not any("users" in ((r.meta.get("plan") or {}).get("workloads") or {}) for c in by_aqm.values()
+               for r in c.reps):
+        return None
+    reps = {a: {r.meta.get("rep"): r.flows for r in c.reps if r.flows is not None} for a, c in by_aqm.items()}
+    common = set.intersection(*(set(v) for v in reps.values())) if reps else set()
+    out: dict[str, list[float]] = {a: [] for a in reps}
+    for k in sorted(common, key=str):
+        done = {}
+        for a, per_rep in reps.items():
+            f = per_rep[k].sort_values("start_ns")
+            f = f.assign(page=f.groupby("burst").cumcount())
+            f = f[pd.to_numeric(f["completed"]) == 1]
+            done[a] = {(int(b), int(n)): (int(e) - int(s)) / 1e9
+                       for b, n, s, e in zip(f["burst"], f["page"], f["start_ns"], f["end_ns"])}
+        pages = set.intersection(*(set(d) for d in done.values()))
+        if pages:
+            for a, d in done.items():
+                out[a].append(sum(d[p] for p in pages) / len(pages))
+    return out
+
+
 def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float = JB_MAIN_MS) -> str:
     """The budget's bound on the unit's burst completion (s), from its first replication's meta.json: link
     rate and RTT (profile), the bursts (plan), IWA's target for ``budget_ms``; "n/a" for workloads the bound
@@ -239,6 +269,9 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     for unit, by_aqm in units.items():
         jb = unit_jitter_buffer(by_aqm, jb_ms)
         stats = {a: aqm_stats(c, jb) for a, c in by_aqm.items()}
+        users = users_completion(by_aqm)
+        for a, times in (users or {}).items():  # web users: their pages, not bursts the run's end cut off
+            stats[a]["burst_s"] = mean_ci95(times)
         row = [unit, _reps_cell(by_aqm), f"{jb:g}"]
         for a in aqms:
             row += [_cell(stats.get(a), k) for k in KEYS]

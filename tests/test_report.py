@@ -628,6 +628,32 @@ def test_burst_bound_only_for_bursts_on_an_idle_link(tmp_path: Path):
     assert unit_burst_bound(cases) == "-"
 
 
+def test_web_users_are_judged_on_the_pages_every_aqm_completed(tmp_path: Path):
+    """users5: every user's last page is cut off by the run's end under every AQM, so there is no burst time;
+    the pages completed under every AQM of the replication are compared instead (the k-th page of a user has
+    the same size under every AQM)."""
+    from experiments.iwa_table import iwa_table_md, users_completion
+    run = tmp_path / "users"
+    # (user, start s, duration s or None): fifo and iwa, the same pages in another order of starts
+    pages = {"fifo": [(0, 0.0, 1.0), (0, 2.0, 2.0), (1, 0.5, 3.0), (1, 4.0, None)],
+             "iwa": [(0, 0.0, 1.1), (0, 2.0, None), (1, 0.5, 3.4), (1, 4.5, None)]}
+    for aqm, rows in pages.items():
+        rep = write_rep(run, f"users5-hspa-48p-{aqm}-iw10", 0, lost_at_end(0), aqm=aqm, pair="users5-hspa-48p-iw10",
+                        meta_extra={"scenario": "users5", "plan": {"bursts": [], "workloads": {"users": {"count": 2}}}})
+        (rep / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n" + "".join(
+            f"{i},{u},{TCP_START + round(t * 1e9)},{'' if d is None else TCP_START + round((t + d) * 1e9)},"
+            f"100000,0,0,{0 if d is None else 1}\n" for i, (u, t, d) in enumerate(rows)))
+    cases = report.load_cases([run])[0]
+    by_aqm = {str(c.aqm): c for c in cases}
+    times = users_completion(by_aqm)
+    assert times == {"fifo": [pytest.approx(2.0)], "iwa": [pytest.approx(2.25)]}  # pages (0, 0) and (1, 0)
+    row = unit_row(iwa_table_md(cases), "users5-hspa-48p-iw10")
+    assert (row["fifo burst (s)"], row["iwa burst (s)"], row["IWA burst"]) == ("2.00", "2.25", "FAIL")
+    assert row["burst bound (s)"] == "n/a"
+    web = paired_run(tmp_path / "web")
+    assert all(users_completion({str(c.aqm): c}) is None for c in report.load_cases([web])[0])
+
+
 def test_iwa_table_cli_writes_between_markers(tmp_path: Path, capsys):
     from experiments import iwa_table
     run = paired_run(tmp_path)
