@@ -140,8 +140,8 @@ def test_pinned_versions_for_meta_json(tmp_path, monkeypatch):
 
 def test_meta_json_names_the_commit_a_replication_ran(tmp_path, monkeypatch):
     from accessnet import replication
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                          text=True)
+    head = subprocess.run(["git", "-C", str(replication.ROOT), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True)
     if head.returncode:
         pytest.skip(f"not a git clone: {head.stderr.strip()}")
     assert replication.source_version().split("+")[0] == head.stdout.strip()
