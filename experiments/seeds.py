@@ -8,6 +8,16 @@ computed from the replications the report loaded, with the same definitions (``e
   web workload with N flows (``report.pooled_ipdv_ns``), one row per link profile and buffer.
 * PAM'13's orderings: IW10 gives larger IPDV tails than IW3 at the same N, and more flows larger tails than
   fewer at the same IW (99th percentile and max of Table 1).
+* PAM'13 Fig. 5 and 6 give curves, not numbers; the text states what they show, and each statement is an
+  ordering the lab is checked on, per link profile and buffer (FIFO web units as for Table 1). Fig. 5: "IW10
+  increases the loss rate [after the jitter filter] dramatically", and "also IW3 with a large number of
+  parallel connections produces significant number of losses": the loss rate at a 40 ms jitter buffer, IW10
+  above IW3 at each N, and N=6 above N=1 with IW3; the lab's rates at 40-100 ms are a table beside it. Fig. 6:
+  "the arrival of the initial windows causes the worst effect during the whole transfer": the share of audio
+  packets at loss period level >= 2 (40 ms) in the first second after the first flow's start above the share
+  in the rest of the transfer (packets kept by the overlap filter, replications pooled). One second holds the
+  handshake and the initial windows' arrival at PAM'13's RTTs (its Fig. 6 shows the effect "almost
+  immediately"); on slower links the windows take longer to drain, and the ordering can differ for that.
 * IETF79 (``001_…``): the maxima of the audio's one-way delay under REDok, a single flow and six flows, IW10
   against IW3. The slides do not name the link of those two figures; 2.80 s is more than any HSPA or LTE
   buffer of the study drains in (100 and 400 packets: 0.6 s and 0.1 s), so it can only be EDGE (50 packets,
@@ -34,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import NS, ipdv_table, mean_ci95
+from .metrics import NS, _jb_key, ipdv_table, mean_ci95
 from .report import Case, _md_table, fmt_ci, kept, pooled_ipdv_ns
 
 # PAM'13 Table 1 (003_…): IPDV in seconds, 50 replications: Min, 25 %, Median, 75 %, 90 %, 95 %, 96 %, 97 %,
@@ -55,6 +65,12 @@ PAM13_TABLE1: dict[tuple[int, int], tuple[float, ...]] = {
               0.220447, 0.589717),
 }
 # IETF79 (001_…), "Single Flow / 6 Flows One-way Delay (FIFO, REDok and IW3, IW10)": max OWD with REDok, s.
+# PAM'13 Fig. 5's jitter buffers (ms); the orderings are judged at the smallest. Fig. 6's early window (s).
+PAM13_FIG5_JB_MS = (40, 60, 80, 100)
+PAM13_FIG6_EARLY_S = 1.0
+PAM13_FIG5_IW = "Fig. 5: \"IW10 increases the loss rate dramatically\""
+PAM13_FIG5_N = "Fig. 5: \"also IW3 with a large number of parallel connections produces significant number of losses\""
+PAM13_FIG6 = "Fig. 6: \"the arrival of the initial windows causes the worst effect during the whole transfer\""
 IETF79_REDOK_MAX_OWD: dict[tuple[int, int], float] = {(1, 10): 2.80, (1, 3): 2.06, (6, 10): 0.429, (6, 3): 0.296}
 IETF79_LINK = "edge"  # the only link whose REDok buffer drains in more than 2.80 s (module docstring)
 # Seed 002 (002_…), "1 RRTCC and 5 TCP flows", per link delay (ms): (mean, sigma) of goodput (kbit/s), packet
@@ -77,20 +93,24 @@ SEED002_KEYS = (("goodput", "goodput_bps", 1e-3, "RTC goodput (kbit/s)"), ("loss
 
 @dataclass(frozen=True)
 class Ordering:
-    """A seed's claim that ``a`` > ``b`` for one statistic, and the lab's two values of it."""
+    """A seed's claim about ``a`` and ``b`` for one statistic, and the lab's two values of it. With the seed's
+    two numbers the claim is their order; a seed that states it in words only (``seed_says``, no numbers)
+    claims ``a`` > ``b``."""
 
     seed: str
     claim: str
-    seed_a: float
-    seed_b: float
+    seed_a: float | None
+    seed_b: float | None
     lab_a: float | None
     lab_b: float | None
+    seed_says: str = ""
 
     @property
     def verdict(self) -> str:
         if self.lab_a is None or self.lab_b is None:
             return "-"
-        return "holds" if (self.lab_a > self.lab_b) == (self.seed_a > self.seed_b) else "differs"
+        seed_greater = True if self.seed_a is None or self.seed_b is None else self.seed_a > self.seed_b
+        return "holds" if (self.lab_a > self.lab_b) == seed_greater else "differs"
 
 
 def _profile_buffer(c: Case) -> tuple[str, str]:
@@ -202,11 +222,69 @@ def _num(v: float | None) -> str:
     return "–" if v is None else f"{v:.3f}"
 
 
+def _seed_cell(o: Ordering) -> str:
+    if o.seed_a is None or o.seed_b is None:
+        return o.seed_says
+    return f"{o.seed_a:.3f} > {o.seed_b:.3f}" if o.seed_a > o.seed_b else f"{o.seed_a:.3f} ≤ {o.seed_b:.3f}"
+
+
 def orderings_md(orderings: Sequence[Ordering]) -> list[str]:
-    rows = [[o.seed, o.claim, f"{o.seed_a:.3f} > {o.seed_b:.3f}" if o.seed_a > o.seed_b else
-             f"{o.seed_a:.3f} ≤ {o.seed_b:.3f}", f"{_num(o.lab_a)} / {_num(o.lab_b)}", o.verdict]
-            for o in orderings]
-    return _md_table(["seed / lab unit", "ordering", "seed (s)", "lab (s)", "in the lab"], rows)
+    rows = [[o.seed, o.claim, _seed_cell(o), f"{_num(o.lab_a)} / {_num(o.lab_b)}", o.verdict] for o in orderings]
+    return _md_table(["seed / lab unit", "ordering (unit)", "seed", "lab (a / b)", "in the lab"], rows)
+
+
+def _loss_rate(cs: Sequence[Case], jb_ms: float) -> dict:
+    """mean_ci95 over every replication of ``cs`` of the loss rate after the jitter filter (pure + delay)."""
+    return mean_ci95(r.summary["jitter_buffers_ms"][_jb_key(jb_ms)]["loss_rate"] for c in cs for r in c.reps)
+
+
+def pam13_fig5_md(cases: Sequence[Case]) -> list[str]:
+    """The lab's side of PAM'13 Fig. 5: loss rate after the jitter filter (%, mean ± 95 % CI over
+    replications) at 40-100 ms jitter buffers, per FIFO web unit (profile, buffer, IW, N)."""
+    rows = [[f"lab fifo {prof} {buf}", str(iw), str(n), str(sum(len(c.reps) for c in cs)),
+             *(fmt_ci(_loss_rate(cs, jb), 100, 1) for jb in PAM13_FIG5_JB_MS)]
+            for (prof, buf, iw, n), cs in sorted(web_fifo_units(cases).items())]
+    return _md_table(["source", "IW", "N", "reps", *(f"{jb} ms" for jb in PAM13_FIG5_JB_MS)], rows)
+
+
+def early_late_level2(cs: Sequence[Case], jb_ms: float = 40, early_s: float = PAM13_FIG6_EARLY_S
+                      ) -> tuple[float | None, float | None]:
+    """Share of the kept audio packets at loss period level >= 2 sent within ``early_s`` of the first flow's
+    start, and after it; replications pooled; None for a side without packets."""
+    ks = [k for c in cs for r in c.reps if len(k := kept(r)) and "t_s" in k and k["t_s"].notna().all()]
+    if not ks:
+        return None, None
+    t = np.concatenate([k["t_s"].to_numpy(dtype=float) for k in ks])
+    bad = np.concatenate([k[f"level_{_jb_key(jb_ms)}"].to_numpy() >= 2 for k in ks])
+    early = t < early_s
+    share = [float(bad[m].mean()) if m.any() else None for m in (early, ~early)]
+    return share[0], share[1]
+
+
+def pam13_fig_orderings(cases: Sequence[Case]) -> list[Ordering]:
+    """PAM'13's statements about Fig. 5 and 6 (module docstring), each against every FIFO web unit."""
+    units = web_fifo_units(cases)
+    links = sorted({(p, b) for p, b, _, _ in units}) or [("-", "-")]
+    jb = PAM13_FIG5_JB_MS[0]
+    out = []
+    for prof, buf in links:
+        def loss(iw: int, n: int) -> float | None:
+            cs = units.get((prof, buf, iw, n))
+            return _loss_rate(cs, jb)["mean"] if cs else None
+        where = f"PAM'13 Fig. 5 / lab {prof} {buf}"
+        for n in (1, 2, 6):
+            out.append(Ordering(where, f"loss after the jitter filter at {jb} ms (share): IW10 > IW3 at N={n}",
+                                None, None, loss(10, n), loss(3, n), PAM13_FIG5_IW))
+        out.append(Ordering(where, f"loss after the jitter filter at {jb} ms (share): N=6 > N=1 at IW3",
+                            None, None, loss(3, 6), loss(3, 1), PAM13_FIG5_N))
+        for iw in (3, 10):
+            for n in (1, 2, 6):
+                cs = units.get((prof, buf, iw, n))
+                early, late = early_late_level2(cs, 40, PAM13_FIG6_EARLY_S) if cs else (None, None)
+                out.append(Ordering(f"PAM'13 Fig. 6 / lab {prof} {buf}",
+                                    f"level >= 2 share at 40 ms, IW{iw} N={n}: first {PAM13_FIG6_EARLY_S:g} s after "
+                                    "the start > the rest of the transfer", None, None, early, late, PAM13_FIG6))
+    return out
 
 
 def rtc_units(cases: Sequence[Case], n_rtc: int = 1) -> dict[tuple[int, str, str], list]:
@@ -269,7 +347,12 @@ def seeds_md(cases: Sequence[Case]) -> list[str]:
             "profile and buffer. An ordering \"holds\" when the lab orders the two values as the seed does, "
             "\"differs\" when not, \"–\" when the runs hold no data for one side.", "",
             "### PAM'13 Table 1: IPDV (s)", "", *pam13_table_md(cases), "",
-            "### Orderings", "", *orderings_md([*pam13_orderings(cases), *ietf79_orderings(cases)]), "",
+            "### PAM'13 Fig. 5: loss rate after the jitter filter (%)", "",
+            "PAM'13 gives Fig. 5 as curves (IW10 near 100 % at small jitter buffers); the lab's FIFO web units, "
+            "mean ± 95 % CI over replications. Its statements are checked in the orderings below.", "",
+            *pam13_fig5_md(cases), "",
+            "### Orderings", "",
+            *orderings_md([*pam13_orderings(cases), *pam13_fig_orderings(cases), *ietf79_orderings(cases)]), "",
             "### Seed 002: one real-time flow against five web users", "",
             "Seed 002's ns-2 runs (RRTCC) beside the lab's replications with a real-time flow (mean ± 95 % CI); "
             "TFS = TCP throughput / (total throughput / number of flows).", "", *seed002_md(cases), "",

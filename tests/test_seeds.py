@@ -131,3 +131,44 @@ def test_seed002_two_flow_table_reads_each_flow(tmp_path: Path):
     assert len(rows) == 1
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     assert cells[:3] == ["lab webrtc10 fifo", "50", "1"] and (cells[5], cells[6]) == ("0.0", "20.0")
+
+
+def burst_of(ms: float, at: int, n: int) -> list[float]:
+    """OWD at the base delay, ``n`` consecutive audio packets of the overlap from ``at`` on ``ms`` later."""
+    owd = [float(BASE_MS)] * N_PKTS
+    for i in range(n):
+        owd[TCP_PKT + at + i] = BASE_MS + ms
+    return owd
+
+
+def test_pam13_fig5_and_fig6_statements_from_runs(tmp_path: Path, monkeypatch):
+    """Fig. 5: IW10's loss after the 40 ms jitter filter (3 of the 20 overlapping packets late) above IW3's
+    (1 of 20), and IW3 with six flows above IW3 with one (none late); Fig. 6, with an early window of 0.2 s
+    (10 packets): IW10's late packets sit early (holds), web6 IW3's single late packet is no level >= 2 run
+    (0 against 0: differs), web1 IW10's run sits late (differs)."""
+    run = tmp_path / "run"
+    rep(run, "web6-hspa-48p-fifo-iw10", burst_of(150, 3, 3), aqm="fifo", scenario="web6", iw=10, n=6, prof="hspa")
+    rep(run, "web6-hspa-48p-fifo-iw3", burst_of(150, 3, 1), aqm="fifo", scenario="web6", iw=3, n=6, prof="hspa")
+    rep(run, "web1-hspa-48p-fifo-iw3", burst_of(0, 0, 0), aqm="fifo", scenario="web1", iw=3, n=1, prof="hspa")
+    rep(run, "web1-hspa-48p-fifo-iw10", burst_of(150, 15, 2), aqm="fifo", scenario="web1", iw=10, n=1, prof="hspa")
+    cases = report.load_cases([run])[0]
+    monkeypatch.setattr(seeds, "PAM13_FIG6_EARLY_S", 0.2)
+
+    by = {o.claim: o for o in seeds.pam13_fig_orderings(cases)}
+    iw6 = by["loss after the jitter filter at 40 ms (share): IW10 > IW3 at N=6"]
+    assert (iw6.lab_a, iw6.lab_b, iw6.verdict) == (3 / 20, 1 / 20, "holds") and iw6.seed_a is None
+    assert by["loss after the jitter filter at 40 ms (share): IW10 > IW3 at N=1"].verdict == "holds"
+    assert by["loss after the jitter filter at 40 ms (share): IW10 > IW3 at N=2"].verdict == "-"
+    n6 = by["loss after the jitter filter at 40 ms (share): N=6 > N=1 at IW3"]
+    assert (n6.lab_a, n6.lab_b, n6.verdict) == (1 / 20, 0.0, "holds")
+    early = "first 0.2 s after the start > the rest of the transfer"
+    w6 = by[f"level >= 2 share at 40 ms, IW10 N=6: {early}"]
+    assert (w6.lab_a, w6.lab_b, w6.verdict) == (3 / 10, 0.0, "holds")
+    assert by[f"level >= 2 share at 40 ms, IW3 N=6: {early}"].verdict == "differs"  # 0 > 0 is false
+    w1 = by[f"level >= 2 share at 40 ms, IW10 N=1: {early}"]
+    assert (w1.lab_a, w1.lab_b, w1.verdict) == (0.0, 2 / 10, "differs")
+
+    fig5 = [x for x in seeds.pam13_fig5_md(cases) if x.startswith("| lab fifo hspa 48p | 10 | 6 |")]
+    assert len(fig5) == 1 and "| 15.0 |" in fig5[0]  # 3 of 20 late at 40 ms, one replication (no interval)
+    md = "\n".join(seeds.seeds_md(cases))
+    assert "### PAM'13 Fig. 5" in md and "Fig. 6: \"the arrival of the initial windows" in md
