@@ -52,8 +52,9 @@ Every upstream ACK of a shaped flow (SHAPE, IWA on) may move the edge by
 keeps the queue as it is; on top comes the room, at most ``acked`` again
 (the server's own slow start could not use more), and nothing on top for a
 flow whose window is above its share, or above ``wavg`` while the room is
-short (less than twice ``acked``), so flows that started later catch up
-instead of waiting for the first ones to finish. While the queue is above target (a negative room) the
+short (less than twice ``acked``) and partly in use (``margin_holds``), so
+flows that started later catch up instead of waiting for the first ones to
+finish. While the queue is above target (a negative room) the
 edge moves by less than replacement, by at most half (this ACK sees the
 queue a server RTT before its data would arrive, so a full cut would be
 repeated by every ACK in between), so the queue drains. Never below one MSS beyond the ACK, never above the
@@ -99,6 +100,16 @@ def share_shift(nflows: int) -> int:
     """ceil(log2(nflows)), 0 for none: a flow's share of the path and budget is ``(end - isn) >> share_shift``,
     at most 1/nflows of it (``p4src/include/start_shaper.p4``'s table ``iwa_share`` holds the same ranges)."""
     return max(0, nflows - 1).bit_length()
+
+
+def margin_holds(w: int, wavg: int, room_bytes: int, acked: int, room_ns: int, target_ns: int) -> bool:
+    """The margin: no growth for a flow whose window ``w`` is above the shaped flows' average ``wavg`` while
+    the room is short (less than twice what its ACK acknowledged) *and partly in use* (less than the whole
+    target), so growth stops before the room is gone. A wholly free target (nothing queued, granted or
+    reserved) has nothing to misjudge. Without that last condition, where the target holds fewer than two
+    segments (one frame at EDGE) the room was always short, and a lone flow, always above its own lagging
+    average, never grew past one segment per round trip (``start_shaper.p4`` writes the same condition)."""
+    return w > wavg and room_bytes < 2 * acked and room_ns < target_ns
 
 
 class StartShaper:
@@ -225,13 +236,14 @@ class StartShaper:
             elif not first:
                 # what this ACK acknowledges left the queue: replacing it keeps the queue as it is; on top,
                 # the room, but no more than the server's own slow start can use (twice what was acked),
-                # and none for a flow whose window is above the shaped flows' average while room is short
+                # and none for a flow whose window is above the shaped flows' average while room is short and
+                # partly in use (margin_holds)
                 w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
                 inc = min(grant, acked)
                 # its share of the path and the budget, (end - isn) bytes, among the shaped flows (rounded down
                 # to a power of two: a shift)
                 share = ((end - t.isn) & U32) >> share_shift(nflows)
-                if w > share or (w > self.wavg and grant < 2 * acked):
+                if w > share or margin_holds(w, self.wavg, grant, acked, room, p.target_ns):
                     inc = 0
                 # the average window of shaped flows: an EWMA with weight 1/8, by shifts
                 self.wavg = self.wavg + ((w - self.wavg) >> 3) if w > self.wavg else self.wavg - ((self.wavg - w) >> 3)

@@ -201,12 +201,14 @@ def share_items():
     return items
 
 
-def model_windows(params, items, share_shift=None):
+def model_windows(params, items, **rules):
     """The upstream frames the model writes for ``items`` at 2 ms spacing (``sleep`` items let time pass),
-    optionally with another share rule: does the sequence exercise the share at all?"""
+    optionally with other rules in place of ``refmodel.shaper``'s functions of the same names (``share_shift``,
+    ``margin_holds``): does the sequence exercise a rule at all?"""
     import refmodel.shaper as shaper
-    orig = shaper.share_shift
-    shaper.share_shift = share_shift or orig
+    orig = {name: getattr(shaper, name) for name in rules}
+    for name, rule in rules.items():
+        setattr(shaper, name, rule)
     try:
         p, t, out = Pipeline(ROUTES, params), 0, []
         for port, f in items:
@@ -216,15 +218,18 @@ def model_windows(params, items, share_shift=None):
                 out += [r.frame] if port == 2 else []
         return out
     finally:
-        shaper.share_shift = orig
+        for name, rule in orig.items():
+            setattr(shaper, name, rule)
+
+
+def windows_differ(params, items, **rules):
+    return sum(a != b for a, b in zip(model_windows(params, items), model_windows(params, items, **rules)))
 
 
 def test_iwa_share_sequence_exercises_the_share():
     params = pipeline_params(2e6, "iwa", limit_pkts=48)
-    items = share_items()
-    base = model_windows(params, items)
     for other in (lambda n: 0, lambda n: max(0, n + 2).bit_length()):  # no share; a count off by three
-        assert sum(a != b for a, b in zip(base, model_windows(params, items, other))) >= 5
+        assert windows_differ(params, share_items(), share_shift=other) >= 5
 
 
 def test_iwa_counts_shaped_flows_and_caps_windows_at_their_share_like_the_model(sw):
@@ -232,6 +237,32 @@ def test_iwa_counts_shaped_flows_and_caps_windows_at_their_share_like_the_model(
     shaped flows (first ACK to FIN or RST) and caps windows at the share as the model does."""
     records, model = run_mixed(sw, pipeline_params(2e6, "iwa", limit_pkts=48), share_items())
     assert model.shaper.nflows == 3
+    assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
+
+
+EDGE_IWA = dict(rate_bps=160e3, aqm="iwa", limit_pkts=14)  # the target is one frame (75.7 ms)
+
+
+def lone_items():
+    """One shaped flow at EDGE, one segment a round: each ACK comes when the queue has drained, so the whole
+    target is free, and the room (one frame) is less than twice what the ACK acknowledged."""
+    items = handshakes([LINUX_SYN]) + [(2, client_ack(1001, window=502, sport=40000)),
+                                       (2, client_ack(1001, window=502, seq=5001, payload=120, flags="PA", sport=40000))]
+    for j in range(5):
+        items += [(1, tcp(1001 + j * MSS, dport=40000)), ("sleep", 0.2),
+                  (2, client_ack(1001 + (j + 1) * MSS, window=502, seq=5121, sport=40000))]
+    return items
+
+
+def test_iwa_lone_flow_sequence_exercises_the_margin():
+    old_margin = lambda w, wavg, room_bytes, acked, room_ns, target_ns: w > wavg and room_bytes < 2 * acked  # noqa: E731
+    assert windows_differ(pipeline_params(**EDGE_IWA), lone_items(), margin_holds=old_margin) >= 3
+
+
+def test_iwa_lets_a_lone_flow_grow_into_a_free_target_like_the_model(sw):
+    """lone_items through BMv2 and the model: BMv2 applies the margin only while the room is partly in use,
+    as the model does (with the old margin, 3 or more of its windows would differ)."""
+    records, _ = run_mixed(sw, pipeline_params(**EDGE_IWA), lone_items())
     assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
 
 

@@ -290,7 +290,9 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 // no growth beyond its share of the path and budget among the shaped flows
                 iwa_share.apply();
                 bit<32> share = (end - trk.isn) >> share_shift;
-                if (w > share || (w > wavg && grant < (acked << 1))) { inc = 0; }
+                // the margin, only while the room is partly in use: a wholly free target has nothing to
+                // misjudge (at EDGE, where the target is one frame, a lone flow never grew without this)
+                if (w > share || (w > wavg && grant < (acked << 1) && room < (bit<64>)cfg.target_ns)) { inc = 0; }
                 if (w > wavg) {
                     wavg = wavg + ((w - wavg) >> 3);
                 } else {
