@@ -17,7 +17,10 @@ forwarded it*, so a rewritten window is the one it obeys.
 * Server: per flow snd_una/snd_nxt, cwnd = IW segments, slow start (cwnd += bytes acked) then +MSS per cwnd,
   growing only while cwnd-limited (in flight >= cwnd / 2 before the ACK, roughly as Linux); snd_wnd from the
   latest ACK; sends full segments (the last one may be short) while they fit in min(cwnd, snd_wnd), or in
-  cwnd alone for a sender that ignores the window. A FIN once everything is acked (``close``).
+  cwnd alone for a sender that ignores the window. A FIN once everything is acked (``close``). With
+  ``half_wnd``, segments are at most half the largest window the server ever saw (Linux's
+  ``tcp_bound_to_half_wnd``, RFC 1122's sender-side silly-window avoidance): a flow whose windows never
+  exceeded two MSS sends half-size segments, twice the headers.
 * Losses are repaired and counted, so tests can demand there were none: fast retransmit on the third
   duplicate ACK, NewReno partial ACKs; an RTO (1 s, doubling: no RTT estimator, so no spurious RTO while
   queues stay under a second) resends the first unacked segment with cwnd = 1 MSS; a SYN-ACK whose ACK does
@@ -41,6 +44,7 @@ CLIENT_ISN = 5000
 RTO = 1000 * MS
 QUICKACKS = 16  # Linux's TCP_MAX_QUICKACKS
 ATO = 40 * MS  # Linux's TCP_ATO_MIN: the delayed-ACK timer
+TCP_MSS_DEFAULT = 536  # Linux bounds segments to half the largest window seen only above this
 AUDIO = audio()
 
 
@@ -65,6 +69,8 @@ class Flow:
     hidden: tuple = ()  # kinds of frames ("syn", "synack") that reach the other end without the switch
     lose_synacks: int = 0  # this many SYN-ACKs are lost after the switch (on the access link)
     delack: bool = False  # the client delays ACKs as Linux does past its quickack segments
+    half_wnd: bool = False  # the server bounds its segments to half the largest window it saw (Linux)
+    max_wnd: int = 0  # the largest window the server saw
     # the server
     shift: int = 0  # the client's window shift as the server applies it
     established: bool = False
@@ -244,6 +250,7 @@ class Sim:
             f.established, f.snd_una, f.snd_nxt, f.cwnd = True, ack, ack, f.iw * MSS
         f.acks.append((self.now, ack, t.window, f.own_field, ack + (t.window << f.shift)))
         f.snd_wnd = t.window << f.shift
+        f.max_wnd = max(f.max_wnd, f.snd_wnd)
         if len(t.payload) and not f.end:
             f.end = f.isn + 1 + f.size
         self.on_ack(f, ack, len(t.payload) > 0)
@@ -271,8 +278,11 @@ class Sim:
     def send(self, f):
         wnd = f.cwnd if f.ignore_window else min(f.cwnd, f.snd_wnd)
         idle = f.snd_nxt == f.snd_una
+        mss = MSS
+        if f.half_wnd and f.max_wnd > TCP_MSS_DEFAULT:  # RFC 1122's sender-side SWS avoidance, as Linux does it
+            mss = min(MSS, f.max_wnd // 2)
         while f.snd_nxt < f.end:
-            n = min(MSS, f.end - f.snd_nxt)
+            n = min(mss, f.end - f.snd_nxt)
             if f.snd_nxt + n > f.snd_una + wnd:
                 break
             self.segment(f, f.snd_nxt, n)
