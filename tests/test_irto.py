@@ -110,7 +110,7 @@ def chain(kind: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     return "cwms", ((CLIENT_IF, SWITCH_PORTS.client), (SWITCH_PORTS.server, DROPPER_IFS[0]), to_server)
 
 
-@pytest.fixture(scope="module", params=["none", "model", "bmv2"], ids=lambda k: f"switch-{k}")
+@pytest.fixture(scope="module", params=["none", "model", "bmv2"], ids=["no-switch", "model-switch", "bmv2"])
 def net(request, tmp_path_factory):
     kind = request.param
     if os.geteuid() != 0:
