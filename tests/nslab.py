@@ -1,38 +1,55 @@
-"""Three network namespaces of a test's own, a -- m -- b: a process the test starts in m forwards between
-m's two veth ends (a delay line, a dropper). Offloads off on every end (a raw-socket forwarder would break TCP
-checksums otherwise), loopbacks up, a /24 address at each outer end and static neighbours across m (ARP
-resolution through the forwarder would hold the first packets back). Used by test_delayline and test_irto."""
+"""Network namespaces of a test's own in a chain, a -- m -- b or a -- m1 -- m2 -- b: processes the test starts
+in the middle namespaces forward between their two veth ends (a delay line, a dropper, a switch). Offloads off
+on every end (a raw-socket forwarder would break TCP checksums otherwise), loopbacks up, a /24 address at each
+outer end and static neighbours across the chain (ARP resolution through a forwarder would hold the first
+packets back). ``lab_switch`` runs the lab's own switch (the reference model or BMv2 with its controller) in
+one of them. Used by test_delayline and test_irto."""
 
 from __future__ import annotations
 
 import subprocess
+import time
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+
+from accessnet.leftovers import Registry
+from accessnet.switches import Bmv2Switch, ModelSwitch, Switch, TuneSpec
+from accessnet.topology import Ports
 
 
 def sh(*args, check=True):
     return subprocess.run(args, check=check, capture_output=True, text=True)
 
 
+def veth_up(ns: str, *ifs: str) -> None:
+    """Offloads off and the link up for each of ``ifs`` in namespace ``ns``."""
+    for i in ifs:
+        sh("ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
+           check=False)
+        sh("ip", "-n", ns, "link", "set", i, "up")
+
+
 @contextmanager
-def three_namespaces(ns: tuple[str, str, str], ifs: tuple[str, str, str, str],
-                     addrs: tuple[str, str]) -> Iterator[None]:
-    """Namespaces ``ns`` = (a, m, b) joined by veth pairs a:ifs[0] -- m:ifs[1] and b:ifs[3] -- m:ifs[2], with
-    ``addrs`` on a's and b's ends; every namespace is deleted on the way out, also after an error."""
-    a, m, b = ns
-    a_if, m_a, m_b, b_if = ifs
+def namespace_chain(ns: tuple[str, ...], links: tuple[tuple[str, str], ...],
+                    addrs: tuple[str, str]) -> Iterator[None]:
+    """Namespaces ``ns`` in a chain, ``ns[i]`` joined to ``ns[i + 1]`` by a veth pair whose ends are
+    ``links[i]`` = (the end in ns[i], the end in ns[i + 1]), with ``addrs`` on the two outer ends (the first
+    and the last); every namespace is deleted on the way out, also after an error."""
+    assert len(links) == len(ns) - 1
+    a, b = ns[0], ns[-1]
+    a_if, b_if = links[0][0], links[-1][1]
     ip_a, ip_b = addrs
     for n in ns:
         sh("ip", "netns", "del", n, check=False)
         sh("ip", "netns", "add", n)
     try:
-        sh("ip", "link", "add", a_if, "netns", a, "type", "veth", "peer", "name", m_a, "netns", m)
-        sh("ip", "link", "add", b_if, "netns", b, "type", "veth", "peer", "name", m_b, "netns", m)
-        for n, ends in ((a, [a_if]), (m, [m_a, m_b]), (b, [b_if])):
-            for i in ends:
-                sh("ip", "netns", "exec", n, "ethtool", "-K", i, "tx", "off", "tso", "off", "gso", "off", "gro",
-                   "off", check=False)
-                sh("ip", "-n", n, "link", "set", i, "up")
+        for (left, right), (left_if, right_if) in zip(zip(ns, ns[1:]), links):
+            sh("ip", "link", "add", left_if, "netns", left, "type", "veth", "peer", "name", right_if, "netns", right)
+            veth_up(left, left_if)
+            veth_up(right, right_if)
+        for n in ns:
             sh("ip", "-n", n, "link", "set", "lo", "up")
         sh("ip", "-n", a, "addr", "add", f"{ip_a}/24", "dev", a_if)
         sh("ip", "-n", b, "addr", "add", f"{ip_b}/24", "dev", b_if)
@@ -44,3 +61,42 @@ def three_namespaces(ns: tuple[str, str, str], ifs: tuple[str, str, str, str],
     finally:
         for n in ns:
             sh("ip", "netns", "del", n, check=False)
+
+
+def three_namespaces(ns: tuple[str, str, str], ifs: tuple[str, str, str, str],
+                     addrs: tuple[str, str]):
+    """Namespaces ``ns`` = (a, m, b) joined by veth pairs a:ifs[0] -- m:ifs[1] and b:ifs[3] -- m:ifs[2], with
+    ``addrs`` on a's and b's ends (``namespace_chain`` of three)."""
+    a_if, m_a, m_b, b_if = ifs
+    return namespace_chain(ns, ((a_if, m_a), (m_b, b_if)), addrs)
+
+
+class NsNode:
+    """A named namespace as the lab's switch classes use a Mininet node: ``popen`` runs a command inside it
+    (``ip netns exec`` execs the command, so the process's PID is the command's own)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def popen(self, args: list[str], **kw) -> subprocess.Popen:
+        return subprocess.Popen(["ip", "netns", "exec", self.name, *args], **kw)
+
+
+@contextmanager
+def lab_switch(kind: str, ns: str, ports: Ports, cfg: dict, logdir: Path, registry: Registry) -> Iterator[Switch]:
+    """The lab's switch of ``kind`` ("model": ``ModelSwitch``, "bmv2": ``Bmv2Switch`` and its controller)
+    started in namespace ``ns`` as a replication starts it: port 1 = ``ports.server``, port 2 =
+    ``ports.client`` (both already in ``ns``), the telemetry port ``ports.monitor`` a veth made here, the
+    table ``cfg``, its logs in ``logdir``. No drain shaper: nothing waits in it. Its processes are recorded in
+    the lease's ``registry`` (a killed test's switch is removed by the slot's next owner); stopped on the way
+    out."""
+    sh("ip", "-n", ns, "link", "add", ports.monitor, "type", "veth", "peer", "name", f"{ports.monitor}p")
+    veth_up(ns, ports.monitor, f"{ports.monitor}p")
+    switch = {"model": ModelSwitch, "bmv2": Bmv2Switch}[kind]()
+    try:
+        switch.start(types.SimpleNamespace(sw=NsNode(ns), ports=ports), cfg, logdir, TuneSpec(time.time_ns()))
+        for pid in switch.pids():
+            registry.process(pid)
+        yield switch
+    finally:
+        switch.stop()

@@ -1,10 +1,15 @@
 """Initial RTO (scenario key ``irto_s``, ``accessnet.irto``): the checks of the key, and the sock_ops program
 proved in packet captures of real Linux TCP.
 
-Three namespaces of our own: client -- [m: tests/irto_dropper.py] -- server. The dropper forwards every
-frame and drops the first SYN-ACK and/or the server's first data segment; tcpdump captures at both ends.
-The program is attached, as in a replication, to a cgroup v2 per host (``InitialRto``), and the client and
-server processes start inside them. Measured:
+Namespaces of our own, named after the test's lab slot (``leftovers.Lease``): client -- [m:
+tests/irto_dropper.py] -- server, and the same with the lab's switch on the path, client -- [w: switch] --
+[m: dropper] -- server, the switch being the reference model (``ModelSwitch``) or BMv2 configured by the
+controller (``Bmv2Switch``, skipped with the reason where the P4 toolchain is missing), started as a
+replication starts them, a FIFO that drops nothing. The dropper forwards every frame and drops the first
+SYN-ACK and/or the server's first data segment, and is the only element that drops; tcpdump captures at
+both ends. Every capture test runs on each of the three paths. The program is attached, as in a
+replication, to a cgroup v2 per host (``InitialRto``), and the client and server processes start inside
+them. Measured:
 
 * SYN-ACK dropped: the client's SYN retransmission comes after the client's initial RTO (1 s, 3 s, and
   1 s without the program), and the server's own SYN-ACK retransmission after the server's.
@@ -21,20 +26,29 @@ import subprocess
 import sys
 import time
 import types
+from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import dpkt
 import pytest
-from nslab import sh, three_namespaces
+from nslab import lab_switch, namespace_chain, sh
 
 from accessnet import irto
 from accessnet import scenario as scen
+from accessnet.bmv2_veth import build_p4, missing_toolchain
+from accessnet.leftovers import Lease, Registry
 from accessnet.replication import stop_gracefully
+from accessnet.switches import Switch
+from accessnet.topology import Ports
 from refmodel.params import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 SRV, CLI, PORT = "10.78.0.1", "10.78.0.2", 8080
-NS = tuple(f"iwt-irto-{x}-{os.getpid()}" for x in "cms")
+CLIENT_IF, SERVER_IF, DROPPER_IFS = "iwtirc", "iwtirs", ("iwtirm0", "iwtirm1")
+SWITCH_PORTS = Ports(server="iwtirw1", client="iwtirw2", monitor="iwtirw3")
+# A fast FIFO with room for all: on the test's path only the dropper drops.
+SWITCH_CFG = {"link": {"rate_bps": 100e6}, "buffer": {"packets": 1000}, "aqm": {"name": "fifo"}}
 
 
 def near(got: float, want: float) -> bool:
@@ -77,8 +91,28 @@ def test_irto_recorded_in_meta():
 # -------------------------------------------------------------------------------- the capture tests
 
 
-@pytest.fixture(scope="module")
-def net():
+@dataclass(frozen=True)
+class Net:
+    """One path of the capture tests: its namespaces by role (c client, w switch, m dropper, s server)."""
+
+    switch_kind: str  # "none", "model" or "bmv2"
+    ns: dict[str, str]
+    prefix: str  # the lab slot's: names of the hosts' cgroups
+    registry: Registry  # the slot's record: every process and cgroup the test starts
+    switch: Switch | None
+
+
+def chain(kind: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The roles of the path's namespaces in order, client first, and the veth pairs between them."""
+    to_dropper, to_server = (CLIENT_IF, DROPPER_IFS[0]), (DROPPER_IFS[1], SERVER_IF)
+    if kind == "none":
+        return "cms", (to_dropper, to_server)
+    return "cwms", ((CLIENT_IF, SWITCH_PORTS.client), (SWITCH_PORTS.server, DROPPER_IFS[0]), to_server)
+
+
+@pytest.fixture(scope="module", params=["none", "model", "bmv2"], ids=["no-switch", "model-switch", "bmv2"])
+def net(request, tmp_path_factory):
+    kind = request.param
     if os.geteuid() != 0:
         pytest.skip("needs root (namespaces, cgroups, BPF)")
     subprocess.run(["bash", str(ROOT / "mininet/accessnet/build_native.sh")], check=True)
@@ -88,8 +122,19 @@ def net():
     for tool in ("tcpdump", "ip"):
         if not subprocess.run(["which", tool], capture_output=True).returncode == 0:
             pytest.skip(f"{tool} not installed")
-    with three_namespaces(NS, ("iwtirc", "iwtirm0", "iwtirm1", "iwtirs"), (CLI, SRV)):
-        yield NS
+    if kind == "bmv2":
+        why = missing_toolchain()
+        if why:
+            pytest.skip(why)
+        build_p4()
+    roles, links = chain(kind)
+    with Lease() as lease:
+        ns = {r: f"{lease.prefix}irto-{r}" for r in roles}
+        with namespace_chain(tuple(ns.values()), links, (CLI, SRV)), \
+                (nullcontext() if kind == "none" else
+                 lab_switch(kind, ns["w"], SWITCH_PORTS, SWITCH_CFG, tmp_path_factory.mktemp(f"irto-{kind}"),
+                            lease.registry)) as switch:
+            yield Net(kind, ns, f"{lease.prefix}irto-", lease.registry, switch)
 
 
 SERVER = f"""
@@ -127,31 +172,34 @@ def segments(path: Path) -> list[tuple[float, str, int, int, int]]:
     return out
 
 
-def exchange(tmp_path: Path, srv_s: float | None, cli_s: float | None, drops: dict, timestamps: bool = True,
-             tlp: bool = True) -> dict:
-    """One connection, client -> server, through the dropper; returns both ends' captures."""
-    c, m, s = NS
+def exchange(net: Net, tmp_path: Path, srv_s: float | None, cli_s: float | None, drops: dict,
+             timestamps: bool = True, tlp: bool = True) -> dict:
+    """One connection, client -> server, through the path (the switch, the dropper); returns both ends'
+    captures."""
+    assert net.switch is None or net.switch.alive(), f"the {net.switch_kind} switch is not running"
+    c, m, s = (net.ns[r] for r in "cms")
     for ns in (c, s):
         sh("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv4.tcp_timestamps={int(timestamps)}",
            "net.ipv4.tcp_sack=1", "net.ipv4.tcp_no_metrics_save=1", f"net.ipv4.tcp_early_retrans={3 if tlp else 0}")
-    tag = f"t{os.getpid()}-"
     hosts = {"srv": types.SimpleNamespace(pid=None), "cli": types.SimpleNamespace(pid=None)}
     progs, procs = [], []
     try:
         for name, value in (("srv", srv_s), ("cli", cli_s)):
             if value is not None:
-                progs.append(irto.InitialRto(value, tag, logdir=tmp_path).start({name: hosts[name]}))
+                progs.append(irto.InitialRto(value, net.prefix, net.registry, tmp_path).start({name: hosts[name]}))
         caps = {"c": tmp_path / "client.pcap", "s": tmp_path / "server.pcap"}
-        for ns, ifname, key in ((c, "iwtirc", "c"), (s, "iwtirs", "s")):
+        for ns, ifname, key in ((c, CLIENT_IF, "c"), (s, SERVER_IF, "s")):
             procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-n", "-U", "--immediate-mode", "-s", "256",
                                            "--time-stamp-precision=nano", "-w", str(caps[key]), "tcp"],
                                           stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"tcpdump-{key}.err", "w")))
         dropper = subprocess.Popen(["ip", "netns", "exec", m, sys.executable, str(ROOT / "tests/irto_dropper.py"),
-                                    "iwtirm0", "iwtirm1", *(f"{k}={v}" for k, v in drops.items())],
+                                    *DROPPER_IFS, *(f"{k}={v}" for k, v in drops.items())],
                                    stdout=subprocess.PIPE, text=True)
         procs.append(dropper)
         assert dropper.stdout.readline().startswith("ready")
-        time.sleep(1.0)  # the captures are listening
+        time.sleep(1.0)  # the captures are listening (and exec'd: their command lines are final)
+        for p in procs:
+            net.registry.process(p.pid)
         server = subprocess.Popen(["ip", "netns", "exec", s, sys.executable, "-c", SERVER], stdout=subprocess.PIPE,
                                   text=True, preexec_fn=irto.preexec(hosts["srv"]))
         procs.append(server)
@@ -209,7 +257,7 @@ MEASURED: dict[str, list[float]] = {}
 @pytest.mark.parametrize("irto_s", [1, 3, None])
 def test_syn_retransmission_after_the_initial_rto(net, tmp_path, irto_s):
     """First SYN-ACK dropped: the client's SYN is retransmitted after its initial RTO (kernel: 1 s)."""
-    caps = exchange(tmp_path, irto_s, irto_s, {"synack": 1})
+    caps = exchange(net, tmp_path, irto_s, irto_s, {"synack": 1})
     syn = gaps(caps["c"], "c", is_syn)
     print(f"irto {irto_s}: client SYN retransmitted after {syn} s (client capture)")
     want = irto_s or 1.0
@@ -220,7 +268,7 @@ def test_syn_retransmission_after_the_initial_rto(net, tmp_path, irto_s):
 def test_server_synack_retransmission_after_its_initial_rto(net, tmp_path, srv_s, cli_s):
     """First SYN-ACK dropped, the client's initial RTO longer than the server's: the server's own SYN-ACK
     timer retransmits it after the server's initial RTO, and the client never retransmits its SYN."""
-    caps = exchange(tmp_path, srv_s, cli_s, {"synack": 1})
+    caps = exchange(net, tmp_path, srv_s, cli_s, {"synack": 1})
     sa = gaps(caps["s"], "s", is_synack)
     print(f"server irto {srv_s}, client {cli_s}: SYN-ACK retransmitted after {sa} s (server capture)")
     assert sa and near(sa[0], srv_s), timeline(caps)
@@ -231,7 +279,7 @@ def test_server_synack_retransmission_after_its_initial_rto(net, tmp_path, srv_s
 def test_data_rto_comes_from_the_handshake_rtt_sample(net, tmp_path, irto_s):
     """The server's first data segment dropped after a clean handshake: Linux has an RTT sample from the
     handshake and retransmits well before the initial RTO (RTO/TLP from the sample, 200 ms floor)."""
-    caps = exchange(tmp_path, irto_s, irto_s, {"data": 1})
+    caps = exchange(net, tmp_path, irto_s, irto_s, {"data": 1})
     d = gaps(caps["s"], "s", is_data)
     print(f"irto {irto_s}: server data retransmitted after {d} s (server capture)")
     assert d and 0.19 < d[0] < 0.5, timeline(caps)
@@ -243,7 +291,7 @@ def test_data_before_any_rtt_sample(net, tmp_path, irto_s, tlp):
     """No RTT sample at the server (its SYN-ACK retransmitted, no timestamps), then its first data segment
     dropped: the kernel's constants decide, not the initial RTO: the tail-loss probe after 1 s, or without
     TLP the RTO after 3 s (RFC 6298 5.7)."""
-    caps = exchange(tmp_path, irto_s, irto_s, {"synack": 1, "data": 1}, timestamps=False, tlp=tlp)
+    caps = exchange(net, tmp_path, irto_s, irto_s, {"synack": 1, "data": 1}, timestamps=False, tlp=tlp)
     sa = gaps(caps["s"], "s", is_synack)
     d = gaps(caps["s"], "s", is_data)
     print(f"irto {irto_s}, TLP {tlp}: SYN-ACK retransmitted after {sa} s; data retransmitted after {d} s")
