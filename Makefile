@@ -22,7 +22,7 @@ help:
 	@echo "make test      run the test suite (runs setup first when needed)"
 	@echo "make bench     benchmarks: BMv2 forwarding rate per AQM vs plain forwarding, model speed"
 	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/ (RESUME=results/<run> continues one)"
-	@echo "make sweep SWEEP=web-iw [JOBS=n]      a matrix of scenarios (experiments/sweeps/), resumable: RESUME=results/<run>; ENGINE=ray [RAY_ADDRESS=host:port] on a Ray lab cluster"
+	@echo "make sweep SWEEP=web-iw [JOBS=n]      a matrix of scenarios (experiments/sweeps/), resumable: RESUME=results/<run>; ONLY=regex runs the matching replications; ENGINE=ray [RAY_ADDRESS=host:port] on a Ray lab cluster"
 	@echo "make report RUN=results/<run>         report of a run from its data files: RUN/report/report.md + figures"
 
 .setup-stamp: requirements.txt pyproject.toml tools/setup.sh mininet/accessnet/delayline.c $(wildcard mininet/accessnet/bpf/*.c)
@@ -61,7 +61,7 @@ mininet: .setup-stamp
 # Analysis only (no root, no network): needs the .venv, not the rest of 'make setup'.
 sweep: .setup-stamp
 	@test -n "$(SWEEP)$(RESUME)" || { echo "make sweep: say which, e.g. make sweep SWEEP=web-iw (experiments/sweeps/), or RESUME=results/<run>" >&2; exit 1; }
-	@$(P4ENV); $(PY) -m accessnet.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS)) $(if $(RESUME),--resume $(RESUME)) $(if $(ENGINE),--engine $(ENGINE)) $(if $(RAY_ADDRESS),--ray-address $(RAY_ADDRESS))
+	@$(P4ENV); $(PY) -m accessnet.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS)) $(if $(RESUME),--resume $(RESUME)) $(if $(ONLY),--only '$(ONLY)') $(if $(ENGINE),--engine $(ENGINE)) $(if $(RAY_ADDRESS),--ray-address $(RAY_ADDRESS))
 
 report:
 	@test -n "$(RUN)" || { echo "make report: say which run, e.g. make report RUN=results/<run>" >&2; exit 1; }

@@ -116,6 +116,33 @@ def test_the_seed002_sweeps_run_the_webrtc_flow_at_both_delays_under_every_aqm()
             ("webrtc5", 1, 5), ("webrtc10", 2, 10)}  # the seed's two cases
 
 
+def test_only_selects_replications_by_name_and_the_record_keeps_it(tmp_path, capsys):
+    path = str(write_sweep(tmp_path))
+    assert sweep.main([path, "--list", "--only", "lte-250p-iwa|web1-hspa-48p-fifo-iw10/rep1"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert listed[:-2] == ["web1-hspa-48p-fifo-iw10/rep1", "web1-lte-250p-iwa-iw10/rep0",
+                           "web1-lte-250p-iwa-iw10/rep1", "web6-lte-250p-iwa-iw10/rep0",
+                           "web6-lte-250p-iwa-iw10/rep1"]
+    # a resumed sweep runs the selection its record kept
+    data, units = sweep.load_sweep(path)
+    rundir = tmp_path / "run"
+    rundir.mkdir()
+    record = {"sweep": "s", "file": data, "scenarios": sweep.scenario_files(data), "only": "web6-lte"}
+    (rundir / "run.json").write_text(json.dumps(record))
+    _, resumed = sweep.resume_record(rundir, None)
+    assert [u.key for u in resumed] == [u.key for u in units if "web6-lte" in u.key] != []
+
+
+def test_only_that_selects_nothing_or_is_no_regex_is_refused(tmp_path, capsys):
+    path = str(write_sweep(tmp_path))
+    assert sweep.main([path, "--list", "--only", "edge"]) == 2
+    assert "matches none of the sweep's 16 replications" in capsys.readouterr().err
+    assert sweep.main([path, "--list", "--only", "web(6"]) == 2
+    assert "not a regular expression" in capsys.readouterr().err
+    assert sweep.main(["--resume", str(tmp_path), "--only", "web6"]) == 2
+    assert "keeps the selection it started with" in capsys.readouterr().err
+
+
 def test_bad_sweeps_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="unknown key"):
         sweep.load_sweep(str(write_sweep(tmp_path, colour=["red"])))

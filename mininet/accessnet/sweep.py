@@ -18,6 +18,10 @@
     scenarios = ["web6"]                   # keys above, and the top level's where it names none
     reps = 10
 
+``--only REGEX`` runs the replications whose name (``<case>/rep<k>``, as ``--list`` prints them) the
+regular expression matches somewhere, e.g. ``--only 'hspa-24p|web6-bulk-lte'`` for the units a table still
+lacks; the sweep's record keeps it, so ``--resume`` runs the same selection.
+
 Every replication is one unit of work written atomically by
 ``replication.run_rep`` into ``<run>/<scenario>-<case>/rep<k>``: an interrupted sweep
 loses nothing finished and ``--resume`` runs only what is missing. A failed
@@ -34,6 +38,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -130,6 +135,21 @@ def scenario_files(data: dict) -> dict:
     return out
 
 
+def select(units: list[Unit], only: str | None) -> list[Unit]:
+    """The replications whose name (``<case>/rep<k>``) ``only`` matches somewhere (all of them without it)."""
+    if only is None:
+        return units
+    try:
+        pattern = re.compile(only)
+    except re.error as e:
+        raise ConfigError(f"--only {only!r}: not a regular expression ({e})") from None
+    chosen = [u for u in units if pattern.search(u.key)]
+    if not chosen:
+        raise ConfigError(f"--only {only!r} matches none of the sweep's {len(units)} replications (--list names "
+                          "them)")
+    return chosen
+
+
 def resume_record(rundir: Path, sweep: str | None) -> tuple[dict, list[Unit]]:
     """A sweep's own record (run.json), checked against the sweep the command line names, if any."""
     try:
@@ -142,7 +162,7 @@ def resume_record(rundir: Path, sweep: str | None) -> tuple[dict, list[Unit]]:
     if sweep is not None and Path(sweep).stem != rec["sweep"]:
         raise RecordError(f"{rundir} is sweep {rec['sweep']!r}, not {Path(sweep).stem!r}: resume it without "
                           "naming the sweep (it keeps its own)")
-    units = check_sweep(rec["file"], f"{rec['sweep']}.toml", rec.get("scenarios"))
+    units = select(check_sweep(rec["file"], f"{rec['sweep']}.toml", rec.get("scenarios")), rec.get("only"))
     rec["history"] = [*rec.get("history", []), history_entry("resume", len(units), str(rec["file"].get("switch")))]
     return rec, units
 
@@ -156,19 +176,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "results")
     ap.add_argument("--resume", type=Path, help="continue a sweep directory from its own record (run.json)")
     ap.add_argument("--list", action="store_true", help="print the matrix and exit")
+    ap.add_argument("--only", metavar="REGEX", help="only the replications whose <case>/rep<k> this matches (kept "
+                                                    "in the record: --resume runs the same selection)")
     ap.add_argument("--engine", choices=["local", "ray"], default="local",
                     help="local: this machine (--jobs); ray: one replication per Ray lab node (accessnet.ray_engine)")
     ap.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one)")
     a = ap.parse_args(argv)
     try:
         if a.resume:
+            if a.only is not None:
+                raise ConfigError("--only with --resume: a sweep keeps the selection it started with")
             rec, units = resume_record(a.resume, a.sweep)
         elif a.sweep:
             data, _ = load_sweep(a.sweep)
             files = scenario_files(data)
-            units = check_sweep(data, a.sweep, files)
+            units = select(check_sweep(data, a.sweep, files), a.only)
             rec = {"format": 2, "kind": "sweep", "sweep": Path(a.sweep).stem, "file": data, "scenarios": files,
                    "replications": len(units), "history": [history_entry("start", len(units), str(data.get("switch")))]}
+            if a.only is not None:
+                rec["only"] = a.only
         else:
             ap.error("name a sweep, or --resume a sweep directory")
     except (ConfigError, RecordError) as e:
