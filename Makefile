@@ -12,7 +12,7 @@ SCENARIO ?= web6
 REPS ?=
 RUN ?=
 
-.PHONY: help setup toolchain doctor build test bench mininet sweep report clean
+.PHONY: help setup toolchain doctor build test bench mininet sweep paper report clean
 
 help:
 	@echo "make setup     install system packages, the pinned .venv, check the P4 toolchain (idempotent)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench     benchmarks: BMv2 forwarding rate per AQM vs plain forwarding, model speed"
 	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/ (RESUME=results/<run> continues one)"
 	@echo "make sweep SWEEP=web-iw [JOBS=n]      a matrix of scenarios (experiments/sweeps/), resumable: RESUME=results/<run>; ONLY=regex runs the matching replications; ENGINE=ray [RAY_ADDRESS=host:port] on a Ray lab cluster"
+	@echo "make paper [QUICK=1]                  the seeds beside the lab: sweep paper (or paper-quick) and its report; RESUME=results/<run>"
 	@echo "make report RUN=results/<run>         report of a run from its data files: RUN/report/report.md + figures"
 
 .setup-stamp: requirements.txt pyproject.toml tools/setup.sh mininet/accessnet/delayline.c $(wildcard mininet/accessnet/bpf/*.c)
@@ -62,6 +63,13 @@ mininet: .setup-stamp
 sweep: .setup-stamp
 	@test -n "$(SWEEP)$(RESUME)" || { echo "make sweep: say which, e.g. make sweep SWEEP=web-iw (experiments/sweeps/), or RESUME=results/<run>" >&2; exit 1; }
 	@$(P4ENV); $(PY) -m accessnet.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS)) $(if $(RESUME),--resume $(RESUME)) $(if $(ONLY),--only '$(ONLY)') $(if $(ENGINE),--engine $(ENGINE)) $(if $(RAY_ADDRESS),--ray-address $(RAY_ADDRESS))
+
+# The seeds' tables beside the lab's (issue 13): the sweep paper (PAM'13 and IETF79 at paper scale; QUICK=1
+# for paper-quick, about 1.5 hours), then its report. RESUME=results/<run> continues one and reports it.
+paper: .setup-stamp
+	@$(MAKE) --no-print-directory sweep $(if $(RESUME),RESUME=$(RESUME),SWEEP=paper$(if $(QUICK),-quick))
+	@run="$(RESUME)"; test -n "$$run" || run=$$(ls -1dt results/*-sweep-paper$(if $(QUICK),-quick) | head -n 1); \
+	$(MAKE) --no-print-directory report RUN="$$run"
 
 report:
 	@test -n "$(RUN)" || { echo "make report: say which run, e.g. make report RUN=results/<run>" >&2; exit 1; }

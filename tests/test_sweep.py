@@ -116,6 +116,28 @@ def test_the_seed002_sweeps_run_the_webrtc_flow_at_both_delays_under_every_aqm()
             ("webrtc5", 1, 5), ("webrtc10", 2, 10)}  # the seed's two cases
 
 
+def test_a_sweep_of_sweeps_runs_the_included_matrices_in_order_and_refuses_anything_else(tmp_path):
+    _, quick = sweep.load_sweep("paper-quick")
+    parts = [sweep.load_sweep(n)[1] for n in ("pam13-quick", "ietf79-quick")]
+    assert [u.key for u in quick] == [u.key for p in parts for u in p]  # PAM'13 first, then IETF79
+    assert {u.sc.cc for u in quick if u.case.scenario.startswith("burst")} == {"reno"}  # each part keeps its keys
+    assert {u.sc.cc for u in quick if not u.case.scenario.startswith("burst")} != {"reno"}
+    data, full = sweep.load_sweep("paper")
+    assert data["included"] == ["pam13", "ietf79"] and "include" not in data  # the record keeps the matrices
+    assert len(full) == sum(len(sweep.load_sweep(n)[1]) for n in ("pam13", "ietf79"))
+    assert [u.key for u in sweep.check_sweep(data, "paper.toml")] == [u.key for u in full]  # what a resume reads
+    (tmp_path / "a.toml").write_text(f'include = ["{tmp_path / "b.toml"}"]\n')
+    (tmp_path / "b.toml").write_text(f'include = ["{tmp_path / "a.toml"}"]\n')
+    with pytest.raises(ConfigError, match="includes itself"):
+        sweep.load_sweep(str(tmp_path / "a.toml"))
+    (tmp_path / "c.toml").write_text('include = ["pam13-quick"]\nreps = 2\n')
+    with pytest.raises(ConfigError, match="names nothing else"):
+        sweep.load_sweep(str(tmp_path / "c.toml"))
+    (tmp_path / "d.toml").write_text('include = "pam13-quick"\n')
+    with pytest.raises(ConfigError, match="non-empty list"):
+        sweep.load_sweep(str(tmp_path / "d.toml"))
+
+
 def test_only_selects_replications_by_name_and_the_record_keeps_it(tmp_path, capsys):
     path = str(write_sweep(tmp_path))
     assert sweep.main([path, "--list", "--only", "lte-250p-iwa|web1-hspa-48p-fifo-iw10/rep1"]) == 0

@@ -18,6 +18,10 @@
     scenarios = ["web6"]                   # keys above, and the top level's where it names none
     reps = 10
 
+A sweep may instead be made of other sweeps: ``include = ["pam13-quick", "ietf79-quick"]`` (and nothing else
+but a description) runs their matrices one after the other as one run, so one report holds them all
+(``paper``, ``paper-quick``). The run's record keeps the included matrices as they were when it started.
+
 ``--only REGEX`` runs the replications whose name (``<case>/rep<k>``, as ``--list`` prints them) the
 regular expression matches somewhere, e.g. ``--only 'hspa-24p|web6-bulk-lte'`` for the units a table still
 lacks; the sweep's record keeps it, so ``--resume`` runs the same selection.
@@ -54,10 +58,16 @@ from .topology import ROOT
 
 SWEEP_DIR = ROOT / "experiments" / "sweeps"
 MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch", "irtos", "cc"}
-KEYS = MATRIX_KEYS | {"description", "part"}
+KEYS = MATRIX_KEYS | {"description", "part", "included"}  # included: what include named (the record)
 
 
 def load_sweep(name_or_path: str) -> tuple[dict, list[Unit]]:
+    """The sweep file's data, its ``include`` resolved into parts, and its replications."""
+    data, path = read_sweep(name_or_path, ())
+    return data, check_sweep(data, path.name)
+
+
+def read_sweep(name_or_path: str, within: tuple[str, ...]) -> tuple[dict, Path]:
     path = Path(name_or_path)
     if not path.suffix:
         path = SWEEP_DIR / f"{name_or_path}.toml"
@@ -66,7 +76,25 @@ def load_sweep(name_or_path: str) -> tuple[dict, list[Unit]]:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"sweep {path}: {e}") from None
     scen.check_name("sweep", path.stem)
-    return data, check_sweep(data, path.name)
+    return (resolve_include(data, path, within) if "include" in data else data), path
+
+
+def resolve_include(data: dict, path: Path, within: tuple[str, ...]) -> dict:
+    """A sweep of sweeps as one sweep: every included sweep's matrices as parts, in the order named."""
+    names = data["include"]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{path.name}: include = {names!r}: must be a non-empty list of sweep names")
+    extra = set(data) - {"include", "description"}
+    if extra:
+        raise ConfigError(f"{path.name}: a sweep with include names nothing else but a description (found "
+                          f"{sorted(extra)}); put the matrices in the included sweeps")
+    if path.stem in within:
+        raise ConfigError(f"{path.name}: includes itself ({' -> '.join((*within, path.stem))})")
+    parts = []
+    for name in names:
+        sub, _ = read_sweep(name, (*within, path.stem))
+        parts += matrices(sub)
+    return {"description": data.get("description", ""), "included": names, "part": parts}
 
 
 def check_sweep(data: dict, label: str, scenarios: dict | None = None) -> list[Unit]:
