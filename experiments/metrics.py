@@ -364,7 +364,7 @@ BULK_COOLDOWN_S = 2.0
 SYN_MATCH_NS = 1 * NS  # a flow's first SYN leaves within this of its connect() (flows.csv start_ns)
 SYN_EARLY_NS = 1 * MS  # ... and no earlier than this before it (pcap timestamps are truncated to the us)
 TCP_SYN, TCP_ACK = 0x02, 0x10
-TCP_HEADER_COLUMNS = ["ts_ns", "src", "dst", "sport", "dport", "seq", "ack", "flags"]
+TCP_HEADER_COLUMNS = ["ts_ns", "src", "dst", "sport", "dport", "seq", "ack", "flags", "ip_id", "payload"]
 _PCAP_MAGICS = {b"\xd4\xc3\xb2\xa1": ("<", 1000), b"\xa1\xb2\xc3\xd4": (">", 1000),  # us timestamps
                 b"\x4d\x3c\xb2\xa1": ("<", 1), b"\xa1\xb2\x3c\x4d": (">", 1)}  # ns timestamps
 _DLT_EN10MB = 1
@@ -381,7 +381,8 @@ def bulk_bursts(meta: dict) -> set[int]:
 def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
     """The IPv4 TCP headers of a classic pcap with Ethernet frames (tcpdump's client.pcap, server.pcap): one row
     per segment with ``TCP_HEADER_COLUMNS`` (ts_ns exact from the record's us or ns; addresses as integers;
-    seq/ack as unsigned 32-bit values; flags the TCP flag byte), and the time of the capture's last frame of any
+    seq/ack as unsigned 32-bit values; flags the TCP flag byte; ip_id the IPv4 identification; payload the TCP
+    payload's length from the IP total length, so a capture's snap length does not matter), and the time of the capture's last frame of any
     kind (None without frames). Non-first IP fragments and frames too short for the TCP header are skipped;
     a capture cut inside its last record (tcpdump killed) is read up to the cut. A missing file, a file without
     a pcap header or of another link type raises MetricsError naming it."""
@@ -401,7 +402,7 @@ def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
     if linktype != _DLT_EN10MB:
         raise MetricsError(f"{path}: link type {linktype}, expected Ethernet ({_DLT_EN10MB})")
     rec = struct.Struct(endian + "IIII")
-    tcp = struct.Struct("!HHIIxB")
+    tcp = struct.Struct("!HHIIBB")
     rows: list[tuple] = []
     last = None
     pos, n = 24, len(data)
@@ -422,7 +423,10 @@ def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
         if t + 14 > pos:
             continue
         src, dst = struct.unpack_from("!II", data, off + 12)
-        rows.append((last, src, dst, *tcp.unpack_from(data, t)))
+        total, ip_id = struct.unpack_from("!HH", data, off + 2)
+        sport, dport, seq, ack, doff, flags = tcp.unpack_from(data, t)
+        payload = max(total - (t - off) - (doff >> 4) * 4, 0)
+        rows.append((last, src, dst, sport, dport, seq, ack, flags, ip_id, payload))
     df = pd.DataFrame(rows, columns=TCP_HEADER_COLUMNS) if rows else pd.DataFrame(
         {c: pd.Series(dtype="int64") for c in TCP_HEADER_COLUMNS})
     return df.astype("int64"), last
@@ -552,6 +556,17 @@ def bulk_goodput(rep: Path, flows: pd.DataFrame, meta: dict, end_ns: int,
     return {**out, "bytes": int(total), "goodput_bps": total * 8 * NS / (end - start)}
 
 
+def capture_timeouts(rep: Path, flows: pd.DataFrame) -> dict:
+    """``experiments.timeouts.timeouts`` of the replication, skipping the captures when the server logged no
+    retransmission on any flow (the count then is 0 by construction: a timeout of the server is a
+    retransmission, and the client's SYN sent again makes the server resend its SYN-ACK)."""
+    from .timeouts import FIELDS, timeouts
+    retrans = _int_col(flows["retrans"]) if len(flows) else pd.Series(dtype="Int64")
+    if len(retrans) and not retrans.isna().any() and int(retrans.sum()) == 0:
+        return {**dict.fromkeys(FIELDS, 0), "not_measured": None}
+    return timeouts(rep)
+
+
 # ----------------------------------------------------------------------------- rtc+web (seeds' 002)
 
 RTC_TX_COLUMNS = ("seq", "send_ns", "size", "rate_bps")
@@ -677,6 +692,7 @@ def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_M
     out["jitter_buffers_ms"] = per_jb
     if flows is not None:
         out["tcp"] = tcp_metrics(flows)
+        out["tcp"]["timeouts"] = capture_timeouts(Path(path), flows)
     if bulk_bursts(meta):
         out["bulk"] = bulk_goodput(Path(path), flows, meta, int(df["send_ns"].max()))
     sfx = rtc_suffixes(Path(path))

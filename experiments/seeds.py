@@ -25,6 +25,10 @@ computed from the replications the report loaded, with the same definitions (``e
   replications of burst workloads with 1+1 and 6+6 flows on EDGE pooled. The study had no audio: its OWD is
   the TCP segments' own; the lab's audio samples the same queue every 20 ms, so its maximum can fall short
   of the segments' by up to what the queue gains in 20 ms.
+* IETF79's measures per burst case (``ietf79_measures_md``): the audio's largest OWD, each burst's elapsed time,
+  Jain's index within and between the bursts, and the RTOs: the server's count beside the timeouts in the
+  captures with the spurious ones told apart (``experiments.timeouts``). The slides give these as figures
+  over many cases, not as numbers to set beside them, so the table is the lab's alone.
 
 * Seed 002's table: one RRTCC flow against 5 web users on 5 Mbit/s with 50 and 100 ms link delay, a
   50-packet drop-tail queue, 30 ns-2 runs: the real-time flow's goodput and loss, the web users' throughput
@@ -218,6 +222,45 @@ def ietf79_orderings(cases: Sequence[Case]) -> list[Ordering]:
     return out
 
 
+IETF79_MEASURES_HEADER = ["case", "reps", "max audio OWD (s)", "burst 1 (s)", "burst 2 (s)", "Jain burst 1",
+                          "Jain burst 2", "Jain between", "RTOs / rep (server)", "timeouts / rep (captures)",
+                          "spurious / rep", "unknown / rep"]
+
+
+def _burst_value(r, k: int, key: str) -> float | None:
+    """The k-th burst's (0-based, in flows.csv order) ``key`` of tcp_metrics, None when it has none."""
+    bursts = (r.summary.get("tcp") or {}).get("bursts") or {}
+    order = sorted(bursts, key=int)
+    return bursts[order[k]].get(key) if k < len(order) else None
+
+
+def _timeouts(r, key: str) -> float | None:
+    t = (r.summary.get("tcp") or {}).get("timeouts") or {}
+    return t.get(key)
+
+
+def ietf79_measures_md(cases: Sequence[Case]) -> list[str]:
+    """IETF79's measures per burst case (scenario burst*): the audio's largest OWD (kept packets, over the
+    replications), each burst's elapsed time (first start to last end) and Jain's index of its flows' goodput,
+    Jain's index between the bursts, and the RTOs: the server's count and the timeouts in the captures with the
+    spurious ones told apart (experiments.timeouts); mean ± 95 % CI over replications."""
+    rows = []
+    for c in sorted((c for c in cases if c.reps and _scenario(c).startswith("burst")),
+                    key=lambda c: (*_profile_buffer(c), _scenario(c), c.sort_key())):
+        rs = c.reps
+        rows.append([c.name, str(len(rs)), _num(max_owd_s([c])),
+                     fmt_ci(mean_ci95(_burst_value(r, 0, "completion_s") for r in rs), 1, 2, "incomplete"),
+                     fmt_ci(mean_ci95(_burst_value(r, 1, "completion_s") for r in rs), 1, 2, "incomplete"),
+                     fmt_ci(mean_ci95(_burst_value(r, 0, "jain") for r in rs), 1, 3, "incomplete"),
+                     fmt_ci(mean_ci95(_burst_value(r, 1, "jain") for r in rs), 1, 3, "incomplete"),
+                     fmt_ci(mean_ci95((r.summary.get("tcp") or {}).get("jain_between_bursts") for r in rs), 1, 3,
+                            "incomplete"),
+                     fmt_ci(mean_ci95((r.summary.get("tcp") or {}).get("rtos") for r in rs), 1, 1),
+                     *(fmt_ci(mean_ci95(_timeouts(r, k) for r in rs), 1, 1, "not measured")
+                       for k in ("timeouts", "spurious", "unknown"))])
+    return _md_table(IETF79_MEASURES_HEADER, rows) if rows else ["(no burst workload in these runs)"]
+
+
 def _num(v: float | None) -> str:
     return "–" if v is None else f"{v:.3f}"
 
@@ -351,6 +394,12 @@ def seeds_md(cases: Sequence[Case]) -> list[str]:
             "PAM'13 gives Fig. 5 as curves (IW10 near 100 % at small jitter buffers); the lab's FIFO web units, "
             "mean ± 95 % CI over replications. Its statements are checked in the orderings below.", "",
             *pam13_fig5_md(cases), "",
+            "### IETF79's measures: bursts of web flows", "",
+            "Per burst case: the audio's largest one-way delay, each burst's elapsed time and the fairness "
+            "(Jain's index) within and between the bursts, and the RTOs. The server counts its RTOs itself; the "
+            "captures count the timeouts of both ends (the client's SYN and the server's SYN-ACK too) and tell "
+            "the spurious ones apart: the first copy reached the receiver all the same "
+            "(`experiments/timeouts.py`).", "", *ietf79_measures_md(cases), "",
             "### Orderings", "",
             *orderings_md([*pam13_orderings(cases), *pam13_fig_orderings(cases), *ietf79_orderings(cases)]), "",
             "### Seed 002: one real-time flow against five web users", "",

@@ -172,3 +172,36 @@ def test_pam13_fig5_and_fig6_statements_from_runs(tmp_path: Path, monkeypatch):
     assert len(fig5) == 1 and "| 15.0 |" in fig5[0]  # 3 of 20 late at 40 ms, one replication (no interval)
     md = "\n".join(seeds.seeds_md(cases))
     assert "### PAM'13 Fig. 5" in md and "Fig. 6: \"the arrival of the initial windows" in md
+
+
+def test_ietf79_measures_per_burst_case_with_the_timeouts_told_apart(tmp_path: Path):
+    """A burst1+1 replication: burst 0 (one flow of 62 kB in 0.38 s) then burst 1 (one of 62 kB in 0.1 s): Jain's
+    index between the bursts over their goodputs (in 1/0.38 to 1/0.1); its captures hold one spurious timeout
+    (test_timeouts' queue-delayed segment), and the server's own count (2) is shown beside the captures' (1)."""
+    from test_report import TCP_START
+
+    from test_timeouts import Link, down, handshake, seg
+
+    run = tmp_path / "run"
+    r = write_rep(run, "burst1+1-edge-14p-redok-iw10-irto1", 0, spike(300), aqm="redok", meta_extra={
+        "scenario": "burst1+1", "n_flows": 2, "irto_s": 1, "profile": {"name": "edge", "rate_bps": 160e3,
+                                                                      "delay_ms": 250.0}})
+    ms = 1_000_000
+    (r / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n"
+                                 f"0,0,{TCP_START},{TCP_START + 380 * ms},62000,1,2,1\n"
+                                 f"1,1,{TCP_START + 400 * ms},{TCP_START + 500 * ms},62000,0,0,1\n")
+    link = Link()
+    handshake(link)
+    link.send(60, down(seg(1), 11), 1360)
+    link.send(1055, down(seg(1), 12), 1400)
+    link.write(r)
+    cases = report.load_cases([run])[0]
+    rows = [x for x in seeds.ietf79_measures_md(cases) if x.startswith("| burst1+1")]
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert dict(zip(seeds.IETF79_MEASURES_HEADER, cells)) == {
+        "case": "burst1+1-edge-14p-redok-iw10-irto1", "reps": "1", "max audio OWD (s)": f"{(BASE_MS + 300) / 1e3:.3f}",
+        "burst 1 (s)": "0.38", "burst 2 (s)": "0.10", "Jain burst 1": "1.000", "Jain burst 2": "1.000",
+        "Jain between": f"{(1 / 0.38 + 1 / 0.1) ** 2 / (2 * (1 / 0.38 ** 2 + 1 / 0.1 ** 2)):.3f}",
+        "RTOs / rep (server)": "2.0", "timeouts / rep (captures)": "1.0", "spurious / rep": "1.0",
+        "unknown / rep": "0.0"}
+    assert seeds.ietf79_measures_md([]) == ["(no burst workload in these runs)"]

@@ -1,0 +1,149 @@
+"""Retransmission timeouts seen in the captures, the spurious ones told apart (issue 13: IETF79's "RTO counts").
+
+The server's own count (flows.csv ``rtos``: entries into TCP_CA_Loss, sampled by ``accessnet.web``) says how
+many timeouts a flow had, not whether the segment it resent had been lost. With a deep queue and a 1 s initial
+RTO, the timer can fire while the first copy still waits in the bottleneck: the retransmission is spurious,
+and IETF79 asks how often that happens. The two captures tell (``server.pcap``: every segment the server sent
+and every segment it received; ``client.pcap``: every segment that reached the client), on each TCP connection
+(a 4-tuple and the server's initial sequence number, so a reused client port is a new connection):
+
+* A **timeout** is a retransmission the timer sent: a copy of the segment at the lowest unacknowledged
+  sequence number (the SYN-ACK, or data at the highest ACK the server had captured) sent again at least
+  ``RTO_MIN_NS`` (200 ms, Linux's minimum RTO) after the last segment the server captured from the client on
+  that connection. A fast retransmit follows an incoming (duplicate) ACK within microseconds and is not
+  counted; the retransmissions that follow a timeout are clocked by ACKs and are not counted either, so each
+  timeout counts once, by its first retransmission. A tail loss probe that resends a flow's only outstanding
+  segment looks the same and is counted (the server's own count leaves it out). The client's SYN, sent again
+  when no SYN-ACK came within its initial RTO, is a timeout of the client.
+* **Spurious**: a copy sent before the retransmission reached the receiver. Linux numbers the IP packets of a
+  connected socket (the IP ID), so where the copies' IDs differ the receiver's capture says exactly which
+  arrived. Where they are equal (a SYN-ACK: ID 0) the order decides, since the path keeps it (one FIFO queue
+  per direction; an AQM drops, it never reorders): with m copies sent, the retransmission the j-th, and n
+  captured at the receiver, at least n - (m - j + 1) copies sent before it arrived; and a copy captured before
+  the retransmission was sent was sent before it. Either makes it spurious; no copy arriving makes it
+  **needed**; anything else is **unknown** (one copy arrived, and it may be either).
+
+``timeouts(rep)`` counts them in a replication; ``summarize_rep`` puts the counts under ``tcp["timeouts"]``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .metrics import TCP_ACK, TCP_SYN, MetricsError, read_tcp_headers
+
+MS = 1_000_000
+RTO_MIN_NS = 200 * MS
+SEQ = 2**32
+FIELDS = ("timeouts", "handshake", "spurious", "needed", "unknown")
+
+
+def _epochs(pk: pd.DataFrame, synacks: pd.DataFrame) -> pd.DataFrame:
+    """pk's segments of the server's connections, each with its connection's key (client address and port,
+    server address and port) and the server's ISN in force when it was captured (the latest SYN-ACK of the
+    4-tuple in ``synacks`` at or before it; for the client's SYN, the one at or after it)."""
+    down = pk.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port"})
+    up = pk.rename(columns={"dst": "s_ip", "dport": "s_port", "src": "c_ip", "sport": "c_port"})
+    down["down"], up["down"] = True, False
+    both = pd.concat([down, up], ignore_index=True)
+    key = ["s_ip", "s_port", "c_ip", "c_port"]
+    isn = synacks.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port",
+                                  "seq": "isn", "ts_ns": "isn_ts"})[key + ["isn", "isn_ts"]]
+    isn = isn.drop_duplicates(key + ["isn"]).sort_values("isn_ts")
+    both = both[both.set_index(key).index.isin(isn.set_index(key).index)].sort_values("ts_ns")
+    back = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="backward")
+    ahead = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="forward")
+    # a client's SYN comes before its connection's SYN-ACK (the first, or the one answering it when sent again);
+    # anything else after it
+    syn = ((back["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN).to_numpy()
+    back["isn"] = np.where(syn, ahead["isn"].fillna(back["isn"]), back["isn"].fillna(ahead["isn"]))
+    back = back.dropna(subset=["isn"])
+    back["isn"] = back["isn"].astype("int64")
+    return back.drop(columns=["isn_ts"])
+
+
+def _fate(sent_ids: list[int], sent_ts: list[int], j: int, got_ids: list[int], got_ts: list[int]) -> str:
+    """'spurious', 'needed' or 'unknown' for copy j (0-based, j >= 1) of a segment sent at sent_ts with IP IDs
+    sent_ids, of which the receiver captured copies with got_ids at got_ts (module docstring)."""
+    if not got_ids:
+        return "needed"
+    if len(set(sent_ids)) == len(sent_ids):
+        return "spurious" if set(sent_ids[:j]) & set(got_ids) else "needed"
+    m, n = len(sent_ids), len(got_ids)
+    if n - (m - j) >= 1 or min(got_ts) < sent_ts[j]:
+        return "spurious"
+    return "unknown"
+
+
+def _count(out: dict, sender: pd.DataFrame, receiver: pd.DataFrame, rel: int, j: int) -> None:
+    """Judge copy j of the segment at relative sequence number rel (sender's copies in time order)."""
+    same = sender[sender["rel"] == rel]
+    got = receiver[receiver["rel"] == rel]
+    out[_fate(same["ip_id"].tolist(), same["ts_ns"].tolist(), j, got["ip_id"].tolist(), got["ts_ns"].tolist())] += 1
+    out["timeouts"] += 1
+
+
+def count_connection(sv: pd.DataFrame, cl: pd.DataFrame) -> dict:
+    """The timeouts of one connection from its segments in server.pcap (sv) and client.pcap (cl), both with
+    columns ts_ns, down (server to client), flags, seq, ack, ip_id, payload and isn, in time order."""
+    out = dict.fromkeys(FIELDS, 0)
+
+    def rel(v: pd.Series, isn: pd.Series) -> pd.Series:
+        return (v - isn) % SEQ
+
+    # the client's SYN: every copy after the first is its timer's
+    syn_c = cl[~cl["down"] & ((cl["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN)].assign(rel=0)
+    syn_s = sv[~sv["down"] & ((sv["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN)].assign(rel=0)
+    for j in range(1, len(syn_c)):
+        _count(out, syn_c, syn_s, 0, j)
+        out["handshake"] += 1
+    # the server's segments: the SYN-ACK at relative 0, data from 1
+    first = (sv["down"] & (((sv["flags"] & TCP_SYN) != 0) | (sv["payload"] > 0)))
+    data = sv[first].assign(rel=lambda d: rel(d["seq"], d["isn"]))
+    arrived = cl[cl["down"] & (((cl["flags"] & TCP_SYN) != 0) | (cl["payload"] > 0))]
+    arrived = arrived.assign(rel=lambda d: rel(d["seq"], d["isn"]))
+    seen: dict[int, int] = {}
+    snd_una, last_rx = 0, None
+    up = ~sv["down"]
+    for ts, is_up, flags, ack, isn, r in zip(sv["ts_ns"], up, sv["flags"], sv["ack"], sv["isn"],
+                                             np.where(first, (sv["seq"] - sv["isn"]) % SEQ, -1)):
+        if is_up:
+            last_rx = ts
+            if flags & TCP_ACK:
+                snd_una = max(snd_una, (ack - isn) % SEQ)
+            continue
+        if r < 0:
+            continue
+        k = seen.get(r, 0)
+        seen[r] = k + 1
+        if k and r == snd_una and last_rx is not None and ts - last_rx >= RTO_MIN_NS:
+            _count(out, data, arrived, r, k)
+            out["handshake"] += int(r == 0)
+    return out
+
+
+def timeouts(rep: Path) -> dict:
+    """The replication's timeouts, summed over its TCP connections: {"timeouts", "handshake", "spurious",
+    "needed", "unknown", "not_measured"}; without both captures the counts are None and not_measured says
+    why (naming the file)."""
+    rep = Path(rep)
+    try:
+        sv, _ = read_tcp_headers(rep / "server.pcap")
+        cl, _ = read_tcp_headers(rep / "client.pcap")
+    except MetricsError as e:
+        return {**dict.fromkeys(FIELDS), "not_measured": str(e)}
+    synacks = sv[(sv["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)]
+    total = dict.fromkeys(FIELDS, 0)
+    if synacks.empty:
+        return {**total, "not_measured": None}
+    key = ["s_ip", "s_port", "c_ip", "c_port", "isn"]
+    sv_c = dict(tuple(_epochs(sv, synacks).groupby(key, sort=False)))
+    cl_c = dict(tuple(_epochs(cl, synacks).groupby(key, sort=False)))
+    empty = next(iter(sv_c.values())).iloc[0:0]
+    for k, s in sv_c.items():
+        for f, v in count_connection(s, cl_c.get(k, empty)).items():
+            total[f] += v
+    return {**total, "not_measured": None}
