@@ -25,6 +25,15 @@ computed from the replications the report loaded, with the same definitions (``e
   replications of burst workloads with 1+1 and 6+6 flows on EDGE pooled. The study had no audio: its OWD is
   the TCP segments' own; the lab's audio samples the same queue every 20 ms, so its maximum can fall short
   of the segments' by up to what the queue gains in 20 ms.
+* IETF79's other statements (``ietf79_statements``), each per lab unit (link, buffer, AQM, initial RTO) as an
+  ordering of two means over replications: "With small number of TCP flows, IW10 improves performance" (the
+  bursts' mean elapsed time, 1+1 flows: IW3 > IW10) and "with larger number of flows, IW10 tends to decrease
+  performance" (6+6: IW10 > IW3); "Fairness for later starting traffic improves with IW10" (Jain's index
+  between the bursts: IW10 > IW3) and "Fairness within both bursts worse with IW10" (6+6, the mean of both
+  bursts' Jain's index: IW3 > IW10); on EDGE, "With large buffer, number of RTOs increase" with the 1 s initial
+  RTO (the server's count: IRTO 1 s > 3 s) and "Mostly spurious RTOs" (the captures' timeouts with IRTO 1 s:
+  spurious > needed; "-" when there were none). A tie counts as "differs": the seed states a strict order.
+
 * IETF79's measures per burst case (``ietf79_measures_md``): the audio's largest OWD, each burst's elapsed time,
   Jain's index within and between the bursts, and the RTOs: the server's count beside the timeouts in the
   captures with the spurious ones told apart (``experiments.timeouts``). The slides give these as figures
@@ -222,6 +231,97 @@ def ietf79_orderings(cases: Sequence[Case]) -> list[Ordering]:
     return out
 
 
+# IETF79's statements (slides "Test setup" summary and "IRTO: EDGE"), each an ordering of two lab means.
+IETF79_SMALL_N, IETF79_LARGE_N = 1, 6  # the quick matrix's "small" and "large number of flows" per burst
+IETF79_SAYS = {
+    "faster": "\"With small number of TCP flows, IW10 improves performance\"",
+    "slower": "\"With larger number of flows, IW10 tends to decrease performance\"",
+    "later": "\"Fairness for later starting traffic improves with IW10\"",
+    "within": "\"Fairness within both bursts worse with IW10\"",
+    "rtos": "EDGE: \"With large buffer, number of RTOs increase [with IRTO 1 s]\"",
+    "spurious": "EDGE: \"Mostly spurious RTOs\"",
+}
+
+
+def _burst_unit(c: Case) -> tuple[str, str, str, float | None, int] | None:
+    """(profile, buffer, AQM, initial RTO, flows per burst) of a burst case (scenario burst<N>+<N>), else None."""
+    sc = _scenario(c)
+    if not sc.startswith("burst") or "+" not in sc or not sc[5:].split("+")[0].isdigit() or c.iw is None:
+        return None
+    prof, buf = _profile_buffer(c)
+    irto = next((r.meta.get("irto_s") for r in c.reps if r.meta.get("irto_s") is not None), None)
+    return prof, buf, str(c.aqm), irto, int(sc[5:].split("+")[0])
+
+
+def _mean(vals) -> float | None:
+    return mean_ci95(vals)["mean"]
+
+
+def _rep_elapsed(r) -> float | None:
+    """The mean of a replication's burst elapsed times (each first start to last end), None unless all completed."""
+    bursts = (r.summary.get("tcp") or {}).get("bursts") or {}
+    times = [b.get("completion_s") for b in bursts.values()]
+    return float(np.mean(times)) if times and all(t is not None for t in times) else None
+
+
+def _rep_within(r) -> float | None:
+    bursts = (r.summary.get("tcp") or {}).get("bursts") or {}
+    js = [b.get("jain") for b in bursts.values()]
+    return float(np.mean(js)) if js and all(j is not None for j in js) else None
+
+
+def ietf79_statements(cases: Sequence[Case]) -> list[Ordering]:
+    """IETF79's other statements, each per lab unit (link, buffer, AQM, initial RTO), "a > b" with the lab's
+    means over replications: elapsed time (the mean of both bursts') IW3 > IW10 with one flow per burst and
+    IW10 > IW3 with six; Jain's index between the bursts IW10 > IW3; within the bursts (six flows, the mean of
+    both) IW3 > IW10; and on EDGE, RTOs per replication (the server's count) with IRTO 1 s > 3 s, and the
+    spurious timeouts of IRTO 1 s (captures) > the needed ones."""
+    by: dict[tuple, list[Case]] = {}
+    for c in cases:
+        u = _burst_unit(c)
+        if u is not None and c.reps:
+            by.setdefault((*u, int(c.iw)), []).append(c)
+
+    def val(key: tuple, f) -> float | None:
+        cs = by.get(key)
+        return _mean(f(r) for c in cs for r in c.reps) if cs else None
+
+    def tcp(name: str):
+        return lambda r: (r.summary.get("tcp") or {}).get(name)
+
+    def t_out(name: str):
+        return lambda r: ((r.summary.get("tcp") or {}).get("timeouts") or {}).get(name)
+
+    out = []
+    units = sorted({k[:4] for k in by}, key=str)
+    for prof, buf, aqm, irto in units:
+        unit = f"lab {prof} {buf} {aqm}" + (f" initial RTO {irto:g} s" if irto is not None else "")
+        u = (prof, buf, aqm, irto)
+        for n, what, a_iw, b_iw in ((IETF79_SMALL_N, "faster", 3, 10), (IETF79_LARGE_N, "slower", 10, 3)):
+            out.append(Ordering(f"IETF79 / {unit}", f"elapsed: IW{a_iw} > IW{b_iw}, {n}+{n} flows", None, None,
+                                val((*u, n, a_iw), _rep_elapsed), val((*u, n, b_iw), _rep_elapsed),
+                                IETF79_SAYS[what]))
+        for n in (IETF79_SMALL_N, IETF79_LARGE_N):
+            out.append(Ordering(f"IETF79 / {unit}", f"Jain between bursts: IW10 > IW3, {n}+{n} flows", None, None,
+                                val((*u, n, 10), tcp("jain_between_bursts")), val((*u, n, 3), tcp("jain_between_bursts")),
+                                IETF79_SAYS["later"]))
+        n = IETF79_LARGE_N
+        out.append(Ordering(f"IETF79 / {unit}", f"Jain within bursts: IW3 > IW10, {n}+{n} flows", None, None,
+                            val((*u, n, 3), _rep_within), val((*u, n, 10), _rep_within), IETF79_SAYS["within"]))
+    for prof, buf, aqm in sorted({k[:3] for k in by if k[0] == "edge"}):
+        unit = f"lab {prof} {buf} {aqm}"
+        for n in (IETF79_SMALL_N, IETF79_LARGE_N):
+            for iw in (3, 10):
+                one, three = (prof, buf, aqm, 1, n, iw), (prof, buf, aqm, 3, n, iw)
+                out.append(Ordering(f"IETF79 / {unit}", f"RTOs / rep: IRTO 1 s > 3 s, IW{iw} {n}+{n} flows", None,
+                                    None, val(one, tcp("rtos")), val(three, tcp("rtos")), IETF79_SAYS["rtos"]))
+                any_timeout = bool(val(one, t_out("timeouts")))  # none at all: nothing to judge ("-")
+                out.append(Ordering(f"IETF79 / {unit}", f"IRTO 1 s timeouts / rep: spurious > needed, IW{iw} "
+                                    f"{n}+{n} flows", None, None, val(one, t_out("spurious")) if any_timeout else None,
+                                    val(one, t_out("needed")) if any_timeout else None, IETF79_SAYS["spurious"]))
+    return out
+
+
 IETF79_MEASURES_HEADER = ["case", "reps", "max audio OWD (s)", "burst 1 (s)", "burst 2 (s)", "Jain burst 1",
                           "Jain burst 2", "Jain between", "RTOs / rep (server)", "timeouts / rep (captures)",
                           "spurious / rep", "unknown / rep"]
@@ -401,7 +501,8 @@ def seeds_md(cases: Sequence[Case]) -> list[str]:
             "the spurious ones apart: the first copy reached the receiver all the same "
             "(`experiments/timeouts.py`).", "", *ietf79_measures_md(cases), "",
             "### Orderings", "",
-            *orderings_md([*pam13_orderings(cases), *pam13_fig_orderings(cases), *ietf79_orderings(cases)]), "",
+            *orderings_md([*pam13_orderings(cases), *pam13_fig_orderings(cases), *ietf79_orderings(cases),
+                           *ietf79_statements(cases)]), "",
             "### Seed 002: one real-time flow against five web users", "",
             "Seed 002's ns-2 runs (RRTCC) beside the lab's replications with a real-time flow (mean ± 95 % CI); "
             "TFS = TCP throughput / (total throughput / number of flows).", "", *seed002_md(cases), "",

@@ -205,3 +205,30 @@ def test_ietf79_measures_per_burst_case_with_the_timeouts_told_apart(tmp_path: P
         "RTOs / rep (server)": "2.0", "timeouts / rep (captures)": "1.0", "spurious / rep": "1.0",
         "unknown / rep": "0.0"}
     assert seeds.ietf79_measures_md([]) == ["(no burst workload in these runs)"]
+
+
+def test_ietf79_statements_per_unit_from_runs(tmp_path: Path):
+    """EDGE FIFO with a 1 s initial RTO, one flow per burst: IW3's bursts take 0.38 s, IW10's 0.2 s, so "IW10
+    improves performance" holds; IW10 has 2 RTOs per replication and IW3 none, the 3 s RTO was not run ("-")."""
+    from test_report import TCP_START
+    ms = 1_000_000
+    run = tmp_path / "run"
+    for iw, span, rtos in ((3, 380, 0), (10, 200, 2)):
+        r = write_rep(run, f"burst1+1-edge-14p-fifo-iw{iw}-irto1", 0, spike(100), aqm="fifo", meta_extra={
+            "scenario": "burst1+1", "iw": iw, "n_flows": 2, "irto_s": 1,
+            "profile": {"name": "edge", "rate_bps": 160e3, "delay_ms": 250.0}, "buffer": {"packets": 14}})
+        (r / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n"
+                                     f"0,0,{TCP_START},{TCP_START + span * ms},90000,0,{rtos},1\n"
+                                     f"1,1,{TCP_START + 500 * ms},{TCP_START + (500 + span) * ms},90000,0,0,1\n")
+    got = {o.claim: o for o in seeds.ietf79_statements(report.load_cases([run])[0])
+           if o.seed == "IETF79 / lab edge 14p fifo initial RTO 1 s"}
+    faster = got["elapsed: IW3 > IW10, 1+1 flows"]
+    assert (faster.lab_a, faster.lab_b, faster.verdict) == (0.38, 0.2, "holds")
+    assert got["elapsed: IW10 > IW3, 6+6 flows"].verdict == "-"  # no 6+6 in these runs
+    between = got["Jain between bursts: IW10 > IW3, 1+1 flows"]
+    assert between.lab_a == between.lab_b == 1.0 and between.verdict == "differs"  # equal: the seed says more
+    rtos = [o for o in seeds.ietf79_statements(report.load_cases([run])[0])
+            if o.claim == "RTOs / rep: IRTO 1 s > 3 s, IW10 1+1 flows"]
+    assert len(rtos) == 1 and (rtos[0].lab_a, rtos[0].lab_b, rtos[0].verdict) == (2.0, None, "-")
+    md = "\n".join(seeds.seeds_md(report.load_cases([run])[0]))
+    assert "improves performance" in md and "| elapsed: IW3 > IW10, 1+1 flows |" in md
