@@ -382,10 +382,10 @@ def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
     """The IPv4 TCP headers of a classic pcap with Ethernet frames (tcpdump's client.pcap, server.pcap): one row
     per segment with ``TCP_HEADER_COLUMNS`` (ts_ns exact from the record's us or ns; addresses as integers;
     seq/ack as unsigned 32-bit values; flags the TCP flag byte; ip_id the IPv4 identification; payload the TCP
-    payload's length from the IP total length, so a capture's snap length does not matter), and the time of the capture's last frame of any
-    kind (None without frames). Non-first IP fragments and frames too short for the TCP header are skipped;
-    a capture cut inside its last record (tcpdump killed) is read up to the cut. A missing file, a file without
-    a pcap header or of another link type raises MetricsError naming it."""
+    payload's length from the IP total length, so a capture's snap length does not matter), and the time of the
+    capture's last frame of any kind (None without frames). Non-first IP fragments and frames too short for the
+    TCP header are skipped; a capture cut inside its last record (tcpdump killed) is read up to the cut. A
+    missing file, a file without a pcap header or of another link type raises MetricsError naming it."""
     path = Path(path)
     try:
         data = path.read_bytes()

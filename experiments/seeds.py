@@ -291,7 +291,7 @@ def ietf79_statements(cases: Sequence[Case]) -> list[Ordering]:
         return lambda r: (r.summary.get("tcp") or {}).get(name)
 
     def t_out(name: str):
-        return lambda r: ((r.summary.get("tcp") or {}).get("timeouts") or {}).get(name)
+        return lambda r: _timeouts(r, name)
 
     out = []
     units = sorted({k[:4] for k in by}, key=str)
@@ -304,8 +304,8 @@ def ietf79_statements(cases: Sequence[Case]) -> list[Ordering]:
                                 IETF79_SAYS[what]))
         for n in (IETF79_SMALL_N, IETF79_LARGE_N):
             out.append(Ordering(f"IETF79 / {unit}", f"Jain between bursts: IW10 > IW3, {n}+{n} flows", None, None,
-                                val((*u, n, 10), tcp("jain_between_bursts")), val((*u, n, 3), tcp("jain_between_bursts")),
-                                IETF79_SAYS["later"]))
+                                val((*u, n, 10), tcp("jain_between_bursts")),
+                                val((*u, n, 3), tcp("jain_between_bursts")), IETF79_SAYS["later"]))
         n = IETF79_LARGE_N
         out.append(Ordering(f"IETF79 / {unit}", f"Jain within bursts: IW3 > IW10, {n}+{n} flows", None, None,
                             val((*u, n, 3), _rep_within), val((*u, n, 10), _rep_within), IETF79_SAYS["within"]))
