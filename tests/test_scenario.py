@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from accessnet import scenario as scen
@@ -103,3 +104,32 @@ def test_scenario_names_must_be_path_safe(tmp_path):
     data = tomllib.loads((scen.SCENARIO_DIR / "web6.toml").read_text())
     with pytest.raises(ConfigError, match="scenario name"):
         scen.build(tmp_path / "a b;c.toml", data)
+
+
+def test_a_radio_profile_draws_its_rate_per_slot_paired_by_seed():
+    from accessnet.profiles import PROFILES
+    r = PROFILES["pam13radio"]
+    a, b, c = r.rate_schedule(7, 60.0), r.rate_schedule(7, 60.0), r.rate_schedule(8, 60.0)
+    assert a == b and a != c  # the same seed (every AQM of a pair) gets the same radio, another seed another
+    assert [t for t, _ in a] == [round(k * r.slot_s, 6) for k in range(len(a))] and a[-1][0] >= 60.0 - r.slot_s
+    rates = np.array([x for _, x in a])
+    assert rates.min() >= r.rate_min_bps and rates.max() <= 2 * r.rate_bps - r.rate_min_bps
+    assert abs(rates.mean() - r.rate_bps) < 0.1 * r.rate_bps  # 300 slots of a uniform draw: mean within 10 %
+    assert PROFILES["hspa"].rate_schedule(7, 60.0) == ()
+
+
+def test_custom_radio_profile_is_checked():
+    p = profile({"name": "myradio", "rate_bps": 2e6, "delay_ms": 10, "rate_min_bps": 5e5, "client_window_bytes": 20000})
+    assert p.rate_min_bps == 5e5 and p.slot_s == 0.2 and p.client_window_bytes == 20000 and p.server_delay_ms == 11
+    assert profile({"name": "fixed2", "rate_bps": 2e6, "delay_ms": 10}).rate_schedule(1, 5) == ()
+    with pytest.raises(ConfigError, match="above its mean"):
+        profile({"name": "bad", "rate_bps": 1e6, "delay_ms": 10, "rate_min_bps": 2e6})
+    with pytest.raises(ConfigError, match="slot_s"):
+        profile({"name": "bad", "rate_bps": 1e6, "delay_ms": 10, "rate_min_bps": 5e5, "slot_s": 0.01})
+
+
+def test_rate_changes_and_a_radio_profile_are_refused_together(tmp_path):
+    f = tmp_path / "x.toml"
+    f.write_text('[run]\nprofile = "pam13radio"\nbuffer = "256p"\nrate_changes = [[5, 1000000]]\n[audio]\n')
+    with pytest.raises(ConfigError, match="radio"):
+        scen.load(str(f))

@@ -112,9 +112,16 @@ def test_the_pam13_profile_follows_from_the_seeds_numbers():
     assert abs(p.rate_bps - (r3 + r10) / 2) < 1e3
     audio_frame_s = (40 + 8 + 20 + 14) * 8 / p.rate_bps
     assert abs(p.server_delay_ms / 1e3 + p.delay_ms / 1e3 + audio_frame_s - 0.0180) < 0.0002
+    # The radio profile the sweeps use: its slowest rate is the fixed reading's, its mean carries 372 kB in about
+    # 1.2 s (Fig. 6), its window lets IW10 leave whole, and the audio alone keeps the 18.0 ms median.
+    r = PROFILES["pam13radio"]
+    assert r.rate_min_bps == p.rate_bps and abs(372_000 * 8 / r.rate_bps - 1.2) < 0.05
+    assert r.client_window_bytes == 10 * 1460 and r.slot_s * 1e3 >= 10 * 1514 * 8 / r.rate_min_bps * 1e3 - 1
+    assert abs(r.server_delay_ms / 1e3 + r.delay_ms / 1e3 + (40 + 8 + 20 + 14) * 8 / r.rate_bps - 0.0180) < 0.0002
     from accessnet import sweep
     _, units = sweep.load_sweep("pam13")
     assert {u.case.buffer["packets"] for u in units} == {256} and 256 * 1514 >= 372_000  # web6 without a drop
+    assert {u.case.profile.name for u in units} == {"pam13radio"}
     assert {u.case.name.split("-")[0] for u in units} == {"audio", "bulk", "web1", "web2", "web6"}
     assert len(units) == 50 * (4 * 2 + 1)
 

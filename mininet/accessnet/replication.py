@@ -109,7 +109,11 @@ def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: lis
         "status": "failed", "scenario": sc.name, "case": case.name, "rep": rep, "seed": seed,
         "pair": case.pair_key,
         "profile": {"name": case.profile.name, "rate_bps": case.profile.rate_bps,
-                    "delay_ms": case.profile.delay_ms, "server_delay_ms": case.profile.server_delay_ms},
+                    "delay_ms": case.profile.delay_ms, "server_delay_ms": case.profile.server_delay_ms,
+                    **({"rate_min_bps": case.profile.rate_min_bps, "slot_s": case.profile.slot_s}
+                       if case.profile.rate_min_bps is not None else {}),
+                    **({"client_window_bytes": case.profile.client_window_bytes}
+                       if case.profile.client_window_bytes is not None else {})},
         "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc, "irto_s": sc.irto_s,
         "n_flows": sum(w.n_flows() for w in loads), "plan": plan_of(loads), "switch": switch.kind,
         "versions": {"kernel": platform.release(), "python": platform.python_version(),
@@ -130,14 +134,19 @@ def start_lab(sc: scen.Scenario, case: scen.Case, net: AccessNet, switch: Switch
     meta["delay"] = "netem" if net.netem else "delayline"
     net.set_tcp(sc.cc)
     net.set_iw(case.iw)
+    if case.profile.client_window_bytes is not None:
+        net.set_client_window(case.profile.client_window_bytes)
     if irto is not None:
         irto.start({"srv": net.srv, "cli": net.cli})
     t0 = time.time_ns() + int(STARTUP_BUDGET_S * 1e9)
-    tune = TuneSpec(t0, float(run_cfg.get("jitter_budget_ms", 40.0)),
-                    tuple((float(a), float(r)) for a, r in run_cfg.get("rate_changes", [])))
-    meta["rate_changes"] = [list(x) for x in tune.rate_changes]
     duration = run_limit_s(sc.duration_s, loads, case.profile.rate_bps)
-    lab = Lab(net, out, t0, duration, float(run_cfg.get("tail_s", 2.0)), sc.cc)
+    tail_s = float(run_cfg.get("tail_s", 2.0))
+    # A radio profile's rates (the replication's seed: paired across AQMs), or the scenario's own changes.
+    changes = case.profile.rate_schedule(meta["seed"], duration + tail_s + 2) or tuple(
+        (float(a), float(r)) for a, r in run_cfg.get("rate_changes", []))
+    tune = TuneSpec(t0, float(run_cfg.get("jitter_budget_ms", 40.0)), changes)
+    meta["rate_changes"] = [list(x) for x in tune.rate_changes]
+    lab = Lab(net, out, t0, duration, tail_s, sc.cc)
     switch.start(net, case.switch_cfg, out, tune)
     for pid in switch.pids():
         net.registry.process(pid)

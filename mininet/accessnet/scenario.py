@@ -271,6 +271,9 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
         buf = buffer_packets(run.get("buffer", "2bdp"), prof)
     except ConfigError as e:
         raise ConfigError(f"{path.name}: [run] {e}") from None
+    if prof.rate_min_bps is not None and run.get("rate_changes"):
+        raise ConfigError(f"{path.name}: [run] rate_changes with profile {prof.name!r}: its radio draws the link's "
+                          "rate every slot; give one or the other")
     aqms = run.get("aqms", ["fifo"])
     if not isinstance(aqms, list) or not aqms or not all(isinstance(a, str) for a in aqms):
         raise ConfigError(f"{path.name}: [run] aqms = {aqms!r}: must be a non-empty list of AQM names")

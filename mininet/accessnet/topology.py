@@ -215,6 +215,13 @@ class AccessNet:
         sh(self.srv, f"ip route change 10.0.0.0/24 dev {dev} proto kernel scope link src {SERVER_IP} "
                      f"initcwnd {iw}", check=True)
 
+    def set_client_window(self, window_bytes: int) -> None:
+        """The phone's receive window: the client's route ``window`` clamps what each of its connections
+        advertises (RTAX_WINDOW becomes the socket's window clamp), from the SYN on."""
+        dev = f"{self.prefix}cli-eth0"
+        sh(self.cli, f"ip route change 10.0.0.0/24 dev {dev} proto kernel scope link src {CLIENT_IP} "
+                     f"window {window_bytes}", check=True)
+
     def set_tcp(self, cc: str) -> None:
         """SACK on, no cached metrics; the namespaces' default congestion control where the kernel lets a
         namespace choose it (the web server sets ``cc`` on its own sockets in any case: TCP_CONGESTION)."""

@@ -1,0 +1,104 @@
+"""A radio profile in a real replication (profiles ``rate_min_bps``, ``slot_s``, ``client_window_bytes``): the
+link's rate is drawn every slot from the replication's seed and the controller writes each one to the switch;
+the client's route clamps the window its connections advertise. Real Linux TCP in namespaces, the reference
+model and BMv2 (skipped with the reason where the P4 toolchain is missing) as the switch; asserted on the
+replication's record, the controller's log and the packet captures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dpkt
+import numpy as np
+import pandas as pd
+import pytest
+
+from accessnet.bmv2_veth import missing_toolchain
+from accessnet.profiles import profile
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
+WINDOW = 14_600  # ten 1460 B segments: IW10 leaves whole, then the window bounds the flight
+RADIO = {"name": "radiotest", "rate_bps": 2e6, "delay_ms": 10.0, "rate_min_bps": 5e5, "slot_s": 0.5,
+         "client_window_bytes": WINDOW}
+SCENARIO = f"""description = "test: one web flow over a radio link whose rate changes every 0.5 s"
+[run]
+profile = {{ name = "radiotest", rate_bps = 2e6, delay_ms = 10.0, rate_min_bps = 5e5, slot_s = 0.5, \
+client_window_bytes = {WINDOW} }}
+buffer = "256p"
+aqms = ["fifo"]
+iws = [10]
+reps = 1
+seed = 5
+duration_s = 10
+tail_s = 1
+[audio]
+interval_ms = 20
+payload = 40
+[web]
+flows = 1
+total_bytes = 300000
+start_s = [2, 2.5]
+"""
+
+
+@pytest.fixture(scope="module", params=["model", "bmv2"])
+def rep(request, tmp_path_factory) -> Path:
+    if request.param == "bmv2":
+        why = missing_toolchain()
+        if why:
+            pytest.skip(why)
+        subprocess.run(["make", "-s", "build"], cwd=ROOT, check=True)
+    tmp = tmp_path_factory.mktemp(f"radio-{request.param}")
+    (tmp / "radio.toml").write_text(SCENARIO)
+    r = subprocess.run([sys.executable, "-m", "accessnet.run", "--scenario", str(tmp / "radio.toml"), "--switch",
+                        request.param, "--out", str(tmp / "out")], cwd=ROOT, capture_output=True, text=True,
+                       timeout=240)
+    print(r.stdout[-3000:], r.stderr[-3000:])
+    assert r.returncode == 0, r.stderr[-2000:]
+    reps = sorted((tmp / "out").glob("*/*/rep0"))
+    assert len(reps) == 1, reps
+    return reps[0]
+
+
+def tcp_segments(pcap: Path):
+    """(ts s, ip.src, tcp) of every TCP segment of a capture."""
+    with open(pcap, "rb") as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP):
+                yield float(ts), ip.src, ip.data
+
+
+def test_the_rates_are_the_seeds_draws_and_the_controller_applied_each(rep):
+    meta = json.loads((rep / "meta.json").read_text())
+    prof = profile(RADIO)
+    assert meta["profile"]["rate_min_bps"] == 5e5 and meta["profile"]["client_window_bytes"] == WINDOW
+    want = prof.rate_schedule(meta["seed"], 60.0)[:len(meta["rate_changes"])]
+    assert [tuple(x) for x in meta["rate_changes"]] == list(want) and len(want) >= 2 * 10
+    tuning = pd.read_csv(rep / "tuning.csv")  # one row per 100 ms period: the rate the controller set
+    written = set(tuning["rate_bps"].round())
+    drawn = [r for at, r in want if at + prof.slot_s <= (tuning["t_ns"].iloc[-1] - meta["audio_start_ns"]) / 1e9]
+    assert len(drawn) >= 10 and set(np.round(drawn)) <= written  # every slot's rate reached the switch
+
+
+def test_the_client_window_bounds_the_servers_flight(rep):
+    cli_syns = [t for _, _, t in tcp_segments(rep / "client.pcap") if t.flags & dpkt.tcp.TH_SYN
+                and not t.flags & dpkt.tcp.TH_ACK]
+    assert cli_syns and all(t.win <= WINDOW for t in cli_syns)  # the SYN's window is never scaled
+    srv = list(tcp_segments(rep / "server.pcap"))
+    server_ip = next(src for _, src, t in srv if t.flags & dpkt.tcp.TH_SYN and t.flags & dpkt.tcp.TH_ACK)
+    acked, flight_max, sent = None, 0, 0
+    for _, src, t in srv:
+        if src == server_ip and len(t.data):
+            sent = max(sent, (t.seq + len(t.data)) & 0xFFFFFFFF)
+        elif src != server_ip and t.flags & dpkt.tcp.TH_ACK:
+            acked = t.ack
+        if acked is not None and sent:
+            flight_max = max(flight_max, (sent - acked) & 0xFFFFFFFF)
+    assert 10 * 1448 <= flight_max <= WINDOW  # IW10 went out whole, and never more than the window in flight
