@@ -258,17 +258,12 @@ def _mean(vals) -> float | None:
     return mean_ci95(vals)["mean"]
 
 
-def _rep_elapsed(r) -> float | None:
-    """The mean of a replication's burst elapsed times (each first start to last end), None unless all completed."""
+def _rep_burst_mean(r, key: str) -> float | None:
+    """The mean over a replication's bursts of one per-burst value (``completion_s``: each burst's first start to
+    last end; ``jain``: Jain's index within it), None unless every burst has it."""
     bursts = (r.summary.get("tcp") or {}).get("bursts") or {}
-    times = [b.get("completion_s") for b in bursts.values()]
-    return float(np.mean(times)) if times and all(t is not None for t in times) else None
-
-
-def _rep_within(r) -> float | None:
-    bursts = (r.summary.get("tcp") or {}).get("bursts") or {}
-    js = [b.get("jain") for b in bursts.values()]
-    return float(np.mean(js)) if js and all(j is not None for j in js) else None
+    xs = [b.get(key) for b in bursts.values()]
+    return float(np.mean(xs)) if xs and all(x is not None for x in xs) else None
 
 
 def ietf79_statements(cases: Sequence[Case]) -> list[Ordering]:
@@ -290,6 +285,9 @@ def ietf79_statements(cases: Sequence[Case]) -> list[Ordering]:
     def tcp(name: str):
         return lambda r: (r.summary.get("tcp") or {}).get(name)
 
+    def bursts(key: str):
+        return lambda r: _rep_burst_mean(r, key)
+
     def t_out(name: str):
         return lambda r: _timeouts(r, name)
 
@@ -300,7 +298,7 @@ def ietf79_statements(cases: Sequence[Case]) -> list[Ordering]:
         u = (prof, buf, aqm, irto)
         for n, what, a_iw, b_iw in ((IETF79_SMALL_N, "faster", 3, 10), (IETF79_LARGE_N, "slower", 10, 3)):
             out.append(Ordering(f"IETF79 / {unit}", f"elapsed: IW{a_iw} > IW{b_iw}, {n}+{n} flows", None, None,
-                                val((*u, n, a_iw), _rep_elapsed), val((*u, n, b_iw), _rep_elapsed),
+                                val((*u, n, a_iw), bursts("completion_s")), val((*u, n, b_iw), bursts("completion_s")),
                                 IETF79_SAYS[what]))
         for n in (IETF79_SMALL_N, IETF79_LARGE_N):
             out.append(Ordering(f"IETF79 / {unit}", f"Jain between bursts: IW10 > IW3, {n}+{n} flows", None, None,
@@ -308,16 +306,16 @@ def ietf79_statements(cases: Sequence[Case]) -> list[Ordering]:
                                 val((*u, n, 3), tcp("jain_between_bursts")), IETF79_SAYS["later"]))
         n = IETF79_LARGE_N
         out.append(Ordering(f"IETF79 / {unit}", f"Jain within bursts: IW3 > IW10, {n}+{n} flows", None, None,
-                            val((*u, n, 3), _rep_within), val((*u, n, 10), _rep_within), IETF79_SAYS["within"]))
+                            val((*u, n, 3), bursts("jain")), val((*u, n, 10), bursts("jain")), IETF79_SAYS["within"]))
     for prof, buf, aqm in sorted({k[:3] for k in by if k[0] == "edge"}):
         unit = f"lab {prof} {buf} {aqm}"
         for n in (IETF79_SMALL_N, IETF79_LARGE_N):
             for iw in (3, 10):
                 one, three = (prof, buf, aqm, 1, n, iw), (prof, buf, aqm, 3, n, iw)
+                timeouts_one = val(one, t_out("timeouts"))
                 out.append(Ordering(f"IETF79 / {unit}", f"timeouts / rep: IRTO 1 s > 3 s, IW{iw} {n}+{n} flows",
-                                    None, None, val(one, t_out("timeouts")), val(three, t_out("timeouts")),
-                                    IETF79_SAYS["rtos"]))
-                any_timeout = bool(val(one, t_out("timeouts")))  # none at all: nothing to judge ("-")
+                                    None, None, timeouts_one, val(three, t_out("timeouts")), IETF79_SAYS["rtos"]))
+                any_timeout = bool(timeouts_one)  # none at all: nothing to judge ("-")
                 out.append(Ordering(f"IETF79 / {unit}", f"IRTO 1 s timeouts / rep: spurious > needed, IW{iw} "
                                     f"{n}+{n} flows", None, None, val(one, t_out("spurious")) if any_timeout else None,
                                     val(one, t_out("needed")) if any_timeout else None, IETF79_SAYS["spurious"]))

@@ -105,14 +105,15 @@ def count_connection(sv: pd.DataFrame, cl: pd.DataFrame) -> dict:
         out["handshake"] += 1
     # the server's segments: the SYN-ACK at relative 0, data from 1
     first = (sv["down"] & (((sv["flags"] & TCP_SYN) != 0) | (sv["payload"] > 0)))
-    data = sv[first].assign(rel=lambda d: rel(d["seq"], d["isn"]))
+    sv_rel = rel(sv["seq"], sv["isn"])
+    data = sv[first].assign(rel=sv_rel[first])
     arrived = cl[cl["down"] & (((cl["flags"] & TCP_SYN) != 0) | (cl["payload"] > 0))]
     arrived = arrived.assign(rel=lambda d: rel(d["seq"], d["isn"]))
     seen: dict[int, int] = {}
     snd_una, last_rx = 0, None
     up = ~sv["down"]
     for ts, is_up, flags, ack, isn, r in zip(sv["ts_ns"], up, sv["flags"], sv["ack"], sv["isn"],
-                                             np.where(first, (sv["seq"] - sv["isn"]) % SEQ, -1)):
+                                             np.where(first, sv_rel, -1)):
         if is_up:
             last_rx = ts
             if flags & TCP_ACK:
