@@ -47,3 +47,10 @@ def test_the_main_job_refuses_before_making_a_run_directory(tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "rate_bps = -1000000.0" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_phones_window_without_its_bpf_program_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setattr(replication, "RWND_LOADER", tmp_path / "rwnd-attach")  # absent
+    with pytest.raises(ConfigError, match="rwnd-attach is missing: run 'make setup'"):
+        replication.preflight(units(profile="pam13radio", buffer="256p", aqms=["fifo"]), "model")
+    replication.preflight(units(profile="hspa", aqms=["fifo"]), "model")  # no window: nothing needed

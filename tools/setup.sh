@@ -11,7 +11,7 @@ say() { printf '[setup] %s\n' "$*"; }
 
 APT_PACKAGES=(mininet iproute2 iputils-ping tcpdump ethtool python3-venv python3-dev python3-thrift
               build-essential procps psmisc
-              clang libbpf-dev)  # clang, libbpf-dev: the initial-RTO sock_ops program (irto_s)
+              clang libbpf-dev)  # clang, libbpf-dev: the BPF programs (irto_s, client_window_bytes)
 
 # --- 1. Debian/Ubuntu packages --------------------------------------------------
 missing=()
@@ -48,7 +48,7 @@ else
 fi
 
 # --- 2b. the project's native helper (userspace delay line) -----------------------
-bash mininet/accessnet/build_native.sh && say "native helpers: build/delayline$([ -x build/irto-attach ] && echo ', build/irto.bpf.o, build/irto-attach')"
+bash mininet/accessnet/build_native.sh && say "native helpers: build/delayline$([ -x build/irto-attach ] && echo ', build/irto.bpf.o, build/irto-attach, build/rwnd.bpf.o, build/rwnd-attach')"
 
 # --- 3. P4 toolchain -------------------------------------------------------------
 have_p4() { command -v p4c-bm2-ss >/dev/null && command -v simple_switch_grpc >/dev/null; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the project's native helpers into build/: the userspace delay line, and the initial-RTO
-# sock_ops program (build/irto.bpf.o) with its loader (build/irto-attach; clang and libbpf-dev).
+# Builds the project's native helpers into build/: the userspace delay line, the initial-RTO sock_ops
+# program (build/irto.bpf.o) with its loader (build/irto-attach), and the phone's receive window, a tc
+# classifier (build/rwnd.bpf.o) with its loader (build/rwnd-attach); the BPF parts need clang and libbpf-dev.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p build
@@ -20,6 +21,14 @@ if command -v clang >/dev/null && [ -f /usr/include/bpf/libbpf.h ]; then
     if [ ! -x build/irto-attach ] || [ "$loader_src" -nt build/irto-attach ]; then
         cc -O2 -Wall -Wextra -o build/irto-attach "$loader_src" -lbpf
     fi
+    if [ ! -f build/rwnd.bpf.o ] || [ mininet/accessnet/bpf/rwnd.bpf.c -nt build/rwnd.bpf.o ]; then
+        clang -O2 -g -Wall -target bpf -I"/usr/include/$(cc -dumpmachine)" -c mininet/accessnet/bpf/rwnd.bpf.c \
+            -o build/rwnd.bpf.o
+    fi
+    if [ ! -x build/rwnd-attach ] || [ mininet/accessnet/bpf/rwnd_attach.c -nt build/rwnd-attach ]; then
+        cc -O2 -Wall -Wextra -o build/rwnd-attach mininet/accessnet/bpf/rwnd_attach.c -lbpf
+    fi
 else
-    echo "build_native: clang or libbpf-dev missing: build/irto.bpf.o and build/irto-attach not built (irto_s unavailable)" >&2
+    echo "build_native: clang or libbpf-dev missing: build/irto.bpf.o, build/irto-attach, build/rwnd.bpf.o and" \
+         "build/rwnd-attach not built (irto_s and client_window_bytes unavailable)" >&2
 fi

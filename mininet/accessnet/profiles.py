@@ -23,7 +23,7 @@ class Profile:
     # [rate_min_bps, 2 x rate_bps - rate_min_bps] (mean rate_bps), from the replication's seed.
     rate_min_bps: float | None = None
     slot_s: float = 0.2
-    # The phone's advertised receive window in bytes (the client's route ``window``): bounds each flow's flight.
+    # The phone's advertised receive window in bytes (bpf/rwnd.bpf.c on the client): bounds each flow's flight.
     client_window_bytes: int | None = None
 
     def rate_schedule(self, seed: int, span_s: float) -> tuple[tuple[float, float], ...]:
@@ -68,7 +68,7 @@ SEED_BDP = {"edge": 7, "hspa": 24, "lte": 125}
 
 
 PROFILE_KEYS = {"name": None, "rate_bps": (1e3, 1e11), "delay_ms": (0.0, 10_000.0), "server_delay_ms": (0.0, 10_000.0),
-                "rate_min_bps": (1e3, 1e11), "slot_s": (0.1, 60.0), "client_window_bytes": (2048, 2**30)}
+                "rate_min_bps": (1e3, 1e11), "slot_s": (0.1, 60.0), "client_window_bytes": (2048, 65535)}
 PROFILE_DEFAULTS = {"server_delay_ms": 11.0, "slot_s": 0.2}
 PROFILE_OPTIONAL = {"rate_min_bps", "client_window_bytes"}
 PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_]{0,31}")

@@ -30,7 +30,7 @@ from .irto import unavailable as irto_unavailable
 from .leftovers import Lease
 from .switches import (KERNEL_QDISCS, Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available,
                        toolchain_versions)
-from .topology import ROOT, AccessNet, kernel_qdisc_error
+from .topology import ROOT, RWND_LOADER, RWND_OBJECT, AccessNet, kernel_qdisc_error
 from .workloads import Lab, Workload, merge_tcp_logs, plan_of, run_limit_s, workloads_for
 
 LOG = logging.getLogger("iwlab.run")
@@ -67,8 +67,15 @@ def pick_switch(case: scen.Case, want: str, seed: int) -> Switch:
 
 def preflight(units: Sequence[Unit], want: str | None) -> None:
     """Refuse, before anything starts, what every replication of a case would fail on: a P4 AQM on the
-    kernel backend, BMv2 asked for where it is absent, a kernel AQM this kernel lacks (tried for real)."""
+    kernel backend, BMv2 asked for where it is absent, a kernel AQM this kernel lacks (tried for real), an
+    initial RTO or a phone's window without its BPF program."""
     tried: dict[str, str | None] = {}
+    window = [u for u in units if u.case.profile.client_window_bytes is not None]
+    missing = [f for f in (RWND_OBJECT, RWND_LOADER) if not f.exists()]
+    if window and missing:
+        raise ConfigError(f"{window[0].sc.name}: profile {window[0].case.profile.name!r} sets the phone's window "
+                          f"(client_window_bytes), but {missing[0].name} is missing: run 'make setup' (clang and "
+                          "libbpf-dev build it)")
     irto = [u for u in units if u.sc.irto_s is not None]
     if irto and irto_unavailable():
         raise ConfigError(f"{irto[0].sc.name}: [run] irto_s = {irto[0].sc.irto_s:g} cannot be set here: "

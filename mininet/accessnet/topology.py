@@ -49,6 +49,7 @@ from .profiles import Profile
 LOG = logging.getLogger("iwlab.net")
 ROOT = Path(__file__).resolve().parents[2]
 DELAYLINE = ROOT / "build" / "delayline"
+RWND_OBJECT, RWND_LOADER = ROOT / "build" / "rwnd.bpf.o", ROOT / "build" / "rwnd-attach"  # the phone's window
 SERVER_IP, CLIENT_IP = "10.0.0.1", "10.0.0.2"
 
 
@@ -216,11 +217,11 @@ class AccessNet:
                      f"initcwnd {iw}", check=True)
 
     def set_client_window(self, window_bytes: int) -> None:
-        """The phone's receive window: the client's route ``window`` clamps what each of its connections
-        advertises (RTAX_WINDOW becomes the socket's window clamp), from the SYN on."""
-        dev = f"{self.prefix}cli-eth0"
-        sh(self.cli, f"ip route change 10.0.0.0/24 dev {dev} proto kernel scope link src {CLIENT_IP} "
-                     f"window {window_bytes}", check=True)
+        """The phone's receive window: a tc classifier on the client's interface (``bpf/rwnd.bpf.c``) lowers the
+        window of every segment the client sends to at most ``window_bytes``, in a namespace without window
+        scaling (the field is then bytes). The kernel's own clamps do not hold past the SYN on Linux 6.x."""
+        sh(self.cli, "sysctl -qw net.ipv4.tcp_window_scaling=0", check=True)
+        sh(self.cli, f"{RWND_LOADER} {RWND_OBJECT} {self.prefix}cli-eth0 {int(window_bytes)}", check=True)
 
     def set_tcp(self, cc: str) -> None:
         """SACK on, no cached metrics; the namespaces' default congestion control where the kernel lets a
