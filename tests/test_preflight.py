@@ -50,7 +50,9 @@ def test_the_main_job_refuses_before_making_a_run_directory(tmp_path):
 
 
 def test_a_phones_window_without_its_bpf_program_is_refused(monkeypatch, tmp_path):
-    monkeypatch.setattr(replication, "RWND_LOADER", tmp_path / "rwnd-attach")  # absent
+    (tmp_path / "rwnd.bpf.o").write_bytes(b"")  # the object there, its loader not: whichever is missing is named
+    monkeypatch.setattr(replication, "RWND_OBJECT", tmp_path / "rwnd.bpf.o")
+    monkeypatch.setattr(replication, "RWND_LOADER", tmp_path / "rwnd-attach")
     with pytest.raises(ConfigError, match="rwnd-attach is missing: run 'make setup'"):
         replication.preflight(units(profile="pam13radio", buffer="256p", aqms=["fifo"]), "model")
     replication.preflight(units(profile="hspa", aqms=["fifo"]), "model")  # no window: nothing needed

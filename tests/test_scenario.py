@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -133,3 +135,11 @@ def test_rate_changes_and_a_radio_profile_are_refused_together(tmp_path):
     f.write_text('[run]\nprofile = "pam13radio"\nbuffer = "256p"\nrate_changes = [[5, 1000000]]\n[audio]\n')
     with pytest.raises(ConfigError, match="radio"):
         scen.load(str(f))
+
+
+def test_meta_records_a_profiles_radio_and_window_only_where_it_has_them():
+    from accessnet.profiles import PROFILES
+    assert PROFILES["hspa"].as_meta() == {"name": "hspa", "rate_bps": 2e6, "delay_ms": 70.0, "server_delay_ms": 11.0}
+    radio = PROFILES["pam13radio"].as_meta()
+    assert radio["rate_min_bps"] == 625e3 and radio["slot_s"] == 0.2 and radio["client_window_bytes"] == 14_600
+    assert profile(radio | {"name": "copy"}) == dataclasses.replace(PROFILES["pam13radio"], name="copy")

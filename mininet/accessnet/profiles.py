@@ -36,6 +36,17 @@ class Profile:
         rates = rng.uniform(self.rate_min_bps, 2 * self.rate_bps - self.rate_min_bps, n)
         return tuple((round(k * self.slot_s, 6), round(float(r))) for k, r in enumerate(rates))
 
+    def as_meta(self) -> dict:
+        """The profile as meta.json records it: name, rate, delays, and a radio's or a phone's window's keys
+        only where the profile has them."""
+        out = {"name": self.name, "rate_bps": self.rate_bps, "delay_ms": self.delay_ms,
+               "server_delay_ms": self.server_delay_ms}
+        if self.rate_min_bps is not None:
+            out.update(rate_min_bps=self.rate_min_bps, slot_s=self.slot_s)
+        if self.client_window_bytes is not None:
+            out["client_window_bytes"] = self.client_window_bytes
+        return out
+
     @property
     def rtt_s(self) -> float:
         return 2 * (self.delay_ms + self.server_delay_ms) / 1000

@@ -115,12 +115,7 @@ def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: lis
     meta = {
         "status": "failed", "scenario": sc.name, "case": case.name, "rep": rep, "seed": seed,
         "pair": case.pair_key,
-        "profile": {"name": case.profile.name, "rate_bps": case.profile.rate_bps,
-                    "delay_ms": case.profile.delay_ms, "server_delay_ms": case.profile.server_delay_ms,
-                    **({"rate_min_bps": case.profile.rate_min_bps, "slot_s": case.profile.slot_s}
-                       if case.profile.rate_min_bps is not None else {}),
-                    **({"client_window_bytes": case.profile.client_window_bytes}
-                       if case.profile.client_window_bytes is not None else {})},
+        "profile": case.profile.as_meta(),
         "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc, "irto_s": sc.irto_s,
         "n_flows": sum(w.n_flows() for w in loads), "plan": plan_of(loads), "switch": switch.kind,
         "versions": {"kernel": platform.release(), "python": platform.python_version(),
