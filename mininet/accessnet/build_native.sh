@@ -18,14 +18,16 @@ if command -v clang >/dev/null && [ -f /usr/include/bpf/libbpf.h ]; then
     if [ ! -f build/irto.bpf.o ] || [ "$bpf_src" -nt build/irto.bpf.o ]; then
         clang -O2 -g -Wall -target bpf -I"/usr/include/$(cc -dumpmachine)" -c "$bpf_src" -o build/irto.bpf.o
     fi
-    if [ ! -x build/irto-attach ] || [ "$loader_src" -nt build/irto-attach ]; then
+    load_h=mininet/accessnet/bpf/load.h  # shared by both loaders
+    if [ ! -x build/irto-attach ] || [ "$loader_src" -nt build/irto-attach ] || [ "$load_h" -nt build/irto-attach ]; then
         cc -O2 -Wall -Wextra -o build/irto-attach "$loader_src" -lbpf
     fi
     if [ ! -f build/rwnd.bpf.o ] || [ mininet/accessnet/bpf/rwnd.bpf.c -nt build/rwnd.bpf.o ]; then
         clang -O2 -g -Wall -target bpf -I"/usr/include/$(cc -dumpmachine)" -c mininet/accessnet/bpf/rwnd.bpf.c \
             -o build/rwnd.bpf.o
     fi
-    if [ ! -x build/rwnd-attach ] || [ mininet/accessnet/bpf/rwnd_attach.c -nt build/rwnd-attach ]; then
+    if [ ! -x build/rwnd-attach ] || [ mininet/accessnet/bpf/rwnd_attach.c -nt build/rwnd-attach ] \
+        || [ "$load_h" -nt build/rwnd-attach ]; then
         cc -O2 -Wall -Wextra -o build/rwnd-attach mininet/accessnet/bpf/rwnd_attach.c -lbpf
     fi
 else

@@ -16,18 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
+#include "load.h"
 
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
-
-static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
 
 int main(int argc, char **argv)
 {
@@ -42,29 +34,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "irto-attach: MS must be an integer in [1, 120000], got '%s'\n", argv[2]);
 		return 2;
 	}
-	libbpf_set_print(quiet);
-	struct bpf_object *obj = bpf_object__open_file(argv[1], NULL);
-	if (!obj) {
-		fprintf(stderr, "irto-attach: cannot open %s: %s\n", argv[1], strerror(errno));
+	struct loaded bpf;
+	if (load_with_value("irto-attach", argv[1], "irto_cfg", "irto", ms, &bpf))
 		return 1;
-	}
-	int err = bpf_object__load(obj);
-	if (err) {
-		fprintf(stderr, "irto-attach: cannot load %s: %s\n", argv[1], strerror(-err));
-		return 1;
-	}
-	struct bpf_map *map = bpf_object__find_map_by_name(obj, "irto_cfg");
-	struct bpf_program *prog = bpf_object__find_program_by_name(obj, "irto");
-	if (!map || !prog) {
-		fprintf(stderr, "irto-attach: %s has no map irto_cfg or program irto\n", argv[1]);
-		return 1;
-	}
-	__u32 key = 0;
-	__u64 val = ms;
-	if (bpf_map_update_elem(bpf_map__fd(map), &key, &val, BPF_ANY)) {
-		fprintf(stderr, "irto-attach: map update: %s\n", strerror(errno));
-		return 1;
-	}
 	int n = argc - 3;
 	struct bpf_link **links = calloc(n, sizeof(*links));
 	for (int i = 0; i < n; i++) {
@@ -73,7 +45,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "irto-attach: cgroup %s: %s\n", argv[3 + i], strerror(errno));
 			return 1;
 		}
-		links[i] = bpf_program__attach_cgroup(prog, fd);
+		links[i] = bpf_program__attach_cgroup(bpf.prog, fd);
 		if (!links[i]) {
 			fprintf(stderr, "irto-attach: attach to %s: %s\n", argv[3 + i], strerror(errno));
 			return 1;
@@ -94,13 +66,13 @@ int main(int argc, char **argv)
 				break; /* stdin closed: our parent is gone or done */
 		}
 	}
-	key = 1;
-	val = 0;
-	bpf_map_lookup_elem(bpf_map__fd(map), &key, &val);
+	__u32 key = 1;
+	__u64 val = 0;
+	bpf_map_lookup_elem(bpf_map__fd(bpf.map), &key, &val);
 	printf("calls %llu\n", (unsigned long long)val);
 	fflush(stdout);
 	for (int i = 0; i < n; i++)
 		bpf_link__destroy(links[i]);
-	bpf_object__close(obj);
+	bpf_object__close(bpf.obj);
 	return 0;
 }
