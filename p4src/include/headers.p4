@@ -1,84 +1,9 @@
-/* Headers on the wire and the metadata that carries one packet through the pipeline. */
+/* The v1model program's headers (the wire formats are in wire.p4) and the metadata that
+ * carries one packet through the pipeline. */
 #ifndef _HEADERS_P4_
 #define _HEADERS_P4_
 
-header ethernet_t {
-    bit<48> dstAddr;
-    bit<48> srcAddr;
-    bit<16> etherType;
-}
-
-header ipv4_t {
-    bit<4>  version;
-    bit<4>  ihl;
-    bit<6>  dscp;
-    bit<2>  ecn;
-    bit<16> totalLen;
-    bit<16> identification;
-    bit<1>  flag_rsvd;
-    bit<1>  flag_df;
-    bit<1>  flag_mf;
-    bit<13> fragOffset;
-    bit<8>  ttl;
-    bit<8>  protocol;
-    bit<16> hdrChecksum;
-    bit<32> srcAddr;
-    bit<32> dstAddr;
-}
-
-header ipv4_options_t {
-    varbit<320> options;   // IHL up to 15: 40 bytes of options
-}
-
-header tcp_t {
-    bit<16> srcPort;
-    bit<16> dstPort;
-    bit<32> seqNo;
-    bit<32> ackNo;
-    bit<4>  dataOffset;
-    bit<4>  res;
-    bit<8>  flags;
-    bit<16> window;
-    bit<16> checksum;
-    bit<16> urgentPtr;
-}
-
-/* One byte of TCP options. A SYN's options are walked byte by byte (parser.p4)
- * into a stack of these, so they leave the switch exactly as they came. */
-header tcp_opt_t {
-    bit<8> b;
-}
-
-header udp_t {
-    bit<16> srcPort;
-    bit<16> dstPort;
-    bit<16> length;
-    bit<16> checksum;
-}
-
-/* The 64-byte telemetry record (docs/telemetry.md, refmodel/telemetry.py). */
-header telemetry_t {
-    bit<8>  version;
-    bit<8>  aqm;
-    bit<8>  decision;
-    bit<8>  reason;
-    bit<8>  cls;
-    bit<8>  tflags;
-    bit<16> length;
-    bit<32> seq;
-    bit<32> rand;
-    bit<64> ts_ns;
-    bit<32> sojourn_ns;
-    bit<32> backlog_ns;
-    bit<32> src;
-    bit<32> dst;
-    bit<16> sport;
-    bit<16> dport;
-    bit<8>  proto;
-    bit<24> pad;
-    bit<64> s1;
-    bit<64> s2;
-}
+#include "wire.p4"
 
 struct headers_t {
     ethernet_t     ethernet;
