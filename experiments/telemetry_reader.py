@@ -29,12 +29,12 @@ from refmodel.telemetry import ETH_HEADER, SIZE, Record
 from .metrics import MetricsError
 
 COLUMNS = [f.name for f in fields(Record)]
-# refmodel.telemetry.FORMAT = "!BBBBBBHIIQIIIIHHBxxxQQ", field by field (network byte order).
+# refmodel.telemetry.FORMAT = "!BBBBBBHIIQIIIIHHBxHQQ", field by field (network byte order).
 DTYPE = np.dtype([
     ("version", "u1"), ("aqm", "u1"), ("decision", "u1"), ("reason", "u1"), ("cls", "u1"), ("tflags", "u1"),
     ("length", ">u2"), ("seq", ">u4"), ("rand", ">u4"), ("ts_ns", ">u8"), ("sojourn_ns", ">u4"),
     ("backlog_ns", ">u4"), ("src", ">u4"), ("dst", ">u4"), ("sport", ">u2"), ("dport", ">u2"), ("proto", "u1"),
-    ("_pad", "V3"), ("s1", ">u8"), ("s2", ">u8"),
+    ("_pad", "V1"), ("link", ">u2"), ("s1", ">u8"), ("s2", ">u8"),
 ])
 assert DTYPE.itemsize == SIZE and set(COLUMNS) <= set(DTYPE.names or ())
 _ETHERTYPE = struct.pack("!H", TELEMETRY_ETHERTYPE)

@@ -1,10 +1,13 @@
-/* The access bottleneck: a byte-accurate queue model with selectable AQMs.
+/* The access bottleneck: a byte-accurate queue model with selectable AQMs,
+ * for up to N_LINKS access links at once (include/constants.p4).
  *
  * Where a packet goes (v1model, BMv2 simple_switch_grpc):
  *   BottleneckParser        include/parser.p4 (a SYN's TCP options: the window scale)
  *   BottleneckIngress
  *     forward               which port, and is it the bottleneck direction?
- *     BottleneckConfig      include/config.p4: rate, buffer, AQM and its knobs
+ *     link_of               which access link: the client's IPv4 address (downstream the
+ *                           destination, upstream the source); no entry: link 0
+ *     BottleneckConfig      include/config.p4: the link's rate, buffer, AQM and its knobs
  *     FlowTracker           include/flow_tracker.p4: which connection, new data or retransmission
  *     StartShaper           include/start_shaper.p4: each flow's window and start phase; IWA's room
  *   upstream (client -> server): never queued or delayed
@@ -17,6 +20,14 @@
  *   counters, TelemetryReport (include/telemetry.p4: clone to the monitor port)
  *   BottleneckEgress        telemetry clones become 0x88B5 record frames
  *   BottleneckDeparser
+ *
+ * Every link has its own state: the queue model's registers here and every
+ * AQM's (RED, CoDel, PIE, IWA's per-link room in start_shaper.p4) hold one
+ * cell per link (the packet-limit ring RING_SIZE cells per link), indexed by
+ * meta.link. The flow tracker's and start shaper's per-flow slots are shared
+ * by all links (a slot is a flow's). The config tables are keyed by the link;
+ * their default actions configure every link without entries of its own, so
+ * with no link_of entries everything is link 0: the single-link program.
  *
  * The modelled queue adds no delay itself: a Linux tbf shaper at the same rate
  * on the bottleneck port does the waiting, and BMv2's own queue must be fast
@@ -48,12 +59,14 @@ control BottleneckVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 
 control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
                           inout standard_metadata_t standard_metadata) {
-    // Queue state: read before, written after the AQM's decision (upstream packets only read tat).
-    register<bit<64>>(1) queue_tat;
-    register<bit<64>>(RING_SIZE) queue_ring;    // release times of admitted packets
-    register<bit<32>>(1) queue_seq;             // admitted packets so far
+    // Queue state per link: read before, written after the AQM's decision (upstream packets only read tat).
+    register<bit<64>>(N_LINKS) queue_tat;
+    register<bit<64>>(N_LINKS * RING_SIZE) queue_ring;   // release times of admitted packets, RING_SIZE per link
+    register<bit<32>>(N_LINKS) queue_seq;                // admitted packets so far
 
-    counter(COUNTER_SLOTS, CounterType.packets_and_bytes) class_decision;
+    counter(COUNTER_SLOTS, CounterType.packets_and_bytes) class_decision;   // all links: class * 4 + decision
+    // per link: link * COUNTER_SLOTS + class * 4 + decision
+    counter(N_LINKS * COUNTER_SLOTS, CounterType.packets_and_bytes) link_class_decision;
 
     BottleneckConfig() config;
     FlowTracker() tracker;
@@ -80,6 +93,24 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         size = 16;
     }
 
+    // The access link of the packet's client. The controller refuses ids of N_LINKS and above; the mask
+    // keeps a stray one inside the registers.
+    bit<32> client_addr = 0;
+    action set_link(bit<16> link) { meta.link = link & (bit<16>)(N_LINKS - 1); }
+    table link_of {
+        key = { client_addr : exact; }
+        actions = { set_link; }
+        default_action = set_link(0);
+        size = LINK_CLIENTS;
+    }
+
+    // The class x decision counters: all links', and this link's.
+    action count_class(in bit<8> cls, in bit<8> decision) {
+        bit<32> slot = (bit<32>)cls * 4 + (bit<32>)decision;
+        class_decision.count(slot);
+        link_class_decision.count((bit<32>)meta.link * COUNTER_SLOTS + slot);
+    }
+
     apply {
         bit<64> length = (bit<64>)standard_metadata.packet_length;
         meta.track.cls = CLASS_OTHER;
@@ -90,6 +121,11 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         meta.decision = DECISION_BYPASS;
         if (!forward.apply().hit) {
             return;
+        }
+        meta.link = 0;
+        if (hdr.ipv4.isValid()) {
+            client_addr = meta.downstream == 1 ? hdr.ipv4.dstAddr : hdr.ipv4.srcAddr;
+            link_of.apply();
         }
         // TCP payload from the IP header; inconsistent lengths mark the segment malformed.
         meta.tcp_ok = false;
@@ -109,14 +145,14 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
             } else if (meta.tcp_ok) {
                 meta.track.cls = meta.tcp_payload > 0 ? CLASS_TCP_EST : CLASS_TCP_CTRL;
             }
-            class_decision.count((bit<32>)meta.track.cls * 4 + (bit<32>)DECISION_BYPASS);
+            count_class(meta.track.cls, DECISION_BYPASS);
         } else {
             random<bit<32>>(meta.rand, 0, 0xFFFFFFFF);
         }
-        config.apply(meta.qcfg, meta.red, meta.codel, meta.pie, meta.iwa);
+        config.apply(meta.link, meta.qcfg, meta.red, meta.codel, meta.pie, meta.iwa);
         if (meta.qcfg.configured == 0) {
             if (meta.downstream == 1) {
-                class_decision.count((bit<32>)CLASS_OTHER * 4 + (bit<32>)DECISION_BYPASS);
+                count_class(CLASS_OTHER, DECISION_BYPASS);
             }
             return;
         }
@@ -124,10 +160,10 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         bit<64> now = (bit<64>)standard_metadata.ingress_global_timestamp * 1000;   // us -> ns
         bool iwa_on = meta.qcfg.aqm == AQM_IWA;
         bit<64> tat;
-        queue_tat.read(tat, 0);
+        queue_tat.read(tat, (bit<32>)meta.link);
         tracker.apply(hdr, meta.tcp_ok, meta.tcp_payload, meta.downstream, now, meta.iwa, meta.track);
-        shaper.apply(hdr, meta.tcp_ok, meta.tcp_payload, meta.downstream, meta.ws_seen, meta.ws_shift, now, tat,
-                     iwa_on, meta.iwa, meta.qcfg.mtu_ns, meta.track, meta.grant);
+        shaper.apply(hdr, meta.tcp_ok, meta.tcp_payload, meta.downstream, meta.ws_seen, meta.ws_shift, now,
+                     meta.link, tat, iwa_on, meta.iwa, meta.qcfg.mtu_ns, meta.track, meta.grant);
 
         bool report_it = false;
         if (meta.downstream == 0) {
@@ -151,17 +187,18 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         } else {
             bit<32> seq;
             bit<64> ring_nth;
-            queue_seq.read(seq, 0);
-            queue_ring.read(ring_nth, (seq - (bit<32>)meta.qcfg.limit_pkts) & (RING_SIZE - 1));
+            bit<32> ring = (bit<32>)meta.link * RING_SIZE;   // the link's slice of the ring
+            queue_seq.read(seq, (bit<32>)meta.link);
+            queue_ring.read(ring_nth, ring + ((seq - (bit<32>)meta.qcfg.limit_pkts) & (RING_SIZE - 1)));
             predict.apply(now, length, tat, ring_nth, meta.qcfg, meta.pred);
 
             // CoDel decides for the codel AQM and for IWA's established flows; under IWA it observes
             // every other admitted packet (its sojourn measurement covers the whole queue).
             bool codel_decides = meta.qcfg.aqm == AQM_CODEL || (iwa_on && meta.track.cls == CLASS_TCP_EST);
             if (meta.qcfg.aqm == AQM_RED) {
-                red.apply(meta.pred, meta.red, meta.rand, meta.verdict);
+                red.apply(meta.pred, meta.red, meta.link, meta.rand, meta.verdict);
             } else if (meta.qcfg.aqm == AQM_PIE) {
-                pie.apply(meta.pred, meta.pie, meta.qcfg.mtu_ns, meta.rand, meta.verdict);
+                pie.apply(meta.pred, meta.pie, meta.qcfg.mtu_ns, meta.link, meta.rand, meta.verdict);
             } else if (iwa_on && !codel_decides) {
                 iwa.apply(meta.pred, meta.iwa, meta.track, meta.verdict);
             } else if (!codel_decides) {
@@ -169,7 +206,7 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
             }
             if (codel_decides || (iwa_on && !meta.verdict.drop)) {
                 verdict_t cv;
-                codel.apply(meta.pred, meta.codel, meta.qcfg.mtu_ns, codel_decides, cv);
+                codel.apply(meta.pred, meta.codel, meta.qcfg.mtu_ns, meta.link, codel_decides, cv);
                 if (codel_decides) { meta.verdict = cv; }
             }
 
@@ -181,11 +218,11 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.decision == DECISION_DROP) {
                 mark_to_drop(standard_metadata);
             } else {
-                queue_tat.write(0, meta.pred.tat_new);
-                queue_ring.write(seq & (RING_SIZE - 1), meta.pred.release_ns);
-                queue_seq.write(0, seq + 1);
+                queue_tat.write((bit<32>)meta.link, meta.pred.tat_new);
+                queue_ring.write(ring + (seq & (RING_SIZE - 1)), meta.pred.release_ns);
+                queue_seq.write((bit<32>)meta.link, seq + 1);
             }
-            class_decision.count((bit<32>)meta.track.cls * 4 + (bit<32>)meta.decision);
+            count_class(meta.track.cls, meta.decision);
             report_it = meta.qcfg.telemetry == 1;
         }
         if (report_it) {

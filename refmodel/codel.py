@@ -11,6 +11,8 @@ time that dropping at the head would. Two documented deviations:
   the packet at its arrival (what is behind it at dequeue is not known yet);
 * ``interval / sqrt(count)`` comes from a range table (``params.codel_law_table``,
   within +-1 %); counts beyond the table use its last value.
+
+One ``Codel`` per access link (``pipeline.LinkState``: the P4 registers indexed by link).
 """
 
 from __future__ import annotations

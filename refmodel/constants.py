@@ -14,13 +14,14 @@ PROB_FRAC = 32  # probabilities (RED p_b, PIE p), Q32
 PIE_COEF_FRAC = 48  # PIE alpha/beta per ns of delay, in Q(32+16): p_q32 step = coef*dq >> 16
 
 RING_SIZE = 1024  # slots of the packet-limit ring (max packet limit is RING_SIZE - 1)
-FLOW_SLOTS = 4096  # slots of the starting-flow tracker
+FLOW_SLOTS = 4096  # slots of the starting-flow tracker (shared by all links: its slots are per flow)
+N_LINKS = 16  # access links in one pipeline (a power of two): per-link registers, config keys and counters
 IDLE_KEY_SHIFT = 10  # RED idle-decay table key: idle time in units of 1024 ns
 
 TELEMETRY_ETHERTYPE = 0x88B5  # IEEE 802 local experimental ethertype
 TELEMETRY_VERSION = 1
 TELEMETRY_SESSION = 100  # clone session id of the monitor port
-COUNTER_SLOTS = 64  # class * 4 + decision
+COUNTER_SLOTS = 64  # class * 4 + decision (per link: link * COUNTER_SLOTS + class * 4 + decision)
 
 
 class Aqm(IntEnum):

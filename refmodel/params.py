@@ -10,11 +10,12 @@ a bad value raises ``ConfigError`` naming the field and its allowed range.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass, field
 
 from .constants import (
-    BYTE_TIME_FRAC, FLOW_SLOTS, IDLE_KEY_SHIFT, PIE_COEF_FRAC, RED_SLOPE_FRAC, RED_W_FRAC, RING_SIZE, Aqm,
+    BYTE_TIME_FRAC, FLOW_SLOTS, IDLE_KEY_SHIFT, N_LINKS, PIE_COEF_FRAC, RED_SLOPE_FRAC, RED_W_FRAC, RING_SIZE, Aqm,
 )
 
 NS = 1_000_000_000
@@ -24,7 +25,7 @@ class ConfigError(ValueError):
     """A configuration value that the data plane cannot take."""
 
 
-# Width in bits of each P4 action parameter (p4src/include/config_tables.p4).
+# Width in bits of each P4 action parameter (p4src/include/config.p4, aqm_red.p4, aqm_codel.p4).
 FIELD_BITS = {
     "byte_time_q16": 40, "bucket_ns": 32, "limit_ns": 48, "limit_pkts": 16, "mtu_ns": 32,
     "wq_q24": 32, "thmin_ns": 48, "thmax_ns": 48, "slope_q56": 64, "mean_pktsize": 16, "factor_q24": 32,
@@ -102,6 +103,44 @@ class PipelineParams:
     codel: CodelParams = field(default_factory=CodelParams)
     pie: PieParams = field(default_factory=PieParams)
     iwa: IwaParams = field(default_factory=IwaParams)
+
+
+# --------------------------------------------------------------------------- links
+
+
+def check_link(link: int) -> int:
+    """An access link's id, as ``link_of`` and the config tables' keys hold it: 0 .. N_LINKS - 1."""
+    if not isinstance(link, int) or isinstance(link, bool) or not 0 <= link < N_LINKS:
+        raise ConfigError(f"link = {link!r} is out of range: allowed 0..{N_LINKS - 1} (N_LINKS)")
+    return link
+
+
+def client_addr(client: int | str) -> int:
+    """A client's IPv4 address as ``link_of``'s key holds it (a 32-bit integer), from an int or a dotted quad."""
+    try:
+        return int(ipaddress.IPv4Address(client))
+    except (ValueError, TypeError):
+        raise ConfigError(f"client = {client!r} is not an IPv4 address") from None
+
+
+RANGE_KEY_MAX = (1 << 32) - 1  # the range tables' keys (idle_key, law_count) are bit<32>
+
+
+def complete_ranges(entries: tuple[tuple[int, int, int], ...], miss: int) -> tuple[tuple[int, int, int], ...]:
+    """``entries`` (first key, last key, value), sorted and disjoint, with the keys they leave out filled with
+    ``miss``: a link's own range table covers every key, so no key of that link falls through to the entries
+    of the links without tables of their own, and every key finds what the model's lookup gives it
+    (``red.idle_factor``, ``codel.control_law_step``: ``miss`` where their table has no entry)."""
+    out: list[tuple[int, int, int]] = []
+    nxt = 0
+    for lo, hi, value in sorted(entries):
+        if lo > nxt:
+            out.append((nxt, lo - 1, miss))
+        out.append((lo, hi, value))
+        nxt = hi + 1
+    if nxt <= RANGE_KEY_MAX:
+        out.append((nxt, RANGE_KEY_MAX, miss))
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- derivation
@@ -317,5 +356,6 @@ __all__ = [
     "ConfigError", "QueueParams", "RedParams", "CodelParams", "PieParams", "IwaParams", "PipelineParams",
     "pipeline_params", "queue_params", "red_params", "codel_params", "pie_params", "iwa_params", "drain_ns",
     "bytes_to_ns", "ns_to_bytes", "iwa_target_ns", "CODEL_TARGET_NS",
-    "byte_time_q16", "parse_aqm", "FIELD_BITS", "FLOW_SLOTS",
+    "byte_time_q16", "parse_aqm", "FIELD_BITS", "FLOW_SLOTS", "N_LINKS", "check_link", "client_addr",
+    "complete_ranges",
 ]

@@ -8,6 +8,7 @@ not one per elapsed period). Scaling of alpha/beta by the size of ``p``, the
 2 % cap above p = 10 %, the 1/64 decay when the delay stays zero and the
 burst allowance are the RFC's; the +2 % step above 250 ms of delay is Linux
 ``sch_pie``'s. Derandomisation and ECN-by-probability are not implemented.
+One ``Pie`` per access link (``pipeline.LinkState``: the P4 registers indexed by link).
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ packets are still queued), in bytes like ``bfifo`` (drop when the backlog plus
 this frame would exceed the limit). The packet count comes from a ring of the
 release times of the last admitted packets: the queue holds at least N packets
 exactly when the N-th most recently admitted one has not been released yet.
+
+One ``QueueModel`` per access link (``pipeline.LinkState``): in P4 the
+registers are indexed by the link, the ring in a slice of ``RING_SIZE`` per link.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ division is needed. Integer forms:
   ns-2 drops when ``u <= p_b / (1 - count1 p_b) * size / mean_pktsize``; here
   with a 16-bit uniform ``u`` (the top half of the packet's random draw), as
   the overflow-free product ``u * mps * (1 - count1 p_b) <= p_b * size``.
+
+One ``Red`` per access link (``pipeline.LinkState``: the P4 registers indexed by link).
 """
 
 from __future__ import annotations

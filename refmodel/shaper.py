@@ -18,13 +18,16 @@ Per flow:
 * ``ack``: the highest ACK number seen, so the next ACK tells what it acknowledges.
 * ``COUNTED`` (a state bit): the flow is one of the ``nflows`` shaped flows,
   from its first ACK to the client's FIN or a RST (or its slot's reuse).
+* ``link``: the access link it was installed on (its SYN-ACK's), so a slot's reuse uncounts the flow
+  that held it from that flow's own link.
 * ``end``: where the flow's *start phase* ends, fixed at its first ACK: its
   first byte plus ``ns_to_bytes(rtt + target)``, with the RTT measured at the
   switch (``srtt`` plus the SYN-ACK to the first ACK). That is what a flow
   has in flight when its slow start first fills the path and the audio's
   budget; past it, the flow is established (CoDel's too, in ``iwa.py``).
 
-Globals (IWA only): ``grant_tat``, the window openings beyond replacement,
+Per access link (IWA only; ``LinkShaping``, start_shaper.p4's registers indexed by the packet's link, so each
+link's queue room is its own while the flow slots stay shared): ``grant_tat``, the window openings beyond replacement,
 as a queue that drains at the link rate from when their data can arrive (one
 server RTT after the grant: a grant the server never uses is forgotten by
 itself); ``wavg``, the average window of shaped flows (EWMA, 1/8); ``nflows``,
@@ -73,8 +76,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .constants import (
-    FLOW_ACKED, FLOW_ANNOUNCED, FLOW_COUNTED, FLOW_EPOCH, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, SYN_SEEN, SYN_WS,
-    WS_MAX, TrackFlag, TrafficClass,
+    FLOW_ACKED, FLOW_ANNOUNCED, FLOW_COUNTED, FLOW_EPOCH, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, N_LINKS, SYN_SEEN,
+    SYN_WS, WS_MAX, TrackFlag, TrafficClass,
 )
 from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
@@ -112,6 +115,29 @@ def margin_holds(w: int, wavg: int, room_bytes: int, acked: int, room_ns: int, t
     return w > wavg and room_bytes < 2 * acked and room_ns < target_ns
 
 
+@dataclass
+class LinkShaping:
+    """IWA's registers of one access link (start_shaper.p4's ``iwa_*[link]``): the queue room its shaped flows
+    share is the link's own."""
+
+    grant_tat: int = 0
+    wavg: int = 0
+    reserve_cur: int = 0
+    reserve_old: int = 0
+    epoch_t: int = 0
+    epoch: int = 0
+    nflows: int = 0
+
+    def uncount(self) -> None:
+        """One shaped flow fewer, never below zero (start_shaper.p4's action ``uncount``)."""
+        self.nflows = self.nflows - 1 if self.nflows else 0
+
+    def reserve(self, p: IwaParams, now: int) -> tuple[int, int]:
+        """The two generations as they count at ``now``."""
+        e = now - self.epoch_t
+        return (self.reserve_cur if e <= 2 * p.hold_ns else 0), (self.reserve_old if e <= p.hold_ns else 0)
+
+
 class StartShaper:
     def __init__(self) -> None:
         self.syn = [0] * FLOW_SLOTS
@@ -121,49 +147,21 @@ class StartShaper:
         self.state = [0] * FLOW_SLOTS
         self.edge = [0] * FLOW_SLOTS
         self.end = [0] * FLOW_SLOTS
-        self.grant_tat = 0
-        self.wavg = 0
-        self.reserve_cur = 0
-        self.reserve_old = 0
-        self.epoch_t = 0
-        self.epoch = 0
-        self.nflows = 0
+        self.link = [0] * FLOW_SLOTS  # the link each slot's flow was installed on
+        self.links: list[LinkShaping] = [LinkShaping() for _ in range(N_LINKS)]
 
-    def _uncount(self) -> None:
-        """One shaped flow fewer, never below zero (start_shaper.p4's action ``uncount``)."""
-        self.nflows = self.nflows - 1 if self.nflows else 0
+    @property
+    def nflows(self) -> int:
+        """Link 0's number of shaped flows (the single-link pipeline's)."""
+        return self.links[0].nflows
 
-    def _reserve(self, p: IwaParams, now: int) -> tuple[int, int]:
-        """The two generations as they count at ``now``."""
-        e = now - self.epoch_t
-        return (self.reserve_cur if e <= 2 * p.hold_ns else 0), (self.reserve_old if e <= p.hold_ns else 0)
-
-    def downstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track) -> Track:
+    def downstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track,
+                   link: int = 0) -> Track:
         if pkt.udp_valid or not pkt.tcp_valid or pkt.tcp_payload < 0:
             return t
         slot = t.slot
         if t.flags & TrackFlag.NEW_FLOW:  # SYN-ACK of a new flow
-            syn = self.syn[slot]
-            state = FLOW_ANNOUNCED
-            server_rtt = 0
-            if syn & SYN_SEEN and (syn ^ t.hash) & 0xFFFFFF00 == 0:
-                state |= FLOW_SHAPE
-                server_rtt = (now - self.syn_t[slot]) & U32
-                if syn & SYN_WS and pkt.ws_shift >= 0:
-                    state |= syn & FLOW_SCALE_MASK
-            if iwa_on:
-                cur, old = self._reserve(p, now)
-                if now - self.epoch_t > p.hold_ns:  # a new epoch: the current generation becomes the old one
-                    cur, old = 0, cur
-                    self.epoch, self.epoch_t = (self.epoch + 1) & 0xFF, now
-                    self.reserve_old = old
-                self.reserve_cur = min(cur + mtu_ns, U32)
-                if self.epoch & 1:
-                    state |= FLOW_EPOCH
-            if self.state[slot] & FLOW_COUNTED:  # the slot's previous flow never closed: it is counted no more
-                self._uncount()
-            self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, t.isn
-            self.srtt[slot], self.ack[slot] = server_rtt, t.isn
+            self._install(p, mtu_ns, pkt, now, iwa_on, t, link)
             return t
         if not (t.tracked and pkt.tcp_payload > 0 and pkt.tcp_flags & (TCP_SYN | TCP_ACK) != (TCP_SYN | TCP_ACK)):
             return t
@@ -175,8 +173,33 @@ class StartShaper:
             cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING  # past its start phase
         return replace(t, cls=cls, flags=flags)
 
+    def _install(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track, link: int) -> None:
+        """A new flow's SYN-ACK: its window state, and (IWA) one frame reserved on its link for its first window."""
+        slot, lk = t.slot, self.links[link]
+        syn = self.syn[slot]
+        state = FLOW_ANNOUNCED
+        server_rtt = 0
+        if syn & SYN_SEEN and (syn ^ t.hash) & 0xFFFFFF00 == 0:
+            state |= FLOW_SHAPE
+            server_rtt = (now - self.syn_t[slot]) & U32
+            if syn & SYN_WS and pkt.ws_shift >= 0:
+                state |= syn & FLOW_SCALE_MASK
+        if iwa_on:
+            cur, old = lk.reserve(p, now)
+            if now - lk.epoch_t > p.hold_ns:  # a new epoch: the current generation becomes the old one
+                cur, old = 0, cur
+                lk.epoch, lk.epoch_t = (lk.epoch + 1) & 0xFF, now
+                lk.reserve_old = old
+            lk.reserve_cur = min(cur + mtu_ns, U32)
+            if lk.epoch & 1:
+                state |= FLOW_EPOCH
+        if self.state[slot] & FLOW_COUNTED:  # the slot's previous flow never closed: counted no more, on its link
+            self.links[self.link[slot]].uncount()
+        self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, t.isn
+        self.srtt[slot], self.ack[slot], self.link[slot] = server_rtt, t.isn, link
+
     def upstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, queue_tat: int, iwa_on: bool,
-                 t: Track) -> Grant:
+                 t: Track, link: int = 0) -> Grant:
         if pkt.udp_valid or not pkt.tcp_valid or pkt.tcp_payload < 0:
             return Grant()
         slot, f = t.slot, pkt.tcp_flags
@@ -186,9 +209,10 @@ class StartShaper:
                 rec |= SYN_WS | min(pkt.ws_shift, WS_MAX)
             self.syn[slot], self.syn_t[slot] = rec, now & U32
             return Grant(syn=True)
+        lk = self.links[link]
         if f & TCP_RST and t.tracked and self.state[slot] & FLOW_COUNTED:  # a reset flow is counted no more
             self.state[slot] &= ~FLOW_COUNTED
-            self._uncount()
+            lk.uncount()
         if f & (TCP_SYN | TCP_RST | TCP_ACK) != TCP_ACK or not t.tracked:
             return Grant()
         state, edge, end = self.state[slot], self.edge[slot], self.end[slot]
@@ -204,27 +228,27 @@ class StartShaper:
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED
             flags |= TrackFlag.FIRST_ACK
         # the number of shaped flows: counted from their first ACK to the client's FIN (or a RST)
-        nflows = self.nflows
+        nflows = lk.nflows
         if first and state & FLOW_SHAPE:
             state |= FLOW_COUNTED
             nflows += 1
         if f & TCP_FIN and state & FLOW_COUNTED:
             state &= ~FLOW_COUNTED
             nflows = nflows - 1 if nflows else 0
-        self.nflows = nflows
+        lk.nflows = nflows
         scale = state & FLOW_SCALE_MASK
         own = (pkt.ack + (pkt.window << scale)) & U32  # the client's own right edge
         starting = seq_before(edge, end)
         new_edge = own if seq_before(edge, own) else edge
-        cur, old = self._reserve(p, now) if iwa_on else (0, 0)
+        cur, old = lk.reserve(p, now) if iwa_on else (0, 0)
         window, room = None, 0
         if iwa_on and state & FLOW_SHAPE and not seq_before(own, edge):
             if starting:
                 flags |= TrackFlag.STARTING
             # the queue this ACK's data will find when it arrives, one server RTT (lead) from now
-            used = cur + old + max(0, queue_tat - now) + max(0, self.grant_tat - (now + lead))
+            used = cur + old + max(0, queue_tat - now) + max(0, lk.grant_tat - (now + lead))
             # its own reserved frame, if its generation still counts it
-            own_frame = (cur if bool(state & FLOW_EPOCH) == bool(self.epoch & 1) else old) > 0
+            own_frame = (cur if bool(state & FLOW_EPOCH) == bool(lk.epoch & 1) else old) > 0
             avail = p.target_ns + (mtu_ns if released and own_frame else 0)
             room = max(0, avail - used)
             deficit = max(0, used - avail)
@@ -243,10 +267,10 @@ class StartShaper:
                 # its share of the path and the budget, (end - isn) bytes, among the shaped flows (rounded down
                 # to a power of two: a shift)
                 share = ((end - t.isn) & U32) >> share_shift(nflows)
-                if w > share or margin_holds(w, self.wavg, grant, acked, room, p.target_ns):
+                if w > share or margin_holds(w, lk.wavg, grant, acked, room, p.target_ns):
                     inc = 0
                 # the average window of shaped flows: an EWMA with weight 1/8, by shifts
-                self.wavg = self.wavg + ((w - self.wavg) >> 3) if w > self.wavg else self.wavg - ((self.wavg - w) >> 3)
+                lk.wavg = lk.wavg + ((w - lk.wavg) >> 3) if w > lk.wavg else lk.wavg - ((lk.wavg - w) >> 3)
                 grant = acked + inc
             want = (edge + grant) & U32
             if seq_before(own, want):
@@ -269,10 +293,10 @@ class StartShaper:
         extra = advance - acked if advance > acked else 0  # beyond replacing what left: new queue
         if iwa_on and state & FLOW_SHAPE and extra:
             # scheduled on the link behind everything queued or granted, from when its data can arrive
-            self.grant_tat = max(self.grant_tat, now + lead) + bytes_to_ns(p, extra)
+            lk.grant_tat = max(lk.grant_tat, now + lead) + bytes_to_ns(p, extra)
         if iwa_on and released:  # from the generation it was reserved in
-            if bool(state & FLOW_EPOCH) == bool(self.epoch & 1):
-                self.reserve_cur = cur - mtu_ns if cur > mtu_ns else 0
+            if bool(state & FLOW_EPOCH) == bool(lk.epoch & 1):
+                lk.reserve_cur = cur - mtu_ns if cur > mtu_ns else 0
             else:
-                self.reserve_old = old - mtu_ns if old > mtu_ns else 0
+                lk.reserve_old = old - mtu_ns if old > mtu_ns else 0
         return Grant(True, False, flags, window, new_edge, advance, room)

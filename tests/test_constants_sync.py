@@ -39,6 +39,7 @@ def test_scalars_match():
     c = p4_consts()
     assert c["RING_SIZE"] == C.RING_SIZE
     assert c["FLOW_SLOTS"] == C.FLOW_SLOTS
+    assert c["N_LINKS"] == C.N_LINKS and C.N_LINKS & (C.N_LINKS - 1) == 0  # a power of two: ids are masked
     assert c["COUNTER_SLOTS"] == C.COUNTER_SLOTS
     assert c["TELEMETRY_ETHERTYPE"] == C.TELEMETRY_ETHERTYPE
     assert c["TELEMETRY_SESSION"] == C.TELEMETRY_SESSION

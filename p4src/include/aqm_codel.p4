@@ -1,7 +1,10 @@
 /* CoDel (RFC 8289), run per packet at its predicted dequeue time.
  * FIFO order makes release times monotonic, so evaluating each packet once, in
  * arrival order, at t = release with its predicted sojourn is the RFC's
- * dequeue-side state machine (refmodel/codel.py explains the two deviations). */
+ * dequeue-side state machine (refmodel/codel.py explains the two deviations).
+ * One state per access link (registers indexed by the packet's link); the
+ * control law's entries are a link's own (link exact, higher priority) or
+ * every other link's (link wildcarded). */
 #ifndef _AQM_CODEL_P4_
 #define _AQM_CODEL_P4_
 
@@ -9,12 +12,13 @@
  * established flow's data) only observes: below target it ends the interval
  * and the dropping state, as the RFC's state machine does for every dequeued
  * packet (refmodel/codel.py: observe). */
-control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in bool decide, out verdict_t v) {
-    register<bit<64>>(1) codel_first_above;
-    register<bit<8>>(1)  codel_dropping;
-    register<bit<64>>(1) codel_drop_next;
-    register<bit<32>>(1) codel_count;
-    register<bit<32>>(1) codel_lastcount;
+control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in bit<16> link, in bool decide,
+                 out verdict_t v) {
+    register<bit<64>>(N_LINKS) codel_first_above;
+    register<bit<8>>(N_LINKS)  codel_dropping;
+    register<bit<64>>(N_LINKS) codel_drop_next;
+    register<bit<32>>(N_LINKS) codel_count;
+    register<bit<32>>(N_LINKS) codel_lastcount;
 
     bit<32> law_count = 0;
     bit<64> law_step = 0;
@@ -22,10 +26,10 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in
     // interval / sqrt(count), precomputed by the controller (within +-1 %).
     action set_step(bit<32> step_ns) { law_step = (bit<64>)step_ns; }
     table codel_control_law {
-        key = { law_count : range; }
+        key = { link : ternary; law_count : range; }
         actions = { set_step; }
         default_action = set_step(100000000);
-        size = 512;
+        size = N_LINKS * LOOKUP_ENTRIES;
     }
 
     apply {
@@ -34,19 +38,20 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in
         bit<64> drop_next;
         bit<32> count;
         bit<32> lastcount;
-        codel_first_above.read(first_above, 0);
-        codel_dropping.read(dropping, 0);
-        codel_drop_next.read(drop_next, 0);
-        codel_count.read(count, 0);
-        codel_lastcount.read(lastcount, 0);
+        bit<32> at = (bit<32>)link;
+        codel_first_above.read(first_above, at);
+        codel_dropping.read(dropping, at);
+        codel_drop_next.read(drop_next, at);
+        codel_count.read(count, at);
+        codel_lastcount.read(lastcount, at);
 
         v.drop = false;
         v.early = false;
         v.reason = REASON_NONE;
         if (!decide) {
             if (pred.sojourn_ns < (bit<64>)cfg.target_ns || pred.backlog_ns <= (bit<64>)mtu_ns) {
-                codel_first_above.write(0, 0);
-                codel_dropping.write(0, 0);
+                codel_first_above.write(at, 0);
+                codel_dropping.write(at, 0);
             }
         } else if (pred.over_limit) {
             // tail-dropped: never enters the queue, so CoDel never sees it
@@ -95,11 +100,11 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in
                 v.early = true;
                 v.reason = REASON_CODEL;
             }
-            codel_first_above.write(0, first_above);
-            codel_dropping.write(0, dropping);
-            codel_drop_next.write(0, drop_next);
-            codel_count.write(0, count);
-            codel_lastcount.write(0, lastcount);
+            codel_first_above.write(at, first_above);
+            codel_dropping.write(at, dropping);
+            codel_drop_next.write(at, drop_next);
+            codel_count.write(at, count);
+            codel_lastcount.write(at, lastcount);
         }
         v.s1 = ((bit<64>)dropping << 32) | (bit<64>)count;
         v.s2 = drop_next;

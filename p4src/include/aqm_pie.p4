@@ -1,24 +1,27 @@
 /* PIE (RFC 8033 core). The queue delay is the model's backlog drain time (the
  * RFC's timestamp variant); the probability update runs on the first packet at
- * least tupdate after the previous update. refmodel/pie.py has the details. */
+ * least tupdate after the previous update. refmodel/pie.py has the details.
+ * One state per access link: every register is indexed by the packet's link. */
 #ifndef _AQM_PIE_P4_
 #define _AQM_PIE_P4_
 
-control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit<32> rand, out verdict_t v) {
-    register<bit<64>>(1) pie_p;            // drop probability, Q32
-    register<bit<64>>(1) pie_qdelay_old;
-    register<bit<64>>(1) pie_burst_used;   // burst allowance spent, ns (starts full)
-    register<bit<64>>(1) pie_last_update;
+control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit<16> link, in bit<32> rand,
+               out verdict_t v) {
+    register<bit<64>>(N_LINKS) pie_p;            // drop probability, Q32
+    register<bit<64>>(N_LINKS) pie_qdelay_old;
+    register<bit<64>>(N_LINKS) pie_burst_used;   // burst allowance spent, ns (starts full)
+    register<bit<64>>(N_LINKS) pie_last_update;
 
     apply {
         bit<64> p;
         bit<64> qdelay_old;
         bit<64> burst_used;
         bit<64> last_update;
-        pie_p.read(p, 0);
-        pie_qdelay_old.read(qdelay_old, 0);
-        pie_burst_used.read(burst_used, 0);
-        pie_last_update.read(last_update, 0);
+        bit<32> at = (bit<32>)link;
+        pie_p.read(p, at);
+        pie_qdelay_old.read(qdelay_old, at);
+        pie_burst_used.read(burst_used, at);
+        pie_last_update.read(last_update, at);
 
         bit<64> qdelay = pred.backlog_ns;
         if (pred.now - last_update >= (bit<64>)cfg.tupdate_ns) {
@@ -56,10 +59,10 @@ control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit
             }
             qdelay_old = qdelay;
             last_update = pred.now;
-            pie_p.write(0, p);
-            pie_qdelay_old.write(0, qdelay_old);
-            pie_burst_used.write(0, burst_used);
-            pie_last_update.write(0, last_update);
+            pie_p.write(at, p);
+            pie_qdelay_old.write(at, qdelay_old);
+            pie_burst_used.write(at, burst_used);
+            pie_last_update.write(at, last_update);
         }
 
         bit<64> burst = 0;

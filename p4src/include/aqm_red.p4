@@ -1,15 +1,18 @@
 /* RED with ns-2 semantics in byte mode (gentle off, wait off, no ECN bit).
  * The average is kept in ns of drain time: bytes times one constant, so the
  * algorithm is unchanged and needs no division. refmodel/red.py explains the
- * integer forms; both must stay identical. */
+ * integer forms; both must stay identical. Every register holds one cell per
+ * access link (index: the packet's link); the idle-decay table's entries are
+ * a link's own (link matched exactly, at a higher priority) or every other
+ * link's (link wildcarded: what the single-link controller writes). */
 #ifndef _AQM_RED_P4_
 #define _AQM_RED_P4_
 
-control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verdict_t v) {
-    register<bit<64>>(1) red_avg;
-    register<bit<32>>(1) red_count1;   // count_bytes / mean_pktsize (quotient)
-    register<bit<32>>(1) red_rem;      // count_bytes % mean_pktsize (remainder)
-    register<bit<8>>(1)  red_old;
+control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<16> link, in bit<32> rand, out verdict_t v) {
+    register<bit<64>>(N_LINKS) red_avg;
+    register<bit<32>>(N_LINKS) red_count1;   // count_bytes / mean_pktsize (quotient)
+    register<bit<32>>(N_LINKS) red_rem;      // count_bytes % mean_pktsize (remainder)
+    register<bit<8>>(N_LINKS)  red_old;
 
     bit<64> decay_q24 = 1 << RED_W_FRAC;
     bit<32> idle_key = 0;
@@ -17,10 +20,10 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verd
     // ns-2's (1 - w_q)^m for m = ptc * idle time, precomputed by the controller.
     action set_decay(bit<32> factor_q24) { decay_q24 = (bit<64>)factor_q24; }
     table red_idle_decay {
-        key = { idle_key : range; }
+        key = { link : ternary; idle_key : range; }
         actions = { set_decay; }
         const default_action = set_decay(1 << RED_W_FRAC);
-        size = 512;
+        size = N_LINKS * LOOKUP_ENTRIES;
     }
 
     apply {
@@ -29,10 +32,11 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verd
         bit<32> rem;
         bit<8>  old;
         bit<32> mps = (bit<32>)cfg.mean_pktsize;
-        red_avg.read(avg, 0);
-        red_count1.read(count1, 0);
-        red_rem.read(rem, 0);
-        red_old.read(old, 0);
+        bit<32> at = (bit<32>)link;
+        red_avg.read(avg, at);
+        red_count1.read(count1, at);
+        red_rem.read(rem, at);
+        red_old.read(old, at);
 
         // The link has been idle since tat: decay the average as ns-2 does.
         if (pred.backlog_ns == 0) {
@@ -90,10 +94,10 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<32> rand, out verd
             rem = 0;
         }
 
-        red_avg.write(0, avg);
-        red_count1.write(0, count1);
-        red_rem.write(0, rem);
-        red_old.write(0, old);
+        red_avg.write(at, avg);
+        red_count1.write(at, count1);
+        red_rem.write(at, rem);
+        red_old.write(at, old);
 
         v.drop = forced || early;
         v.early = early && !forced;

@@ -1,15 +1,24 @@
-/* The configuration tables. Keyless: the controller writes their default
- * actions at run time (P4Runtime), so rate, buffer, AQM and every knob change
- * without recompiling. Until bottleneck_cfg is written, the bottleneck is
- * "unconfigured" and frames are forwarded without the model.
- * Field widths are mirrored in refmodel/params.py (FIELD_BITS). */
+/* The configuration tables, keyed by the packet's access link (exact; the
+ * link comes from bottleneck.p4's link_of). The controller writes them at run
+ * time (P4Runtime), so rate, buffer, AQM and every knob change without
+ * recompiling. Their default actions configure every link without an entry
+ * of its own: the single-link lab writes only those, as before links existed,
+ * and a link with entries (controller/entries.py: link_entries, one in every
+ * table) gets its own rate, buffer, AQM and knobs. Until bottleneck_cfg gives
+ * a link a configuration (entry or default), that link is "unconfigured" and
+ * its frames are forwarded without the model.
+ * The AQMs' range tables (aqm_red.p4's red_idle_decay, aqm_codel.p4's
+ * codel_control_law) are per link too: a link's own entries match its id at a
+ * higher priority than the wildcarded entries of the links without their own.
+ * refmodel/params.py mirrors the field widths (FIELD_BITS) and
+ * refmodel/pipeline.py the lookup (Pipeline.params_for). */
 #ifndef _CONFIG_P4_
 #define _CONFIG_P4_
 
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
 
-control BottleneckConfig(out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c, out pie_cfg_t p,
-                         out iwa_cfg_t i) {
+control BottleneckConfig(in bit<16> link, out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c,
+                         out pie_cfg_t p, out iwa_cfg_t i) {
     action unconfigured() {
         q.configured = 0;
         q.byte_time_q16 = 0;
@@ -34,8 +43,10 @@ control BottleneckConfig(out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c, 
         q.telemetry = telemetry;
     }
     table bottleneck_cfg {
+        key = { link : exact; }
         actions = { unconfigured; set_bottleneck; }
         default_action = unconfigured();
+        size = N_LINKS;
     }
 
     action set_red(bit<32> wq_q24, bit<48> thmin_ns, bit<48> thmax_ns, bit<64> slope_q56,
@@ -47,8 +58,10 @@ control BottleneckConfig(out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c, 
         r.mean_pktsize = mean_pktsize;
     }
     table red_cfg {
+        key = { link : exact; }
         actions = { set_red; }
         default_action = set_red(33554, 0, 1, 0, 1500);
+        size = N_LINKS;
     }
 
     action set_codel(bit<32> target_ns, bit<32> interval_ns) {
@@ -56,8 +69,10 @@ control BottleneckConfig(out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c, 
         c.interval_ns = interval_ns;
     }
     table codel_cfg {
+        key = { link : exact; }
         actions = { set_codel; }
         default_action = set_codel(5000000, 100000000);
+        size = N_LINKS;
     }
 
     action set_pie(bit<32> target_ns, bit<32> tupdate_ns, bit<32> alpha_q48, bit<32> beta_q48,
@@ -69,8 +84,10 @@ control BottleneckConfig(out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c, 
         p.max_burst_ns = max_burst_ns;
     }
     table pie_cfg {
+        key = { link : exact; }
         actions = { set_pie; }
         default_action = set_pie(15000000, 15000000, 35184, 351844, 150000000);
+        size = N_LINKS;
     }
 
     action set_iwa(bit<32> target_ns, bit<16> mss_bytes, bit<40> payload_ns_q16, bit<32> bytes_per_ns_q32,
@@ -83,7 +100,9 @@ control BottleneckConfig(out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c, 
         i.age_ns = age_ns;
     }
     table iwa_cfg {
+        key = { link : exact; }
         actions = { set_iwa; }
+        size = N_LINKS;
         // refmodel.params.IwaParams(): a 2 Mbit/s link with 1514 B frames, a 40 ms jitter budget
         default_action = set_iwa(27888000, 1460, 271839737, 1035444, 1000000000, 10000000000);
     }

@@ -19,10 +19,13 @@ const bit<8>  PROTO_UDP = 17;
 #define IDLE_KEY_SHIFT 10
 #define PIE_COEF_TO_PROB 16    /* Q48 coefficient * ns -> Q32 probability */
 
-const bit<32> RING_SIZE     = 1024;   // packet-limit ring
-const bit<32> FLOW_SLOTS    = 4096;   // flow tracker
+const bit<32> RING_SIZE     = 1024;   // packet-limit ring, per link
+const bit<32> FLOW_SLOTS    = 4096;   // flow tracker (shared by all links: its slots are per flow)
+const bit<32> N_LINKS       = 16;     // access links in one pipeline (a power of two): per-link state and keys
 #define TCP_OPT_BYTES 40               /* the most TCP options a header can carry */
-const bit<32> COUNTER_SLOTS = 64;     // class * 4 + decision
+const bit<32> LINK_CLIENTS  = 1024;   // link_of entries: client addresses of all links
+const bit<32> LOOKUP_ENTRIES = 512;   // per link: RED's idle-decay and CoDel's control-law range entries
+const bit<32> COUNTER_SLOTS = 64;     // class * 4 + decision (per link: link * COUNTER_SLOTS + ...)
 
 // AQM selector
 const bit<8> AQM_FIFO  = 0;

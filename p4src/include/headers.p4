@@ -106,6 +106,7 @@ struct grant_t {
 
 struct metadata_t {
     bit<1>       downstream;
+    bit<16>      link;          // the access link (link_of): index of every per-link register and config key
     bit<8>       opt_left;      // parser: TCP option bytes still to walk
     bit<8>       opt_skip;      // parser: bytes left of the current option
     bit<8>       ws_shift;      // a SYN's window-scale shift ...
@@ -140,6 +141,7 @@ struct metadata_t {
     @field_list(FL_TELEMETRY) bit<16> t_sport;
     @field_list(FL_TELEMETRY) bit<16> t_dport;
     @field_list(FL_TELEMETRY) bit<8>  t_proto;
+    @field_list(FL_TELEMETRY) bit<16> t_link;
     @field_list(FL_TELEMETRY) bit<64> t_s1;
     @field_list(FL_TELEMETRY) bit<64> t_s2;
 }

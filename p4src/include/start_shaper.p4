@@ -15,7 +15,10 @@
  *   flow_ack    the highest ACK number seen (what the next ACK acknowledges)
  *   flow_end    where its start phase ends: isn + bytes of (RTT + target),
  *               fixed at its first ACK; past it the flow is CoDel's too
- * Globals (IWA only):
+ *   flow_link   the access link of its SYN-ACK: a slot's reuse uncounts the
+ *               flow that held it from that flow's own link
+ * Per access link (IWA only; one cell per link, indexed by the packet's link,
+ * queue_tat being that link's queue; the flow slots above are shared):
  *   iwa_grant_tat  window openings beyond replacement, as a queue that drains
  *                  at the link rate from when their data can arrive
  *   iwa_reserve_cur, iwa_reserve_old
@@ -53,8 +56,8 @@ bit<32> ns_to_bytes(in bit<32> ns, in bit<32> bytes_per_ns_q32) {
 }
 
 control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in bit<1> downstream,
-                    in bool ws_seen, in bit<8> ws_shift, in bit<64> now, in bit<64> queue_tat, in bool iwa_on,
-                    in iwa_cfg_t cfg, in bit<32> mtu_ns, inout track_t trk, out grant_t g) {
+                    in bool ws_seen, in bit<8> ws_shift, in bit<64> now, in bit<16> link, in bit<64> queue_tat,
+                    in bool iwa_on, in iwa_cfg_t cfg, in bit<32> mtu_ns, inout track_t trk, out grant_t g) {
     register<bit<32>>(FLOW_SLOTS) flow_syn;
     register<bit<32>>(FLOW_SLOTS) flow_syn_t;
     register<bit<32>>(FLOW_SLOTS) flow_srtt;
@@ -62,21 +65,25 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     register<bit<32>>(FLOW_SLOTS) flow_edge;
     register<bit<32>>(FLOW_SLOTS) flow_ack;
     register<bit<32>>(FLOW_SLOTS) flow_end;
-    register<bit<64>>(1) iwa_grant_tat;
-    register<bit<32>>(1) iwa_reserve_cur;
-    register<bit<32>>(1) iwa_reserve_old;
-    register<bit<64>>(1) iwa_epoch_t;
-    register<bit<8>>(1)  iwa_epoch;
-    register<bit<32>>(1) iwa_wavg;
-    register<bit<32>>(1) iwa_flows;
+    register<bit<16>>(FLOW_SLOTS) flow_link;     // the link the slot's flow was installed on
+    // per access link, indexed by the packet's link (at)
+    register<bit<64>>(N_LINKS) iwa_grant_tat;
+    register<bit<32>>(N_LINKS) iwa_reserve_cur;
+    register<bit<32>>(N_LINKS) iwa_reserve_old;
+    register<bit<64>>(N_LINKS) iwa_epoch_t;
+    register<bit<8>>(N_LINKS)  iwa_epoch;
+    register<bit<32>>(N_LINKS) iwa_wavg;
+    register<bit<32>>(N_LINKS) iwa_flows;
+
+    bit<32> at = 0;        // this packet's link: the index of the iwa_* registers
 
     // A flow's share of its path and the budget: (end - isn) >> shift, shift = ceil(log2(flows)), so at most
     // 1/flows of it (refmodel/shaper.py's share_shift). A table of ranges, not a division (a Tofino has none).
     bit<32> nflows = 0;    // the number of shaped flows (iwa_flows) after this packet
-    // one shaped flow fewer, never below zero (refmodel/shaper.py's _uncount)
-    action uncount() {
-        iwa_flows.read(nflows, 0);
-        iwa_flows.write(0, nflows == 0 ? 0 : nflows - 1);
+    // one shaped flow fewer on link on_link, never below zero (refmodel/shaper.py's LinkShaping.uncount)
+    action uncount(in bit<32> on_link) {
+        iwa_flows.read(nflows, on_link);
+        iwa_flows.write(on_link, nflows == 0 ? 0 : nflows - 1);
     }
     bit<8> share_shift = 0;
     action set_share_shift(bit<8> s) { share_shift = s; }
@@ -105,10 +112,10 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     bit<64> epoch_t = 0;
     bit<8>  epoch = 0;
     action read_reserve() {
-        iwa_reserve_cur.read(cur, 0);
-        iwa_reserve_old.read(old, 0);
-        iwa_epoch_t.read(epoch_t, 0);
-        iwa_epoch.read(epoch, 0);
+        iwa_reserve_cur.read(cur, at);
+        iwa_reserve_old.read(old, at);
+        iwa_epoch_t.read(epoch_t, at);
+        iwa_epoch.read(epoch, at);
     }
 
     apply {
@@ -121,6 +128,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         g.advance = 0;
         g.room_ns = 0;
         bit<32> slot = trk.slot;
+        at = (bit<32>)link;
         bit<8> f = hdr.tcp.flags;
         if (!tcp_ok || hdr.udp.isValid()) {
             return;
@@ -136,7 +144,10 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 bit<16> prev;
                 flow_state.read(prev, slot);
                 if (prev & FLOW_COUNTED != 0) {
-                    uncount();                               // the slot's previous flow never closed
+                    // the slot's previous flow never closed: counted no more, on the link it was counted on
+                    bit<16> prev_link;
+                    flow_link.read(prev_link, slot);
+                    uncount((bit<32>)prev_link);
                 }
                 bit<16> state = FLOW_ANNOUNCED;
                 bit<32> server_rtt = 0;
@@ -153,14 +164,14 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     if (e > 2 * (bit<64>)cfg.hold_ns) { cur = 0; }
                     if (e > (bit<64>)cfg.hold_ns) {
                         // a new epoch: the current generation becomes the old one
-                        iwa_reserve_old.write(0, cur);
+                        iwa_reserve_old.write(at, cur);
                         cur = 0;
                         epoch = epoch + 1;
-                        iwa_epoch.write(0, epoch);
-                        iwa_epoch_t.write(0, now);
+                        iwa_epoch.write(at, epoch);
+                        iwa_epoch_t.write(at, now);
                     }
                     bit<33> sum = (bit<33>)cur + (bit<33>)mtu_ns;
-                    iwa_reserve_cur.write(0, sum > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)sum);
+                    iwa_reserve_cur.write(at, sum > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)sum);
                     if (epoch & 1 == 1) { state = state | FLOW_EPOCH; }
                 }
                 flow_state.write(slot, state);
@@ -168,6 +179,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 flow_end.write(slot, trk.isn);
                 flow_srtt.write(slot, server_rtt);
                 flow_ack.write(slot, trk.isn);
+                flow_link.write(slot, link);
             } else if (trk.tracked && tcp_payload > 0 && f & (TCP_FLAG_SYN | TCP_FLAG_ACK) != (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
                 bit<16> state;
                 bit<32> edge;
@@ -204,7 +216,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             flow_state.read(st, slot);
             if (st & FLOW_COUNTED != 0) {                           // a reset flow is counted no more
                 flow_state.write(slot, st & ~FLOW_COUNTED);
-                uncount();
+                uncount(at);
             }
         }
         if (f & (TCP_FLAG_SYN | TCP_FLAG_RST | TCP_FLAG_ACK) != TCP_FLAG_ACK || !trk.tracked) {
@@ -236,7 +248,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             g.flags = g.flags | TRACK_FIRST_ACK;
         }
         // the number of shaped flows: counted from their first ACK to the client's FIN (or a RST)
-        iwa_flows.read(nflows, 0);
+        iwa_flows.read(nflows, at);
         if (first && state & FLOW_SHAPE != 0) {
             state = state | FLOW_COUNTED;
             nflows = nflows + 1;
@@ -245,7 +257,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             state = state & ~FLOW_COUNTED;
             nflows = nflows == 0 ? 0 : nflows - 1;
         }
-        iwa_flows.write(0, nflows);
+        iwa_flows.write(at, nflows);
         bit<8> scale = (bit<8>)(state & FLOW_SCALE_MASK);
         bit<32> own = ack + ((bit<32>)hdr.tcp.window << scale);    // the client's own right edge
         bool starting = seq_before(edge, end);
@@ -254,7 +266,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         bit<64> grant_tat = 0;
         bool mine_is_cur = (state & FLOW_EPOCH != 0) == (epoch & 1 == 1);
         if (iwa_on) {
-            iwa_grant_tat.read(grant_tat, 0);
+            iwa_grant_tat.read(grant_tat, at);
             read_reserve();
             bit<64> e = now - epoch_t;
             if (e > 2 * (bit<64>)cfg.hold_ns) { cur = 0; }
@@ -286,7 +298,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 bit<32> w = seq_before(edge, ack) ? 0 : edge - ack;
                 bit<32> inc = grant < acked ? grant : acked;
                 bit<32> wavg;
-                iwa_wavg.read(wavg, 0);
+                iwa_wavg.read(wavg, at);
                 // no growth beyond its share of the path and budget among the shaped flows
                 iwa_share.apply();
                 bit<32> share = (end - trk.isn) >> share_shift;
@@ -298,7 +310,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 } else {
                     wavg = wavg - ((wavg - w) >> 3);
                 }
-                iwa_wavg.write(0, wavg);
+                iwa_wavg.write(at, wavg);
                 grant = acked + inc;
             }
             bit<32> want = edge + grant;
@@ -325,13 +337,13 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         if (iwa_on && state & FLOW_SHAPE != 0 && extra != 0) {
             bit<64> arrive = now + (bit<64>)lead;
             bit<64> base = grant_tat > arrive ? grant_tat : arrive;
-            iwa_grant_tat.write(0, base + (((bit<64>)extra * (bit<64>)cfg.payload_ns_q16) >> BYTE_TIME_FRAC));
+            iwa_grant_tat.write(at, base + (((bit<64>)extra * (bit<64>)cfg.payload_ns_q16) >> BYTE_TIME_FRAC));
         }
         if (iwa_on && released) {                                   // from the generation it was reserved in
             if (mine_is_cur) {
-                iwa_reserve_cur.write(0, cur > mtu_ns ? cur - mtu_ns : 0);
+                iwa_reserve_cur.write(at, cur > mtu_ns ? cur - mtu_ns : 0);
             } else {
-                iwa_reserve_old.write(0, old > mtu_ns ? old - mtu_ns : 0);
+                iwa_reserve_old.write(at, old > mtu_ns ? old - mtu_ns : 0);
             }
         }
     }

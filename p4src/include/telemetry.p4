@@ -43,6 +43,7 @@ control TelemetryReport(inout headers_t hdr, inout metadata_t meta, in bit<8> aq
             meta.t_sport = hdr.udp.srcPort;
             meta.t_dport = hdr.udp.dstPort;
         }
+        meta.t_link = meta.link;
         meta.t_s1 = meta.verdict.s1;
         meta.t_s2 = meta.verdict.s2;
         clone_preserving_field_list(CloneType.I2E, TELEMETRY_SESSION, FL_TELEMETRY);
@@ -80,6 +81,7 @@ control TelemetryEmit(inout headers_t hdr, in metadata_t meta) {
         hdr.telemetry.dport = meta.t_dport;
         hdr.telemetry.proto = meta.t_proto;
         hdr.telemetry.pad = 0;
+        hdr.telemetry.link = meta.t_link;
         hdr.telemetry.s1 = meta.t_s1;
         hdr.telemetry.s2 = meta.t_s2;
         truncate(TELEMETRY_FRAME_LEN);

@@ -76,7 +76,8 @@ header telemetry_t {
     bit<16> sport;
     bit<16> dport;
     bit<8>  proto;
-    bit<24> pad;
+    bit<8>  pad;
+    bit<16> link;      // the access link (bottleneck.p4's link_of); was padding: 0 with one link
     bit<64> s1;
     bit<64> s2;
 }
