@@ -4,19 +4,31 @@
 rejects what the P4 fields cannot hold); this module turns those integers into
 finsy entities. Nothing here talks to a switch, so it is tested without one.
 Table, action and parameter names are the P4Info aliases of p4src/bottleneck.p4.
+
+Access links (issue 12, item 3): the config tables are keyed by the link.
+``config_defaults`` and ``lookup_tables`` write what every link without entries
+of its own runs on (the tables' default actions, and range entries with the
+link wildcarded): the single-link lab writes only these. ``link_entries``
+gives one link its own rate, buffer, AQM and knobs (an entry keyed by the link
+in every config table, its own range entries at a higher priority) and maps
+its clients to it (``link_of``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import finsy as fy
 
-from refmodel.constants import TELEMETRY_SESSION
-from refmodel.params import PipelineParams
+from refmodel.constants import RED_W_FRAC, TELEMETRY_SESSION
+from refmodel.params import PipelineParams, check_link, client_addr, complete_ranges
 from refmodel.pipeline import Route
 
 RANGE_TABLES = ("red_idle_decay", "codel_control_law")
+CONFIG_TABLES = ("red_cfg", "codel_cfg", "pie_cfg", "iwa_cfg", "bottleneck_cfg")  # the selector last
+DEFAULT_PRIORITY = 1  # range entries of every link without its own (link wildcarded)
+LINK_PRIORITY = 2  # a link's own range entries: they win over the wildcarded ones
+NO_DECAY_Q24 = 1 << RED_W_FRAC  # red_idle_decay's const default action: the factor 1
 
 
 def forwarding(routes: Mapping[int, Route]) -> list[fy.P4TableEntry]:
@@ -34,43 +46,90 @@ def telemetry_session(monitor_port: int) -> fy.P4CloneSessionEntry:
     return fy.P4CloneSessionEntry(TELEMETRY_SESSION, replicas=[(monitor_port, 1)])
 
 
+def _ranges(table: str, key: str, action: str, arg: str, rows: Iterable[tuple[int, int, int]], priority: int,
+            link: int | None = None) -> list[fy.P4TableEntry]:
+    """Range entries (first key, last key, value); with ``link``, matched to that link only."""
+    def match(lo: int, hi: int) -> fy.P4TableMatch:
+        m = {key: f"{lo}...{hi}"}
+        return fy.P4TableMatch(m if link is None else {"link": link, **m})
+
+    return [fy.P4TableEntry(table, match=match(lo, hi), action=fy.P4TableAction(action, **{arg: v}),
+                            priority=priority) for lo, hi, v in rows]
+
+
+def law_default(p: PipelineParams) -> int:
+    """CoDel's step for counts beyond its control law's entries (codel.control_law_step's)."""
+    c = p.codel
+    return c.control_law[-1][2] if c.control_law else c.interval_ns
+
+
 def lookup_tables(p: PipelineParams) -> list[fy.P4TableEntry]:
-    """Range entries: RED's idle decay and CoDel's control law."""
-    out = [
-        fy.P4TableEntry("red_idle_decay", match=fy.P4TableMatch(idle_key=f"{lo}...{hi}"),
-                        action=fy.P4TableAction("set_decay", factor_q24=f), priority=1)
-        for lo, hi, f in p.red.idle_decay
-    ]
-    out += [
-        fy.P4TableEntry("codel_control_law", match=fy.P4TableMatch(law_count=f"{lo}...{hi}"),
-                        action=fy.P4TableAction("set_step", step_ns=step), priority=1)
-        for lo, hi, step in p.codel.control_law
-    ]
-    return out
+    """Range entries of every link without its own (the link wildcarded): RED's idle decay and CoDel's
+    control law."""
+    return (_ranges("red_idle_decay", "idle_key", "set_decay", "factor_q24", p.red.idle_decay, DEFAULT_PRIORITY)
+            + _ranges("codel_control_law", "law_count", "set_step", "step_ns", p.codel.control_law,
+                      DEFAULT_PRIORITY))
+
+
+def link_lookup_tables(link: int, p: PipelineParams) -> list[fy.P4TableEntry]:
+    """One link's own range entries, over every key (``complete_ranges``: the keys its tables leave out get
+    what the tables' misses give, so none falls through to the wildcarded entries of other links)."""
+    check_link(link)
+    idle = complete_ranges(p.red.idle_decay, NO_DECAY_Q24)
+    law = complete_ranges(p.codel.control_law, law_default(p))
+    return (_ranges("red_idle_decay", "idle_key", "set_decay", "factor_q24", idle, LINK_PRIORITY, link)
+            + _ranges("codel_control_law", "law_count", "set_step", "step_ns", law, LINK_PRIORITY, link))
+
+
+def _config_actions(p: PipelineParams) -> dict[str, fy.P4TableAction]:
+    """The config tables' actions for ``p``, by table, in CONFIG_TABLES's order."""
+    q, r, c, pi, i = p.queue, p.red, p.codel, p.pie, p.iwa
+    return {
+        "red_cfg": fy.P4TableAction("set_red", wq_q24=r.wq_q24, thmin_ns=r.thmin_ns, thmax_ns=r.thmax_ns,
+                                    slope_q56=r.slope_q56, mean_pktsize=r.mean_pktsize),
+        "codel_cfg": fy.P4TableAction("set_codel", target_ns=c.target_ns, interval_ns=c.interval_ns),
+        "pie_cfg": fy.P4TableAction("set_pie", target_ns=pi.target_ns, tupdate_ns=pi.tupdate_ns,
+                                    alpha_q48=pi.alpha_q48, beta_q48=pi.beta_q48, max_burst_ns=pi.max_burst_ns),
+        "iwa_cfg": fy.P4TableAction("set_iwa", target_ns=i.target_ns, mss_bytes=i.mss_bytes,
+                                    payload_ns_q16=i.payload_ns_q16, bytes_per_ns_q32=i.bytes_per_ns_q32,
+                                    hold_ns=i.hold_ns, age_ns=i.age_ns),
+        "bottleneck_cfg": fy.P4TableAction("set_bottleneck", byte_time_q16=q.byte_time_q16, bucket_ns=q.bucket_ns,
+                                           limit_ns=q.limit_ns, limit_pkts=q.limit_pkts, mtu_ns=q.mtu_ns,
+                                           aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry)),
+    }
 
 
 def config_defaults(p: PipelineParams) -> list[fy.P4TableEntry]:
-    """Default actions of the keyless config tables, AQM parameters first and
-    the selector (bottleneck_cfg) last, so a switch of AQM finds its knobs set."""
-    q, r, c, pi, i = p.queue, p.red, p.codel, p.pie, p.iwa
-    law_default = c.control_law[-1][2] if c.control_law else c.interval_ns
+    """Default actions of the config tables (every link without entries of its own), AQM parameters first
+    and the selector (bottleneck_cfg) last, so a switch of AQM finds its knobs set."""
+    out = []
+    for table, action in _config_actions(p).items():
+        out.append(fy.P4TableEntry(table, action=action, is_default_action=True))
+        if table == "codel_cfg":
+            out.append(fy.P4TableEntry("codel_control_law", action=fy.P4TableAction("set_step", step_ns=law_default(p)),
+                                       is_default_action=True))
+    return out
 
-    def default(table: str, action: str, **params: int) -> fy.P4TableEntry:
-        return fy.P4TableEntry(table, action=fy.P4TableAction(action, **params), is_default_action=True)
 
-    return [
-        default("red_cfg", "set_red", wq_q24=r.wq_q24, thmin_ns=r.thmin_ns, thmax_ns=r.thmax_ns,
-                slope_q56=r.slope_q56, mean_pktsize=r.mean_pktsize),
-        default("codel_cfg", "set_codel", target_ns=c.target_ns, interval_ns=c.interval_ns),
-        default("codel_control_law", "set_step", step_ns=law_default),
-        default("pie_cfg", "set_pie", target_ns=pi.target_ns, tupdate_ns=pi.tupdate_ns, alpha_q48=pi.alpha_q48,
-                beta_q48=pi.beta_q48, max_burst_ns=pi.max_burst_ns),
-        default("iwa_cfg", "set_iwa", target_ns=i.target_ns, mss_bytes=i.mss_bytes, payload_ns_q16=i.payload_ns_q16,
-                bytes_per_ns_q32=i.bytes_per_ns_q32, hold_ns=i.hold_ns, age_ns=i.age_ns),
-        default("bottleneck_cfg", "set_bottleneck", byte_time_q16=q.byte_time_q16, bucket_ns=q.bucket_ns,
-                limit_ns=q.limit_ns, limit_pkts=q.limit_pkts, mtu_ns=q.mtu_ns, aqm=int(q.aqm), ecn=int(q.ecn),
-                telemetry=int(q.telemetry)),
-    ]
+def link_config(link: int, p: PipelineParams) -> list[fy.P4TableEntry]:
+    """One link's entries in the config tables (keyed by the link), the selector last as in config_defaults."""
+    check_link(link)
+    return [fy.P4TableEntry(table, match=fy.P4TableMatch(link=link), action=action)
+            for table, action in _config_actions(p).items()]
+
+
+def link_of(clients: Mapping[int | str, int]) -> list[fy.P4TableEntry]:
+    """``link_of`` entries: each client's IPv4 address (an int or a dotted quad) to its link."""
+    return [fy.P4TableEntry("link_of", match=fy.P4TableMatch(client_addr=client_addr(c)),
+                            action=fy.P4TableAction("set_link", link=check_link(link)))
+            for c, link in sorted(clients.items(), key=lambda kv: client_addr(kv[0]))]
+
+
+def link_entries(link: int, p: PipelineParams, clients: Iterable[int | str] = ()) -> list[fy.P4TableEntry]:
+    """Everything that makes ``link`` a link of its own: its range entries, its config entries (the selector
+    last) and, last of all, its clients' ``link_of`` entries, so no packet reaches the link before it is
+    configured. Insert them; ``link_of`` of a client of another link is a modify."""
+    return link_lookup_tables(link, p) + link_config(link, p) + link_of({c: link for c in clients})
 
 
 def iwa_knobs(p: PipelineParams) -> list[fy.P4TableEntry]:

@@ -6,6 +6,10 @@ comes up: at the first connection and after every reconnection, so a switch
 that restarts is re-pushed and re-configured without anyone asking, and the
 log says so. finsy handles arbitration (device id, election id, primary or
 backup role) and reconnects with backoff.
+
+Access links: ``DesiredState.links`` gives links their own parameters and
+``clients`` maps client addresses to links (``entries.link_entries``); both
+empty, the switch gets exactly the single-link configuration.
 """
 
 from __future__ import annotations
@@ -13,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import finsy as fy
 
-from refmodel.params import PipelineParams
+from refmodel.params import PipelineParams, client_addr
 from refmodel.pipeline import Route
 
 from . import entries
@@ -26,6 +30,7 @@ from . import entries
 LOG = logging.getLogger("iwlab.controller")
 
 COUNTER = "class_decision"
+LINK_COUNTER = "link_class_decision"
 
 
 async def _insert_or_modify(sw: fy.Switch, entity) -> None:
@@ -43,9 +48,11 @@ async def _insert_or_modify(sw: fy.Switch, entity) -> None:
 
 @dataclass
 class DesiredState:
-    params: PipelineParams | None  # None: connect without writing anything
+    params: PipelineParams | None  # None: connect without writing anything; else every link's default
     routes: Mapping[int, Route]
     monitor_port: int | None = None
+    links: dict[int, PipelineParams] = field(default_factory=dict)  # links with parameters of their own
+    clients: dict[int | str, int] = field(default_factory=dict)  # client IPv4 address -> link (link_of)
 
 
 @dataclass
@@ -94,26 +101,63 @@ class BottleneckSwitch:
             await _insert_or_modify(sw, entries.telemetry_session(st.monitor_port))
         await sw.insert(entries.lookup_tables(st.params))
         await sw.modify(entries.config_defaults(st.params))
+        for link, lp in sorted(st.links.items()):
+            await sw.insert(entries.link_lookup_tables(link, lp) + entries.link_config(link, lp))
+        if st.clients:  # last: no packet reaches a link before it is configured
+            await sw.insert(entries.link_of(st.clients))
 
     async def wait_applied(self, timeout: float | None = 30.0) -> None:
         await asyncio.wait_for(self._applied.wait(), timeout)
 
     async def reconfigure(self, params: PipelineParams) -> None:
-        """Change the AQM or any parameter at run time (no recompilation)."""
+        """Change the AQM or any parameter of every link without its own at run time (no recompilation)."""
         self.state.params = params
         await self.sw.delete_many([fy.P4TableEntry(t) for t in entries.RANGE_TABLES])
         await self.sw.insert(entries.lookup_tables(params))
+        for link, lp in sorted(self.state.links.items()):  # the links' own range entries went with the rest
+            await self.sw.insert(entries.link_lookup_tables(link, lp))
         await self.sw.modify(entries.config_defaults(params))
+
+    async def configure_link(self, link: int, params: PipelineParams | None) -> None:
+        """Give ``link`` parameters of its own at run time, or (None) take them away: it then runs on the
+        defaults again. Its state (registers) is kept, as with ``reconfigure``."""
+        old = self.state.links.get(link)
+        if old is not None:
+            await self.sw.delete(entries.link_lookup_tables(link, old))
+        if params is None:
+            if old is not None:
+                await self.sw.delete(entries.link_config(link, old))
+                del self.state.links[link]
+            return
+        await self.sw.insert(entries.link_lookup_tables(link, params))
+        config = entries.link_config(link, params)
+        await (self.sw.modify(config) if old is not None else self.sw.insert(config))
+        self.state.links[link] = params
+
+    async def assign(self, client: int | str, link: int | None) -> None:
+        """Put ``client`` on ``link`` at run time (a ``link_of`` entry), or (None) back on link 0."""
+        addr = client_addr(client)
+        had = {client_addr(c): lk for c, lk in self.state.clients.items()}
+        entry = entries.link_of({addr: link if link is not None else 0})
+        if link is None:
+            if addr in had:
+                await self.sw.delete(entry)
+        else:
+            await (self.sw.modify(entry) if addr in had else self.sw.insert(entry))
+        self.state.clients = {a: lk for a, lk in had.items() if a != addr}
+        if link is not None:
+            self.state.clients[addr] = link
 
     async def set_iwa_knobs(self, params: PipelineParams) -> None:
         """Write only what the tuner changes between rate changes (``entries.iwa_knobs``)."""
         self.state.params = params
         await self.sw.modify(entries.iwa_knobs(params))
 
-    async def read_counters(self) -> dict[int, tuple[int, int]]:
-        """index -> (packets, bytes) of the class x decision counter."""
+    async def read_counters(self, counter: str = COUNTER) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes) of the class x decision counter (all links), or of LINK_COUNTER (index
+        link * COUNTER_SLOTS + class * 4 + decision)."""
         out = {}
-        async for c in self.sw.read(fy.P4CounterEntry(COUNTER)):
+        async for c in self.sw.read(fy.P4CounterEntry(counter)):
             if c.data is not None:
                 out[c.index] = (c.data.packet_count, c.data.byte_count)
         return out

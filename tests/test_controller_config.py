@@ -104,3 +104,88 @@ def test_routes_spec():
     assert parse_routes("1>2:down,2>1:up") == {1: Route(2, True), 2: Route(1, False)}
     with pytest.raises(ConfigError, match="routes"):
         parse_routes("1-2")
+
+
+# --------------------------------------------------------------------------- access links (issue 12, item 3)
+
+CODEL = config.params_from_dict({"link": {"rate_bps": 1e6}, "buffer": {"packets": 20}, "aqm": {"name": "codel"}})
+
+
+def test_link_entries_key_every_config_table_and_map_the_clients_last():
+    link = 3
+    out = entries.link_entries(link, CODEL, ["10.0.1.2", 0x0A000103])
+    ranges = [e for e in out if e.table_id in entries.RANGE_TABLES]
+    config_ = [e for e in out if e.table_id in entries.CONFIG_TABLES]
+    assert [e.table_id for e in config_] == list(entries.CONFIG_TABLES)  # the selector last
+    assert all(e.match == {"link": link} and not e.is_default_action for e in config_)
+    # the same action and parameters a default action would hold
+    defaults = {e.table_id: e.action for e in entries.config_defaults(CODEL)}
+    assert all(e.action == defaults[e.table_id] for e in config_)
+    assert [(e.table_id, e.match["client_addr"], e.action.args["link"]) for e in out[-2:]] == [
+        ("link_of", 0x0A000102, link), ("link_of", 0x0A000103, link)]
+    assert all(e.priority == entries.LINK_PRIORITY > entries.DEFAULT_PRIORITY and e.match["link"] == link
+               for e in ranges)
+    assert out.index(ranges[-1]) < out.index(config_[0])  # the AQM's lookups before its knobs
+
+
+def test_a_links_range_entries_cover_every_key():
+    for table, key in (("red_idle_decay", "idle_key"), ("codel_control_law", "law_count")):
+        rows = [tuple(int(x) for x in e.match[key].split("...")) for e in entries.link_lookup_tables(1, CODEL)
+                if e.table_id == table]
+        assert rows[0][0] == 0 and rows[-1][1] == (1 << 32) - 1
+        assert all(b[0] == a[1] + 1 for a, b in zip(rows, rows[1:]))
+    law = [e for e in entries.link_lookup_tables(1, CODEL) if e.table_id == "codel_control_law"]
+    assert len(law) == len(CODEL.codel.control_law) + 2  # count 0 and the counts beyond the table
+    assert law[-1].action.args["step_ns"] == entries.law_default(CODEL)
+
+
+def test_link_entries_refuse_bad_links_and_clients():
+    with pytest.raises(ConfigError, match="link"):
+        entries.link_entries(16, CODEL)
+    with pytest.raises(ConfigError, match="client"):
+        entries.link_of({"10.0.1.300": 1})
+
+
+class RecordingSwitch:
+    """What BottleneckSwitch.apply_all writes, in order, without a switch."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, list]] = []
+
+    async def delete_all(self) -> None:
+        self.writes.append(("delete_all", []))
+
+    async def insert(self, es) -> None:
+        self.writes.append(("insert", list(es) if isinstance(es, list) else [es]))
+
+    async def modify(self, es) -> None:
+        self.writes.append(("modify", list(es) if isinstance(es, list) else [es]))
+
+
+def _applied(state) -> list[tuple[str, list]]:
+    import asyncio
+
+    from controller.switch import BottleneckSwitch, SwitchTarget
+    rec = RecordingSwitch()
+    asyncio.run(BottleneckSwitch.apply_all(type("S", (), {"state": state, "target": SwitchTarget()})(), rec))
+    return rec.writes
+
+
+def test_one_link_writes_exactly_what_the_single_link_controller_wrote():
+    from controller.switch import DesiredState
+    p = config.params_from_dict(HSPA)
+    routes = {1: Route(2, True), 2: Route(1, False)}
+    assert _applied(DesiredState(p, routes, 3)) == [
+        ("delete_all", []), ("insert", entries.forwarding(routes)), ("insert", [entries.telemetry_session(3)]),
+        ("insert", entries.lookup_tables(p)), ("modify", entries.config_defaults(p)),
+    ]
+
+
+def test_links_are_written_after_the_defaults_and_clients_last():
+    from controller.switch import DesiredState
+    p = config.params_from_dict(HSPA)
+    writes = _applied(DesiredState(p, {1: Route(2, True)}, None, links={1: CODEL}, clients={"10.0.1.2": 1}))
+    assert writes[3] == ("modify", entries.config_defaults(p))
+    assert writes[4] == ("insert", entries.link_lookup_tables(1, CODEL) + entries.link_config(1, CODEL))
+    assert writes[5] == ("insert", entries.link_of({"10.0.1.2": 1}))
+    assert len(writes) == 6
