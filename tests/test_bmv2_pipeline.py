@@ -10,12 +10,16 @@ shown, where the P4 toolchain is missing.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
+from collections import Counter
 
 import pytest
 from accessnet.bmv2_veth import ROOT, ROUTES, Bmv2, build_p4, missing_toolchain
-from frames import LINUX_SYN, MACOS_SYN, MSS, NO_WS_SYN, WINDOWS_SYN, audio, client_ack, client_syn, iw_burst, syn_ack, tcp
+from frames import (
+    CLIENT, LINUX_SYN, MACOS_SYN, MSS, NO_WS_SYN, WINDOWS_SYN, audio, client_ack, client_syn, iw_burst, syn_ack, tcp,
+)
 from scapy.all import IP, TCP, UDP, Ether, IPOption_NOP, Raw, raw
 
 from refmodel import Decision, Pipeline, Reason
@@ -43,14 +47,15 @@ def sw(compiled):
     s.close()
 
 
-def run_differential(sw, params, frames, gap_s=0.0):
-    sw.configure(params)
+def run_differential(sw, params, frames, gap_s=0.0, links=None, clients=None):
+    """``links`` (link -> its own parameters) and ``clients`` (client address -> link), the same to both."""
+    sw.configure(params, links=links, clients=clients)
     sw.listen()
     sw.send(frames, gap_s=gap_s)
     out, records = sw.collect(len(frames), timeout=10 + len(frames) * gap_s)
     assert len(records) == len(frames), f"{len(records)} telemetry records for {len(frames)} frames"
     assert [r.seq for r in records] == list(range(len(frames)))
-    model = Pipeline(ROUTES, params)
+    model = Pipeline(ROUTES, params, links=clients, link_params=links)
     expected_out = []
     for i, (f, rec) in enumerate(zip(frames, records)):
         res = model.process(rec.ts_ns, f, 1, rand=rec.rand)
@@ -61,13 +66,14 @@ def run_differential(sw, params, frames, gap_s=0.0):
     return records, model
 
 
-def run_mixed(sw, params, items, gap_s=0.002):
+def run_mixed(sw, params, items, gap_s=0.002, links=None, clients=None):
     """Frames in both directions, ``items`` = [(ingress port, frame)], in this order. Every frame that
     yields a telemetry record (downstream ones; with IWA, upstream ACKs of tracked flows) is replayed
     with BMv2's arrival time and random draw; the others (a client's SYN, ACKs of untracked flows) with
     the next record's time: their processing does not depend on the time. Both directions' output
-    frames, byte for byte, and every record must agree. An item ("sleep", s) lets time pass."""
-    sw.configure(params)
+    frames, byte for byte, and every record must agree. An item ("sleep", s) lets time pass. ``links`` and
+    ``clients`` as in run_differential."""
+    sw.configure(params, links=links, clients=clients)
     sw.listen()
     last_port = None
     for it in items:
@@ -81,9 +87,9 @@ def run_mixed(sw, params, items, gap_s=0.002):
         sw.send([it[1]], port=it[0], gap_s=gap_s)
         last_port = it[0]
     items = [it for it in items if it[0] != "sleep"]
-    model = Pipeline(ROUTES, params)
+    model = Pipeline(ROUTES, params, links=clients, link_params=links)
     # how many records to expect: the model says, with any timestamps (record-ness does not depend on time)
-    probe = Pipeline(ROUTES, params)
+    probe = Pipeline(ROUTES, params, links=clients, link_params=links)
     n = sum(probe.process(i * 1_000_000, f, port).record is not None for i, (port, f) in enumerate(items))
     out, records = sw.collect(n, timeout=10 + len(items) * gap_s)
     assert len(records) == n, f"{len(records)} telemetry records, the model expects {n}"
@@ -106,7 +112,7 @@ def test_p4info_has_config_tables_and_counters():
     build_p4()
     info = (ROOT / "build" / "bottleneck.p4info.txtpb").read_text()
     for name in ("bottleneck_cfg", "red_cfg", "codel_cfg", "pie_cfg", "iwa_cfg", "red_idle_decay",
-                 "codel_control_law", "forward", "class_decision"):
+                 "codel_control_law", "forward", "class_decision", "link_of", "link_class_decision"):
         assert re.search(rf'name: "[\w.]*{name}"', info), name
 
 
@@ -344,3 +350,114 @@ def test_counters_read_over_p4runtime_match_the_model(sw):
     counters = sw.counters()
     for i, n in enumerate(model.counters.packets):
         assert counters.get(i, (0, 0))[0] == n, f"counter {i}"
+
+
+# --------------------------------------------------------------------------- access links (issue 12, item 3)
+
+CLIENT_B, CLIENT_C = "10.0.1.2", "10.0.1.3"  # link 1 (its own parameters), link 2 (the defaults, its own state)
+LINK_CLIENTS = {CLIENT_B: 1, CLIENT_C: 2}
+
+
+def three_links_mix():
+    """Link 0 (client A): web_mix twice; link 1 (client B): a burst of 30 segments within A's first burst,
+    another after its queue drained (RED's idle decay from link 1's own table); link 2 (client C): audio."""
+    b1 = [tcp(1 + k * MSS, dport=50001, dst=CLIENT_B) for k in range(30)]
+    b2 = [tcp(1 + (30 + k) * MSS, dport=50001, dst=CLIENT_B) for k in range(30)]
+    frames = []
+    for i, f in enumerate(web_mix() * 2):
+        frames.append(f)
+        if 20 <= i < 50:
+            frames.append(b1[i - 20])
+        if i % 15 == 0:
+            frames.append(audio(i, dst=CLIENT_C))
+    for k, f in enumerate(b2):
+        frames += [f] + ([audio(200 + k, dst=CLIENT_C)] if k % 2 else [])
+    return frames
+
+
+def test_links_keep_their_own_rate_aqm_and_queue_and_agree_with_the_model(sw):
+    """Three links in one BMv2: link 0 and link 2 on the defaults (CoDel, 1 Mbit/s), link 1 on its own
+    (REDok, 500 kbit/s, 12 packets). BMv2 agrees with the model packet for packet; each link's records are
+    exactly what that link alone would have given (a burst on link 1 changes nothing on link 0); the
+    per-link counters read over P4Runtime are the model's."""
+    default = pipeline_params(1e6, "codel", limit_pkts=48)
+    own = pipeline_params(5e5, "red", limit_pkts=12, red=REDOK_HSPA)
+    frames = three_links_mix()
+    records, model = run_differential(sw, default, frames, gap_s=0.004, links={1: own}, clients=LINK_CLIENTS)
+    by_link = {k: [(f, r) for f, r in zip(frames, records) if r.link == k] for k in (0, 1, 2)}
+    assert [len(v) for v in by_link.values()] == [len(web_mix() * 2), 60, len(frames) - len(web_mix() * 2) - 60]
+    for link, params in ((0, default), (1, own), (2, default)):
+        alone = Pipeline(ROUTES, params)
+        for f, rec in by_link[link]:
+            got = alone.process(rec.ts_ns, f, 1, rand=rec.rand).record
+            assert dataclasses.replace(got, seq=rec.seq, link=link) == rec, f"link {link}: {got} != {rec}"
+    reasons = {k: {Reason(r.reason) for _, r in v} for k, v in by_link.items()}
+    print({k: sorted(Counter(Reason(r.reason).name for _, r in v).items()) for k, v in by_link.items()})
+    assert Reason.CODEL in reasons[0] and reasons[1] & {Reason.LIMIT, Reason.RED_EARLY}, reasons
+    assert {r.aqm for _, r in by_link[1]} == {own.queue.aqm} and {r.aqm for _, r in by_link[2]} == {default.queue.aqm}
+    per_link = sw.counters("link_class_decision")
+    for i, n in enumerate(model.link_counters.packets):
+        assert per_link.get(i, (0, 0))[0] == n, f"link counter {i}"
+
+
+def link_handshakes(client, ports, isn=1000):
+    """A client's SYNs (upstream) and the server's SYN-ACKs (downstream) on ``ports``."""
+    items = [(2, client_syn(sport=p, src=client)) for p in ports]
+    return items + [(1, syn_ack(isn, dport=p, ack=5001, dst=client, options=[("MSS", 1460), ("WScale", 9)]))
+                    for p in ports]
+
+
+def test_iwa_on_one_link_shapes_from_that_links_queue_like_the_model(sw):
+    """Link 1 (client B) runs IWA at 1 Mbit/s while link 0 (client A, the defaults) is a FIFO at 2 Mbit/s
+    with a standing queue: the upstream ACKs of B are link 1's (link_of by source), their windows and the
+    safety net's drops are the model's, byte for byte."""
+    default = pipeline_params(2e6, "fifo", limit_pkts=5)
+    own = pipeline_params(1e6, "iwa", limit_pkts=48)
+    ports = range(40000, 40004)
+    items = link_handshakes(CLIENT_B, ports) + [(1, tcp(1 + k * MSS, dport=50000)) for k in range(14)]
+    items += [(2, client_ack(1001, window=502, sport=p, src=CLIENT_B)) for p in ports]
+    items += [(1, tcp(1001 + j * MSS, dport=p, dst=CLIENT_B)) for p in ports for j in range(10)]
+    items += [(1, audio(1, dst=CLIENT_B)), (1, audio(2))]
+    items += [(2, client_ack(1001 + MSS, window=502, seq=5001, sport=p, src=CLIENT_B)) for p in ports]
+    records, model = run_mixed(sw, default, items, links={1: own}, clients={CLIENT_B: 1})
+    b = [r for r in records if r.link == 1]
+    assert {r.aqm for r in b} == {own.queue.aqm} and {r.aqm for r in records if r.link == 0} == {default.queue.aqm}
+    assert {Reason.IWA_WINDOW, Reason.IWA_SURPLUS} <= {Reason(r.reason) for r in b}
+    assert any(Reason(r.reason) == Reason.LIMIT for r in records if r.link == 0)
+    assert (model.shaper.links[0].nflows, model.shaper.links[1].nflows) == (0, len(ports))
+
+
+def test_links_configured_at_run_time_like_the_model(sw):
+    """One link first (client B on link 0), then, with traffic queued, the controller gives link 1 its own
+    parameters and moves B onto it: B's next frames find an empty queue on a FIFO of their own, A's link 0
+    keeps its queue and its CoDel."""
+    default = pipeline_params(1e6, "codel", limit_pkts=48)
+    own = pipeline_params(2e6, "fifo", limit_pkts=3)
+    first = [tcp(1 + k * MSS, dport=50000 + k % 2, dst=(CLIENT_B if k % 2 else CLIENT)) for k in range(12)]
+    then = [tcp(1 + (12 + k) * MSS, dport=50000, dst=CLIENT) for k in range(2)]
+    then += [tcp(1 + (12 + k) * MSS, dport=50001, dst=CLIENT_B) for k in range(10)]  # faster than link 1 drains
+    sw.configure(default)
+    sw.listen()
+    sw.send(first, gap_s=0.002)
+
+    async def make_link_1(s):
+        await s.configure_link(1, own)
+        await s.assign(CLIENT_B, 1)
+
+    sw.control(make_link_1)
+    sw.send(then, gap_s=0.002)
+    out, records = sw.collect(len(first) + len(then))
+    assert len(records) == len(first) + len(then)
+    model = Pipeline(ROUTES, default)
+    expected = []
+    for i, (f, rec) in enumerate(zip(first + then, records)):
+        if i == len(first):
+            model.configure_link(1, own)
+            model.assign(CLIENT_B, 1)
+        res = model.process(rec.ts_ns, f, 1, rand=rec.rand)
+        assert res.record == rec, f"frame {i}: model {res.record} != bmv2 {rec}"
+        expected += [res.frame] if res.egress == 2 else []
+    assert out[2] == expected
+    moved = [r for r in records[len(first):] if r.dst == 0x0A000102]
+    assert moved[0].link == 1 and moved[0].backlog_ns == 0 and {r.aqm for r in moved} == {own.queue.aqm}
+    assert any(r.decision == Decision.DROP for r in moved)  # its own 3-packet buffer

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .leftovers import Lease
 from .rawsock import enable_auxdata, packet_socket, recv_frame
-from controller.switch import BottleneckSwitch, DesiredState, SwitchTarget
+from controller.switch import COUNTER, BottleneckSwitch, DesiredState, SwitchTarget
 from refmodel.params import PipelineParams
 from refmodel.pipeline import Route
 from refmodel.telemetry import Record, TelemetryError, decode_frame
@@ -167,10 +167,13 @@ class Bmv2:
         return SwitchTarget(f"127.0.0.1:{self.grpc}", p4info=ROOT / "build" / f"{self.program}.p4info.txtpb",
                             p4blob=ROOT / "build" / f"{self.program}.json", force_pipeline=force)
 
-    def configure(self, params: PipelineParams | None, routes=ROUTES, monitor: int | None = 3) -> None:
-        """A fresh pipeline (all registers reset) with this configuration."""
+    def configure(self, params: PipelineParams | None, routes=ROUTES, monitor: int | None = 3,
+                  links: dict[int, PipelineParams] | None = None, clients: dict[int | str, int] | None = None) -> None:
+        """A fresh pipeline (all registers reset) with this configuration: ``params`` for every link without
+        its own, ``links`` link -> its own parameters, ``clients`` client IPv4 address -> link."""
         async def go():
-            sw = BottleneckSwitch(self.target(), DesiredState(params, routes, monitor))
+            state = DesiredState(params, routes, monitor, dict(links or {}), dict(clients or {}))
+            sw = BottleneckSwitch(self.target(), state)
             async with sw:
                 await sw.wait_applied()
         asyncio.run(go())
@@ -191,11 +194,22 @@ class Bmv2:
                 await ready(sw)
         asyncio.run(go())
 
-    def counters(self) -> dict[int, tuple[int, int]]:
+    def control(self, fn) -> None:
+        """``await fn(switch)`` in a controller session that keeps the running pipeline and its state (e.g. to
+        give a link its own parameters at run time: ``BottleneckSwitch.configure_link``)."""
         async def go():
             sw = BottleneckSwitch(self.target(force=False), DesiredState(None, ROUTES, 3))
             async with sw:
-                return await sw.read_counters()
+                await sw.wait_applied()
+                await fn(sw)
+        asyncio.run(go())
+
+    def counters(self, counter: str = COUNTER) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes) of ``counter`` (class_decision, or link_class_decision)."""
+        async def go():
+            sw = BottleneckSwitch(self.target(force=False), DesiredState(None, ROUTES, 3))
+            async with sw:
+                return await sw.read_counters(counter)
         return asyncio.run(go())
 
     # -- data plane ------------------------------------------------------------------
