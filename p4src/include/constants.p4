@@ -21,7 +21,11 @@ const bit<8>  PROTO_UDP = 17;
 
 const bit<32> RING_SIZE     = 1024;   // packet-limit ring, per link
 const bit<32> FLOW_SLOTS    = 4096;   // flow tracker (shared by all links: its slots are per flow)
-const bit<32> N_LINKS       = 16;     // access links in one pipeline (a power of two): per-link state and keys
+// Access links in one pipeline (a power of two): per-link state and keys. A program compiled with its own
+// N_LINKS (-DN_LINKS=..., as the TNA program's types.p4 allows) keeps that macro instead.
+#ifndef N_LINKS
+const bit<32> N_LINKS       = 16;
+#endif
 #define TCP_OPT_BYTES 40               /* the most TCP options a header can carry */
 const bit<32> LINK_CLIENTS  = 1024;   // link_of entries: client addresses of all links
 const bit<32> LOOKUP_ENTRIES = 512;   // per link: RED's idle-decay and CoDel's control-law range entries
