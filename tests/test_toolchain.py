@@ -49,8 +49,10 @@ def test_help_names_steps_and_offline_layout(tmp_path):
     for s in STEPS:
         assert f"  {s} " in r.stdout
     for d in ("DIR/p4c", "DIR/behavioral-model", "DIR/PI", "DIR/p4runtime", "DIR/gnmi", "DIR/uthash",
-              "DIR/googletest", "--dry-run", "--status", "TOFINO"):
+              "DIR/googletest", "--dry-run", "--status", "TOFINO=1", "DIR/protobuf", "DIR/abseil-cpp", "DIR/spdlog",
+              "bf-p4c", "v1.2.5.16"):
         assert d in r.stdout
+    assert "  tofino " in r.stdout and "TOFINO=1 only" in r.stdout
     assert not (tmp_path / "work").exists()
 
 
@@ -78,11 +80,91 @@ def test_p4_sources_missing_dir_or_checkouts(tmp_path):
     assert f"{src / 'p4c'} " not in r.stderr
 
 
-def test_refuses_work_dir_inside_repo_and_tofino(tmp_path):
+def test_refuses_work_dir_inside_repo_and_bad_tofino(tmp_path):
     r = tc("--dry-run", "--work-dir", str(ROOT / "build" / "tc"), tmp=tmp_path)
     assert r.returncode == 2 and "inside the repository" in r.stderr
-    r = tc("--dry-run", tmp=tmp_path, TOFINO="1")
-    assert r.returncode == 2 and "not implemented" in r.stderr and "issue 12" in r.stderr
+    r = tc("--dry-run", tmp=tmp_path, TOFINO="yes")
+    assert r.returncode == 2 and "TOFINO=yes: want 1" in r.stderr
+
+
+# --- TOFINO=1: the open-source Tofino backend (bf-p4c), a seventh step ------------------------
+
+def test_tofino_dry_run_adds_the_step(tmp_path):
+    r = tc("--dry-run", tmp=tmp_path, fake=False)
+    assert "7/7" not in r.stdout and "TOFINO=1 would add step tofino" in r.stdout
+    r = tc("--dry-run", tmp=tmp_path, fake=False, TOFINO="1")
+    assert r.returncode == 0, r.stderr
+    for i, s in enumerate(STEPS + ["tofino"], 1):
+        assert f"{i}/7 {s}: would run" in r.stdout
+    cmds = "\n".join(lines_of(r.stdout, "tofino")) + r.stdout.split("7/7 tofino:")[1]
+    for want in (f"-DCMAKE_INSTALL_PREFIX={tmp_path / 'prefix' / 'tofino'} ", "-DENABLE_TOFINO=ON",
+                 "-DP4C_DRIVER_NAME=bf-p4c", "-DENABLE_BMV2=OFF", "-DUSE_PREINSTALLED_Z3=ON",
+                 f"-DFETCHCONTENT_SOURCE_DIR_PROTOBUF={tmp_path / 'work' / 'src' / 'protobuf'}",
+                 f"-DFETCHCONTENT_SOURCE_DIR_ABSEIL={tmp_path / 'work' / 'src' / 'abseil-cpp'}",
+                 "-DFETCHCONTENT_SOURCE_DIR_P4RUNTIME=", "v1.2.5.16", "tools/p4c-tofino.patch",
+                 "third_party/spdlog", "pyinstaller==", "--target tofino --arch tna",
+                 "--target tofino2 --arch t2na"):
+        assert want in cmds, want
+    assert not (tmp_path / "work").exists() and not (tmp_path / "prefix").exists()
+
+
+def test_tofino_fake_build_is_stamped_and_resumable(tmp_path):
+    r = tc(tmp=tmp_path)  # the toolchain without TOFINO first
+    assert r.returncode == 0 and "7/7" not in r.stdout, r.stdout + r.stderr
+    assert not (tmp_path / "work" / "stamps" / "tofino").exists()
+    r = tc(tmp=tmp_path, TOFINO="1")  # then only the new step runs
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {s for s in STEPS if any("already done" in ln for ln in lines_of(r.stdout, s))} == set(STEPS)
+    assert any("7/7 tofino: done in" in ln for ln in r.stdout.splitlines()), r.stdout
+    assert (tmp_path / "prefix" / "tofino" / "bin" / "bf-p4c").exists()
+    key = (tmp_path / "work" / "stamps" / "tofino").read_text()
+    assert key.startswith("tofino 6b7ec98e77dfc71c6e1309d9a76183cb31f35a8a ") and "patch=" in key
+    assert f"prefix={tmp_path / 'prefix' / 'tofino'} " in key
+    assert "bf-p4c" in r.stdout.splitlines()[-2] + r.stdout.splitlines()[-1]
+    r = tc(tmp=tmp_path, TOFINO="1")
+    assert r.returncode == 0 and "7/7 tofino: already done" in r.stdout
+    st = tc("--status", tmp=tmp_path, TOFINO="1")
+    assert "7/7 tofino: done" in st.stdout
+    # a failing tofino step leaves the rest of the toolchain done
+    versions = tmp_path / "toolchain.versions"
+    pin = "PROTOBUF_COMMIT=4a2aef570deb2bfb8927426558701e8bfc26f2a4"
+    versions.write_text((ROOT / "tools" / "toolchain.versions").read_text().replace(pin, "PROTOBUF_COMMIT=" + "b" * 40))
+    r = tc(tmp=tmp_path, TOFINO="1", TOOLCHAIN_VERSIONS=str(versions), TOOLCHAIN_FAKE_FAIL="tofino")
+    assert r.returncode == 1 and "7/7 tofino: FAILED" in r.stderr
+    # another pin: finish records the pins again (make doctor compares them), the rest is kept
+    assert any("6/7 finish: done in" in ln for ln in r.stdout.splitlines()), r.stdout
+    assert {s for s in STEPS if any("already done" in ln for ln in lines_of(r.stdout, s))} == set(STEPS) - {"finish"}
+    r = tc(tmp=tmp_path, TOFINO="1", TOOLCHAIN_VERSIONS=str(versions))
+    assert r.returncode == 0 and "7/7 tofino: done in" in r.stdout and "6/7 finish: already done" in r.stdout
+
+
+def test_tofino_p4_sources_needs_its_checkouts(tmp_path):
+    src = tmp_path / "src"
+    for name in ("p4c", "behavioral-model", "PI", "p4runtime", "gnmi", "uthash", "googletest", "protobuf"):
+        subprocess.run(["git", "init", "-q", str(src / name)], check=True)
+    assert tc("--dry-run", tmp=tmp_path, P4_SOURCES=str(src)).returncode == 0
+    r = tc("--dry-run", tmp=tmp_path, P4_SOURCES=str(src), TOFINO="1")
+    assert r.returncode == 2
+    assert f"{src / 'abseil-cpp'} (a git checkout of https://github.com/abseil/abseil-cpp.git)" in r.stderr
+    assert f"{src / 'spdlog'} (a git checkout of https://github.com/gabime/spdlog.git)" in r.stderr
+    assert f"{src / 'protobuf'} " not in r.stderr
+
+
+def test_tofino_patch_names_the_three_fixes():
+    patch = (ROOT / "tools" / "p4c-tofino.patch").read_text()
+    files = [ln[len("+++ b/"):] for ln in patch.splitlines() if ln.startswith("+++ b/")]
+    assert sorted(files) == ["backends/tofino/bf-p4c/driver/barefoot.py", "cmake/Z3.cmake", "ir/visitor.cpp"]
+    assert 'set(Z3_MIN_VERSION "4.8.12")' in patch and "const flow_join_points_t::value_type &el" in patch
+
+
+def test_p4env_puts_tofino_bin_on_path_when_present(tmp_path):
+    def path_after(prefix: Path) -> list[str]:
+        out = subprocess.run(["sh", "-c", f". {ROOT / 'tools' / 'p4env.sh'}; echo \"$PATH\""], capture_output=True,
+                             text=True, env={"PATH": "/usr/bin:/bin", "P4_PREFIX": str(prefix)}, check=True)
+        return out.stdout.strip().split(":")
+    assert path_after(tmp_path) == ["/usr/bin", "/bin", str(tmp_path / "bin")]
+    (tmp_path / "tofino" / "bin").mkdir(parents=True)
+    assert path_after(tmp_path) == ["/usr/bin", "/bin", str(tmp_path / "bin"), str(tmp_path / "tofino" / "bin")]
 
 
 def test_resume_skips_done_steps_and_redoes_stale_ones(tmp_path):

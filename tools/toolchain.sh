@@ -2,6 +2,7 @@
 # make toolchain: build the pinned P4 toolchain (PI, BMv2 with simple_switch_grpc,
 # p4c with the bmv2 and p4test backends) from source into a prefix, with the
 # distribution's own protobuf/gRPC/thrift/boost. Versions: tools/toolchain.versions.
+# TOFINO=1 adds a step: p4c's open-source Tofino backend (bf-p4c) into PREFIX/tofino.
 # Idempotent and resumable: each finished step leaves a stamp keyed by what it
 # built; a rerun skips it. `tools/toolchain.sh --help` says the rest.
 set -euo pipefail
@@ -25,7 +26,9 @@ STEPS=(deps sources pi bmv2 p4c finish)
 # install; more on a bare machine), sources 30 s, pi 4m10s, bmv2 28m22s (it also
 # builds psa_switch, pna_nic and the other targets), p4c 31m16s, finish 5 s; in
 # all 64 minutes. The ETA in the progress lines comes from these.
-declare -A TYPICAL=([deps]=60 [sources]=30 [pi]=250 [bmv2]=1700 [p4c]=1880 [finish]=5)
+# tofino (TOFINO=1 only): 70 min (same VM, 2026-11-25, unity build; for 55 of them BMv2 and p4c were
+# building on the same 2 cores, so alone it is likely shorter), then 8 s make install and 5 s smoke test.
+declare -A TYPICAL=([deps]=60 [sources]=30 [pi]=250 [bmv2]=1700 [p4c]=1880 [finish]=5 [tofino]=4200)
 declare -A DESC=(
     [deps]="Debian build dependencies (apt)"
     [sources]="pinned sources (git checkouts, PI's submodules)"
@@ -33,6 +36,7 @@ declare -A DESC=(
     [bmv2]="BMv2 --with-pi (simple_switch, simple_switch_grpc, simple_switch_CLI)"
     [p4c]="p4c (bmv2 and p4test backends)"
     [finish]="ldconfig, smoke test (compile a P4 program, start the binaries)"
+    [tofino]="p4c's open-source Tofino backend, bf-p4c (TOFINO=1 only)"
 )
 
 APT_PACKAGES=(git ca-certificates build-essential g++ autoconf automake libtool libtool-bin pkg-config
@@ -48,6 +52,17 @@ PI_FLAGS=(--with-proto --without-internal-rpc --without-cli --without-bmv2)
 # --with-thrift: simple_switch_grpc leaves its Thrift server out by default, and the lab sets the egress queue
 # depth through it (simple_switch_CLI set_queue_depth; 64 packets otherwise)
 BMV2_FLAGS=(--with-pi --with-thrift --disable-logging-macros --disable-elogger)
+# TOFINO=1 (step tofino): p4c at P4C_TOFINO_REF, only its tofino backend, driver named bf-p4c, into
+# PREFIX/tofino: its own build of the protobuf and abseil it pins (FetchContent, from local checkouts:
+# Debian's protobuf 3.21 is too old for it), Debian's Z3 (tools/p4c-tofino.patch) and libgc. A unity build,
+# as p4c's CI builds the tofino backend (tools/ci-build.sh): fewer, larger compile units, much faster on 2 cores.
+TOFINO_APT_PACKAGES=(rapidjson-dev libz3-dev python3-venv python3-distutils)
+TOFINO_PATCH=$HERE/p4c-tofino.patch
+P4C_TOFINO_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DP4C_DRIVER_NAME=bf-p4c -DENABLE_TOFINO=ON
+    -DENABLE_BMV2=OFF -DENABLE_P4TEST=OFF -DENABLE_EBPF=OFF -DENABLE_UBPF=OFF -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF
+    -DENABLE_P4FMT=OFF -DENABLE_P4C_GRAPHS=OFF -DENABLE_TEST_TOOLS=OFF -DENABLE_GTESTS=OFF -DENABLE_DOCS=OFF
+    -DCMAKE_DISABLE_FIND_PACKAGE_BMV2=ON -DUSE_PREINSTALLED_Z3=ON -DP4C_USE_PREINSTALLED_BDWGC=ON
+    -DFETCHCONTENT_FULLY_DISCONNECTED=ON)
 P4C_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DENABLE_BMV2=ON -DENABLE_P4TEST=ON -DENABLE_EBPF=OFF -DENABLE_UBPF=OFF
     -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF -DENABLE_P4C_GRAPHS=OFF -DENABLE_TEST_TOOLS=OFF -DENABLE_GTESTS=OFF
     -DENABLE_DOCS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON -DENABLE_PROTOBUF_STATIC=OFF
@@ -70,6 +85,7 @@ Versions: $VERSIONS_FILE (one place; make doctor and meta.json read it too).
 Steps, with their typical wall time on 2 cores (make -j$JOBS):
 $(for s in "${STEPS[@]}"; do printf '  %-8s %-9s %s\n' "$s" "~$(fmt_dur "${TYPICAL[$s]}")" "${DESC[$s]}"; done)
   total    ~$(fmt_dur "$(typical_total)")
+$(tofino_on || printf '  %-8s %-9s %s\n' tofino "~$(fmt_dur "${TYPICAL[tofino]}")" "${DESC[tofino]}")
 
 Options (each also settable as an environment variable / make variable):
   --prefix DIR     install prefix (PREFIX; default /opt/p4)
@@ -80,7 +96,12 @@ Options (each also settable as an environment variable / make variable):
   --dry-run, -n    print the steps and what each would do, compile nothing
   --status         which steps are done (and for which pinned versions)
   --help, -h       this text
-  TOFINO=1         the open-source Tofino backend: not implemented yet (issue 12)
+  TOFINO=1         also build p4c $V_P4C_TOFINO_REF's open-source Tofino backend (step tofino, last):
+                   the bf-p4c driver in PREFIX/tofino/bin (tools/p4env.sh puts it on PATH),
+                   --target tofino --arch tna and --target tofino2 --arch t2na; its own
+                   protobuf $V_PROTOBUF_REF and abseil $V_ABSEIL_REF (static), Debian's Z3 and
+                   libgc, the local fixes in tools/p4c-tofino.patch, and a Python venv
+                   (WORK_DIR/venv-tofino, packages from PyPI) for its build tools
 
 Offline machines: P4_SOURCES=DIR names git checkouts (clones; any branch checked
 out; they must contain the pinned commits), one directory per repository:
@@ -91,6 +112,10 @@ out; they must contain the pinned commits), one directory per repository:
   DIR/gnmi              https://github.com/openconfig/gnmi         (PI's proto/openconfig/gnmi)
   DIR/uthash            https://github.com/troydhanson/uthash      (PI's third_party/uthash)
   DIR/googletest        https://github.com/google/googletest       (PI's third_party/googletest)
+With TOFINO=1 also (the p4c checkout must contain tag $V_P4C_TOFINO_REF):
+  DIR/protobuf          https://github.com/protocolbuffers/protobuf (tag $V_PROTOBUF_REF)
+  DIR/abseil-cpp        https://github.com/abseil/abseil-cpp        (tag $V_ABSEIL_REF)
+  DIR/spdlog            https://github.com/gabime/spdlog            (tag $V_SPDLOG_REF)
 PI's submodules are filled from these checkouts; nothing is downloaded from git.
 
 Idempotent and resumable: a finished step leaves \$WORK_DIR/stamps/<step>, keyed by
@@ -113,14 +138,26 @@ read_versions() {
         printf -v "V_${BASH_REMATCH[1]}" '%s' "${BASH_REMATCH[2]}"
     done < "$VERSIONS_FILE"
     local k
-    for k in P4C BMV2 PI P4RUNTIME PI_SUB_P4RUNTIME PI_SUB_GNMI PI_SUB_UTHASH PI_SUB_GOOGLETEST; do
+    for k in P4C BMV2 PI P4RUNTIME PI_SUB_P4RUNTIME PI_SUB_GNMI PI_SUB_UTHASH PI_SUB_GOOGLETEST "${TOFINO_KEYS[@]}"; do
         for f in REPO COMMIT DIR; do
             local v="V_${k}_$f"
             [ -n "${!v:-}" ] || die "$VERSIONS_FILE: ${k}_$f is missing"
         done
     done
+    [ -n "${V_TOFINO_PIP:-}" ] || die "$VERSIONS_FILE: TOFINO_PIP is missing"
 }
 PI_SUBS=(PI_SUB_P4RUNTIME PI_SUB_GNMI PI_SUB_UTHASH PI_SUB_GOOGLETEST)
+TOFINO_KEYS=(P4C_TOFINO PROTOBUF ABSEIL P4RUNTIME_TOFINO SPDLOG)
+
+tofino_on() { [ "$TOFINO" = 1 ]; }
+# TOFINO=1 appends the step tofino (after finish: the rest of the toolchain is complete even if it fails)
+setup_tofino() {
+    case "$TOFINO" in
+        ''|0) TOFINO=0 ;;
+        1) STEPS+=(tofino) ;;
+        *) die "TOFINO=$TOFINO: want 1 (also build the Tofino backend, bf-p4c) or 0" ;;
+    esac
+}
 
 # --- arguments --------------------------------------------------------------------
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || die "option $1 needs a value (see --help)"; }
@@ -153,14 +190,12 @@ check_paths() {
     WORK_DIR=$(realpath -m "$WORK_DIR")
     inside_repo "$WORK_DIR" && die "work directory $WORK_DIR is inside the repository $REPO_ROOT; p4lang sources and builds stay outside it (--work-dir DIR)"
     inside_repo "$PREFIX" && die "prefix $PREFIX is inside the repository $REPO_ROOT; install outside it (--prefix DIR)"
-    if [ "$TOFINO" != 0 ] && [ -n "$TOFINO" ]; then
-        die "TOFINO=1: the open-source Tofino backend is not implemented in this script yet (issue 12 adds it); nothing was built. Run without TOFINO to build p4c, BMv2 and PI."
-    fi
     if [ -n "$P4_SOURCES" ]; then
         P4_SOURCES=$(realpath -m "$P4_SOURCES")
         [ -d "$P4_SOURCES" ] || die "P4_SOURCES=$P4_SOURCES: no such directory (see --help for the layout it needs)"
-        local missing=() k d
-        for k in P4C BMV2 PI P4RUNTIME "${PI_SUBS[@]}"; do
+        local missing=() k d keys=(P4C BMV2 PI P4RUNTIME "${PI_SUBS[@]}")
+        tofino_on && keys+=("${TOFINO_KEYS[@]}")
+        for k in "${keys[@]}"; do
             d="V_${k}_DIR"; d=$P4_SOURCES/${!d}
             local r="V_${k}_REPO"
             if ! git -C "$d" rev-parse --git-dir >/dev/null 2>&1; then
@@ -191,15 +226,22 @@ step_key() {
         pi) echo "pi $V_PI_COMMIT $V_PI_SUB_P4RUNTIME_COMMIT $V_PI_SUB_GNMI_COMMIT prefix=$PREFIX ${PI_FLAGS[*]}" ;;
         bmv2) echo "bmv2 $V_BMV2_COMMIT prefix=$PREFIX ${BMV2_FLAGS[*]} [$(step_key pi)]" ;;
         p4c) echo "p4c $V_P4C_COMMIT $V_P4RUNTIME_COMMIT prefix=$PREFIX ${P4C_FLAGS[*]}" ;;
-        finish) echo "finish [$(step_key bmv2)] [$(step_key p4c)]" ;;
+        finish) echo "finish [$(step_key bmv2)] [$(step_key p4c)] pins=$(pins_hash)" ;;
+        tofino) echo "tofino $V_P4C_TOFINO_COMMIT $V_PROTOBUF_COMMIT $V_ABSEIL_COMMIT $V_P4RUNTIME_TOFINO_COMMIT" \
+                     "$V_SPDLOG_COMMIT patch=$(file_hash "$TOFINO_PATCH") pip=$V_TOFINO_PIP prefix=$PREFIX/tofino" \
+                     "${P4C_TOFINO_FLAGS[*]}" ;;
     esac
 }
+file_hash() { if [ -r "$1" ]; then sha256sum < "$1" | cut -c1-16; else echo missing; fi; }
+# finish records the pins in PREFIX/share/iwlab (make doctor compares them): redone when any pin changes
+pins_hash() { grep -v '^#' "$VERSIONS_FILE" | grep . | sha256sum | cut -c1-16; }
 # What a step leaves in the prefix: a stamp whose product is gone is not done.
 step_product() {
     case "$1" in
         pi) echo "$PREFIX/lib/libpi.so" ;;
         bmv2) echo "$PREFIX/bin/simple_switch_grpc" ;;
         p4c) echo "$PREFIX/bin/p4c-bm2-ss" ;;
+        tofino) echo "$PREFIX/tofino/bin/bf-p4c" ;;
         *) echo "" ;;
     esac
 }
@@ -215,9 +257,10 @@ step_state() {
 }
 
 # --- the steps ----------------------------------------------------------------------
-apt_missing() {
+apt_missing() { # [PACKAGE...] (default: APT_PACKAGES) -> those not installed
     local p out=()
-    for p in "${APT_PACKAGES[@]}"; do
+    (($#)) || set -- "${APT_PACKAGES[@]}"
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || out+=("$p")
     done
     echo "${out[*]-}"
@@ -234,9 +277,19 @@ do_deps() {
     apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends $missing
 }
 
-# clone (or reuse) a checkout of KEY at its pinned commit in DEST
+# DEST's tracked files are as committed, or (with PATCH) as committed plus exactly PATCH
+tree_is_pinned() {
+    local dest=$1 patch=${2:-}
+    [ -z "$(git -C "$dest" status --porcelain --untracked-files=no)" ] && return 0
+    [ -n "$patch" ] || return 1
+    [ "$(git -C "$dest" diff --name-only HEAD | sort)" = "$(sed -n 's|^+++ b/||p' "$patch" | sort)" ] \
+        && git -C "$dest" apply -R --check "$patch" 2>/dev/null
+}
+
+# clone (or reuse) a checkout of KEY at its pinned commit in DEST; with PATCH, a checkout that
+# has PATCH applied (and nothing else changed) is reused as it is (no rebuild of what it touches)
 checkout() {
-    local key=$1 dest=$2 url commit ref
+    local key=$1 dest=$2 patch=${3:-} url commit ref
     url=$(src_url "$key"); commit="V_${key}_COMMIT"; commit=${!commit}
     ref="V_${key}_REF"; ref=${!ref:-}
     if ! git -C "$dest" rev-parse --git-dir >/dev/null 2>&1; then
@@ -253,7 +306,7 @@ checkout() {
         [ -z "$got" ] || [ "$got" = "$commit" ] \
             || { echo "$key: tag $ref is $got in $url, but $VERSIONS_FILE pins $commit"; return 1; }
     fi
-    if [ "$(git -C "$dest" rev-parse HEAD 2>/dev/null)" != "$commit" ] || [ -n "$(git -C "$dest" status --porcelain --untracked-files=no)" ]; then
+    if [ "$(git -C "$dest" rev-parse HEAD 2>/dev/null)" != "$commit" ] || ! tree_is_pinned "$dest" "$patch"; then
         if ! git -C "$dest" checkout -q --detach -f "$commit"; then
             # Snapshots of large repositories sometimes lack big files (p4c's
             # docs/*.pptx): leave out exactly the files whose contents are absent.
@@ -378,6 +431,111 @@ P4
     echo "smoke test passed"
 }
 
+# --- TOFINO=1: p4c's open-source Tofino backend ---------------------------------------------
+tofino_src() { echo "$WORK_DIR/src/p4c-tofino"; }
+tofino_cmake_args() { # one per line
+    printf '%s\n' "-DCMAKE_INSTALL_PREFIX=$PREFIX/tofino" "${P4C_TOFINO_FLAGS[@]}" \
+        "-DFETCHCONTENT_SOURCE_DIR_PROTOBUF=$WORK_DIR/src/$V_PROTOBUF_DIR" \
+        "-DFETCHCONTENT_SOURCE_DIR_ABSEIL=$WORK_DIR/src/$V_ABSEIL_DIR" \
+        "-DFETCHCONTENT_SOURCE_DIR_P4RUNTIME=$WORK_DIR/src/p4runtime-for-p4c-tofino"
+}
+# Its build runs Python tools that need PyPI packages (jsonschema; pyinstaller and jsl package
+# p4c-build-logs, which bf-p4c -g runs): a venv of their own, first on PATH during the build.
+# Nothing else from PREFIX: this p4c is separate from the one in PREFIX/bin.
+tofino_env() {
+    export PATH="$WORK_DIR/venv-tofino/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    unset PYTHONPATH VIRTUAL_ENV PYTHONHOME CPPFLAGS LDFLAGS CFLAGS CXXFLAGS PKG_CONFIG_PATH
+    export PYTHON=/usr/bin/python3
+}
+
+tofino_venv() {
+    local venv=$WORK_DIR/venv-tofino pkgs p missing=0
+    IFS=, read -r -a pkgs <<< "$V_TOFINO_PIP"
+    [ -x "$venv/bin/python3" ] || /usr/bin/python3 -m venv "$venv"
+    local have; have=$("$venv/bin/python3" -m pip freeze --disable-pip-version-check 2>/dev/null || true)
+    for p in "${pkgs[@]}"; do grep -qixF -- "$p" <<< "$have" || missing=1; done
+    if ((missing)); then
+        "$venv/bin/python3" -m pip install --disable-pip-version-check "${pkgs[@]}"
+    else
+        echo "$venv has ${pkgs[*]}"
+    fi
+}
+
+do_tofino() {
+    local missing; missing=$(apt_missing "${TOFINO_APT_PACKAGES[@]}")
+    if [ -n "$missing" ]; then
+        [ "$(id -u)" -eq 0 ] || { echo "installing $missing needs root: sudo make toolchain TOFINO=1"; return 1; }
+        # shellcheck disable=SC2086
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends $missing
+    fi
+    [ -r "$TOFINO_PATCH" ] || { echo "$TOFINO_PATCH is missing"; return 1; }
+    local src; src=$(tofino_src)
+    mkdir -p "$WORK_DIR/src"
+    checkout P4C_TOFINO "$src" "$TOFINO_PATCH"
+    if git -C "$src" apply -R --check "$TOFINO_PATCH" 2>/dev/null; then
+        echo "$TOFINO_PATCH: already applied"
+    else
+        git -C "$src" apply "$TOFINO_PATCH"
+    fi
+    # backends/tofino/cmake/spdlog.cmake takes spdlog from here when it is there (else: git download)
+    checkout SPDLOG "$src/backends/tofino/third_party/spdlog"
+    checkout PROTOBUF "$WORK_DIR/src/$V_PROTOBUF_DIR"
+    checkout ABSEIL "$WORK_DIR/src/$V_ABSEIL_DIR"
+    checkout P4RUNTIME_TOFINO "$WORK_DIR/src/p4runtime-for-p4c-tofino"
+    tofino_venv
+    tofino_env
+    local args; mapfile -t args < <(tofino_cmake_args)
+    mkdir -p "$WORK_DIR/build/p4c-tofino"
+    cd "$WORK_DIR/build/p4c-tofino"
+    cmake "$src" "${args[@]}"
+    make -j"$JOBS"
+    make install
+    tofino_smoke
+}
+
+tofino_smoke() { # compile a small program for Tofino (tna) and Tofino 2 (t2na), with -g (the logs)
+    local bf=$PREFIX/tofino/bin/bf-p4c t arch
+    t=$(mktemp -d)
+    "$bf" --version
+    for arch in tna t2na; do
+        cat > "$t/smoke_$arch.p4" <<P4
+#include <core.p4>
+#include <$arch.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> etherType; }
+struct headers_t { ethernet_t eth; }
+struct meta_t { }
+parser IP(packet_in p, out headers_t h, out meta_t m, out ingress_intrinsic_metadata_t ig) {
+    state start { p.extract(ig); p.advance(PORT_METADATA_SIZE); p.extract(h.eth); transition accept; } }
+control I(inout headers_t h, inout meta_t m, in ingress_intrinsic_metadata_t ig,
+          in ingress_intrinsic_metadata_from_parser_t prs, inout ingress_intrinsic_metadata_for_deparser_t dpr,
+          inout ingress_intrinsic_metadata_for_tm_t tm) {
+    action fwd(PortId_t port) { tm.ucast_egress_port = port; }
+    table t { key = { h.eth.dst : exact; } actions = { fwd; NoAction; } default_action = NoAction(); size = 1024; }
+    apply { t.apply(); } }
+control ID(packet_out p, inout headers_t h, in meta_t m, in ingress_intrinsic_metadata_for_deparser_t dpr) {
+    apply { p.emit(h.eth); } }
+parser EP(packet_in p, out headers_t h, out meta_t m, out egress_intrinsic_metadata_t eg) {
+    state start { p.extract(eg); p.extract(h.eth); transition accept; } }
+control E(inout headers_t h, inout meta_t m, in egress_intrinsic_metadata_t eg,
+          in egress_intrinsic_metadata_from_parser_t prs, inout egress_intrinsic_metadata_for_deparser_t dpr,
+          inout egress_intrinsic_metadata_for_output_port_t oport) { apply { } }
+control ED(packet_out p, inout headers_t h, in meta_t m, in egress_intrinsic_metadata_for_deparser_t dpr) {
+    apply { p.emit(h.eth); } }
+Pipeline(IP(), I(), ID(), EP(), E(), ED()) pipe;
+Switch(pipe) main;
+P4
+    done
+    "$bf" --target tofino --arch tna -g -o "$t/tofino" "$t/smoke_tna.p4"
+    "$bf" --target tofino2 --arch t2na -g -o "$t/tofino2" "$t/smoke_t2na.p4"
+    local f
+    for f in tofino/pipe/logs/table_summary.log tofino/pipe/logs/mau.resources.log tofino/pipe/logs/resources.json \
+             tofino2/pipe/logs/table_summary.log; do
+        [ -s "$t/$f" ] || { ls -R "$t"; echo "bf-p4c -g did not write $f"; return 1; }
+    done
+    rm -rf "$t"
+    echo "tofino smoke test passed: bf-p4c compiled a program for tofino (tna) and tofino2 (t2na)"
+}
+
 fake_step() { # TOOLCHAIN_FAKE_STEPS=1: stands in for each step's commands (tests)
     echo "fake $1: $(step_key "$1")"
     if [ "$FAKE_FAIL" = "$1" ]; then
@@ -404,6 +562,18 @@ step_cmds() { # for --dry-run
         bmv2) echo "cd $WORK_DIR/src/$V_BMV2_DIR && ./autogen.sh && ./configure --prefix=$PREFIX ${BMV2_FLAGS[*]} && make -j$JOBS && make install" ;;
         p4c) echo "cmake $WORK_DIR/src/$V_P4C_DIR -DCMAKE_INSTALL_PREFIX=$PREFIX ${P4C_FLAGS[*]} -DFETCHCONTENT_SOURCE_DIR_P4RUNTIME=$WORK_DIR/src/p4runtime-for-p4c && make -j$JOBS && make install" ;;
         finish) echo "ldconfig ($PREFIX/lib); compile a small v1model program; simple_switch_grpc --help; simple_switch_CLI --help" ;;
+        tofino)
+            local m; m=$(apt_missing "${TOFINO_APT_PACKAGES[@]}")
+            echo "apt-get install ${m:-(nothing: ${TOFINO_APT_PACKAGES[*]} present)}"
+            echo "git clone $(src_url P4C_TOFINO) @ $V_P4C_TOFINO_REF ($V_P4C_TOFINO_COMMIT) into $(tofino_src);" \
+                 "git apply $TOFINO_PATCH"
+            echo "git clone $(src_url SPDLOG) @ $V_SPDLOG_REF into $(tofino_src)/backends/tofino/third_party/spdlog"
+            echo "git clone $(src_url PROTOBUF) @ $V_PROTOBUF_REF, $(src_url ABSEIL) @ $V_ABSEIL_REF," \
+                 "$(src_url P4RUNTIME_TOFINO) @ $V_P4RUNTIME_TOFINO_COMMIT (for its FetchContent)"
+            echo "python3 -m venv $WORK_DIR/venv-tofino && pip install ${V_TOFINO_PIP//,/ }"
+            echo "cmake $(tofino_src) $(tofino_cmake_args | tr '\n' ' ')&& make -j$JOBS && make install"
+            echo "$PREFIX/tofino/bin/bf-p4c -g: a small program," \
+                 "--target tofino --arch tna and --target tofino2 --arch t2na" ;;
     esac
 }
 
@@ -491,6 +661,7 @@ show_status() {
 main() {
     read_versions
     parse_args "$@"
+    setup_tofino
     if [ "$MODE" = help ]; then usage; exit 0; fi
     check_paths
     case "$MODE" in
@@ -510,6 +681,7 @@ main() {
                 fi
             done
             say "would take about $(fmt_dur $todo) on 2 cores"
+            tofino_on || say "(TOFINO=1 would add step tofino: p4c's open-source Tofino backend, bf-p4c)"
             exit 0 ;;
     esac
     mkdir -p "$WORK_DIR/logs" "$WORK_DIR/stamps" || die "cannot create $WORK_DIR"
@@ -526,6 +698,7 @@ main() {
         run_step "$i" "$s"   # a later step's key includes what it builds on: redone when that changes
     done
     say "done in $(fmt_dur $(( $(date +%s) - t0 ))): $PREFIX/bin has p4c-bm2-ss, simple_switch_grpc, simple_switch_CLI."
+    tofino_on && say "$PREFIX/tofino/bin has bf-p4c (--target tofino --arch tna, --target tofino2 --arch t2na)."
     say "next: make build (compiles p4src/), make doctor, make test"
 }
 
