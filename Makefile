@@ -17,6 +17,7 @@ RUN ?=
 help:
 	@echo "make setup     install system packages, the pinned .venv, check the P4 toolchain (idempotent)"
 	@echo "make toolchain [PREFIX=/opt/p4] [P4_SOURCES=dir]   build the pinned p4c, BMv2, PI from source (~65 min on 2 cores)"
+	@echo "make toolchain TOFINO=1   also the Tofino compiler bf-p4c (open-source p4c backend) in /opt/p4/tofino, ~70 min"
 	@echo "make doctor    one line per capability: P4 compiler, BMv2, Mininet, netem, qdiscs, root, namespaces"
 	@echo "make build     compile p4src/ with p4c into build/ (BMv2 JSON + P4Info)"
 	@echo "make test      run the test suite (runs setup first when needed)"
