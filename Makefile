@@ -20,6 +20,7 @@ help:
 	@echo "make toolchain TOFINO=1   also the Tofino compiler bf-p4c (open-source p4c backend) in /opt/p4/tofino, ~70 min"
 	@echo "make doctor    one line per capability: P4 compiler, BMv2, Mininet, netem, qdiscs, root, namespaces"
 	@echo "make build     compile p4src/ with p4c into build/ (BMv2 JSON + P4Info)"
+	@echo "make build TARGET=tofino|tofino2   the TNA program (p4src/tofino/) with bf-p4c into build/<target>/; docs/tofino.md"
 	@echo "make test      run the test suite (runs setup first when needed)"
 	@echo "make bench     benchmarks: BMv2 forwarding rate per AQM vs plain forwarding, model speed"
 	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/ (RESUME=results/<run> continues one)"
@@ -47,7 +48,21 @@ $(BUILD)/%.json: p4src/%.p4 $(P4SRC)
 	@$(P4ENV); command -v p4c-bm2-ss >/dev/null || { echo "make build: p4c-bm2-ss not found on PATH or in $$P4_PREFIX/bin (see 'make setup')" >&2; exit 1; }
 	$(P4ENV); p4c-bm2-ss $(P4C_FLAGS) -o $@ --p4runtime-files $(BUILD)/$*.p4info.txtpb $<
 
+# TARGET=bmv2 (default): p4c-bm2-ss for BMv2. TARGET=tofino / tofino2: the open-source Tofino backend (bf-p4c,
+# `make toolchain TOFINO=1`) compiles p4src/tofino/ for tna / t2na into build/<target>/ and regenerates
+# docs/tofino.md from its resource reports; without bf-p4c it says so and builds nothing.
+TARGET ?= bmv2
+TNA_SRC := $(wildcard p4src/tofino/*.p4) p4src/include/constants.p4 p4src/include/wire.p4
+
+ifeq ($(TARGET),bmv2)
 build: $(BUILD)/bottleneck.json $(BUILD)/plain_forward.json
+else ifneq ($(filter $(TARGET),tofino tofino2),)
+build:
+	@$(P4ENV); bash tools/build_tofino.sh $(TARGET)
+else
+build:
+	@echo "make build: TARGET=$(TARGET) is not a target here: bmv2 (default), tofino or tofino2" >&2; exit 2
+endif
 
 test: .setup-stamp
 	@$(P4ENV); $(PY) -m pytest -rs tests

@@ -1,0 +1,110 @@
+/* Which access link a packet belongs to, that link's knobs, and how long the link
+ * takes to send the packet. Everything here is a table the controller writes:
+ * a link's rate, buffer and AQM change without recompiling, and no per-link
+ * value lives in a register. */
+#ifndef _TNA_LINK_P4_
+#define _TNA_LINK_P4_
+
+#define LINKS_TABLE_SIZE N_LINKS
+#define RATE_CLASSES 64
+
+control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metadata_t md,
+                inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    action route(PortId_t port, bit<1> downstream) {
+        ig_tm_md.ucast_egress_port = port;
+        md.downstream = downstream;
+    }
+    action unrouted() {
+        md.downstream = 0;
+    }
+    table forward {
+        key = { ingress_port : exact @name("ingress_port"); }
+        actions = { route; unrouted; }
+        default_action = unrouted();
+        size = 64;
+    }
+
+    // The subscriber behind an access link, by the downstream packet's destination. It also
+    // gives the link's rate class: the transmit-time tables then follow in the next stage
+    // rather than two stages later (each dependent table is a stage, and there are 12).
+    action set_link(link_id_t link, bit<8> rate_class) {
+        md.link = link;
+        md.cfg.rate_class = rate_class;
+    }
+    table link_of {
+        key = { hdr.ipv4.dstAddr : exact @name("client"); }
+        actions = { set_link; }
+        default_action = set_link(0, 0);
+        size = LINKS_TABLE_SIZE;
+    }
+
+    action unconfigured() {
+        md.cfg.configured = 0;
+        md.cfg.aqm = AQM_FIFO;
+        md.cfg.ecn = 0;
+        md.cfg.telemetry = 0;
+        md.cfg.bucket_ns = 0;
+        md.cfg.limit_ns = 0;
+        md.cfg.mtu_ns = 0;
+    }
+    action set_link_cfg(bit<8> aqm, bit<1> ecn, bit<1> telemetry, bit<32> bucket_ns, bit<32> limit_ns,
+                        bit<32> mtu_ns) {
+        md.cfg.configured = 1;
+        md.cfg.aqm = aqm;
+        md.cfg.ecn = ecn;
+        md.cfg.telemetry = telemetry;
+        md.cfg.bucket_ns = bucket_ns;
+        md.cfg.limit_ns = limit_ns;
+        md.cfg.mtu_ns = mtu_ns;
+    }
+    table link_cfg {
+        key = { md.link : exact @name("link"); }
+        actions = { set_link_cfg; unconfigured; }
+        default_action = unconfigured();
+        size = LINKS_TABLE_SIZE;
+    }
+
+    action set_codel(bit<32> target_ns, bit<32> interval_ns) {
+        md.codel.target_ns = target_ns;
+        md.codel.interval_ns = interval_ns;
+    }
+    table codel_cfg {
+        key = { md.link : exact @name("link"); }
+        actions = { set_codel; }
+        default_action = set_codel(5000000, 100000000);
+        size = LINKS_TABLE_SIZE;
+    }
+
+    /* The transmit time len * byte_time without a multiplication: len = 64 * hi + lo,
+     * and two tables per rate class hold hi's and lo's share, each floored
+     * (refmodel/params.py: tx_split_tables). The sum is at most 1 ns below the
+     * single floor of len * byte_time. */
+    action set_tx_hi(bit<32> ns) { md.tx_ns = ns; }
+    action add_tx_lo(bit<32> ns) { md.tx_ns = md.tx_ns + ns; }
+    table tx_time_hi {
+        key = { md.cfg.rate_class : exact @name("rate_class"); md.length[15:6] : exact @name("len_hi"); }
+        actions = { set_tx_hi; }
+        default_action = set_tx_hi(0);
+        size = RATE_CLASSES * 32;
+    }
+    table tx_time_lo {
+        key = { md.cfg.rate_class : exact @name("rate_class"); md.length[5:0] : exact @name("len_lo"); }
+        actions = { add_tx_lo; }
+        default_action = add_tx_lo(0);
+        size = RATE_CLASSES * 64;
+    }
+
+    apply {
+        forward.apply();
+        if (hdr.ipv4.isValid()) {
+            md.length = hdr.ipv4.totalLen + 14;
+            link_of.apply();
+        }
+        link_cfg.apply();
+        codel_cfg.apply();
+        tx_time_hi.apply();
+        tx_time_lo.apply();
+    }
+}
+
+#endif

@@ -1,0 +1,142 @@
+/* Types, bridged headers and per-packet metadata of the TNA program.
+ * The wire formats (Ethernet, IPv4, TCP, UDP, the telemetry record) and the
+ * shared numbers (AQM, decision, reason, class) come from ../include/. */
+#ifndef _TNA_TYPES_P4_
+#define _TNA_TYPES_P4_
+
+typedef bit<LINK_BITS> link_id_t;
+
+/* Time: the low 32 bits of the 48-bit global timestamp, in ns. All comparisons of
+ * times are serial (the sign of a 32-bit difference), valid while two times are less
+ * than 2^31 ns (2.1 s) apart; ticks (tick.p4's q_tick) keep every link's state that close. */
+typedef int<32> time_t;
+
+/* Mirror and resubmit types. */
+const MirrorType_t   MIRROR_TELEMETRY = 1;
+const ResubmitType_t RESUBMIT_PASS2   = 1;
+
+/* What the ingress deparser puts in front of a packet for the egress parser. */
+const bit<8> BRIDGE_NORMAL    = 0;   // a forwarded packet: egress strips the byte
+const bit<8> BRIDGE_TELEMETRY = 1;   // a mirror copy: egress builds the record frame
+
+header bridge_h {
+    bit<8> kind;
+}
+
+/* The telemetry mirror header: what ingress knows and the copy does not carry.
+ * The 5-tuple and the length come from the copy itself (egress parses it). Tofino 1
+ * limits a mirror header to 32 bytes (bf-asm: "mirror digest limited to 32 bytes"):
+ * the record's random number stays out (0 in the record). */
+header telemetry_mirror_h {
+    bit<8>    kind;        // BRIDGE_TELEMETRY
+    bit<8>    aqm;
+    bit<8>    decision;
+    bit<8>    reason;
+    bit<8>    cls;
+    bit<8>    tflags;
+    bit<16>   link;        // the record's link field: the link's low 16 bits
+    bit<32>   seq;
+    bit<32>   ts_ns;       // low 32 bits of the global timestamp
+    bit<32>   sojourn_ns;
+    bit<32>   backlog_ns;
+    bit<32>   s1;
+    bit<32>   s2;
+}
+
+/* A packet's second pass (resubmission, 64 bits on both targets; queue.p4 says why). */
+const bit<8> PASS2_ADD    = 1;   // the link was idle: add the frame's time, forward it
+const bit<8> PASS2_REFUND = 2;   // dropped after the queue committed it: take its time back
+header pass2_h {
+    bit<8>  op;
+    bit<8>  reason;
+    bit<16> count;               // reserved for CoDel's count
+    bit<32> base;                // the backlog the first pass saw (for the record)
+}
+
+/* The tick: a packet-generator packet refreshes one link's state (bottleneck_tna.p4).
+ * It arrives on the generator's port of its pipe: port 68 of each pipe's 128 on Tofino 1
+ * and port 6 on Tofino 2, as the SDE's packet-generator examples use them (not checked on
+ * hardware here; -DTICK_PORT=N overrides). A compile-time constant, not a parser value
+ * set: bf-p4c makes a value set a Tofino extern that plain P4Runtime cannot write. */
+#ifndef TICK_PORT
+#if __TARGET_TOFINO__ == 2
+#define TICK_PORT 6
+#else
+#define TICK_PORT 68
+#endif
+#endif
+header tick_h {
+    @padding bit<3> _pad1;
+    bit<2>  pipe_id;
+    bit<3>  app_id;
+    @padding bit<8> _pad2;
+    bit<16> batch_id;
+    bit<16> packet_id;           // the link, for batch 0
+}
+
+/* Ingress and egress see different headers: only egress builds the record. */
+struct tna_headers_t {
+    bridge_h   bridge;
+    tick_h     tick;
+    ethernet_t ethernet;
+    ipv4_t     ipv4;
+    tcp_t      tcp;
+    udp_t      udp;
+}
+
+struct tna_egress_headers_t {
+    bridge_h           bridge;
+    telemetry_mirror_h tmirror;
+    ethernet_t         ethernet;
+    telemetry_t        telemetry;
+    ipv4_t             ipv4;
+    tcp_t              tcp;
+    udp_t              udp;
+}
+
+/* A link's configuration (link.p4's link_cfg) */
+struct link_cfg_t {
+    bit<1>  configured;
+    bit<8>  aqm;
+    bit<1>  ecn;
+    bit<1>  telemetry;
+    bit<8>  rate_class;          // selects the transmit-time tables' entries (from link_of)
+    bit<32> bucket_ns;           // the access shaper's bucket, as time
+    bit<32> limit_ns;            // bfifo: the buffer, as time (no limit: 2^31 - 1)
+    bit<32> mtu_ns;
+}
+
+struct codel_cfg_t {
+    bit<32> target_ns;
+    bit<32> interval_ns;
+}
+
+struct tna_metadata_t {
+    bit<1>     downstream;
+    bit<1>     tick;
+    link_id_t  link;
+    link_cfg_t cfg;
+    codel_cfg_t codel;
+    bit<16>    length;           // Ethernet frame: 14 + IPv4 total length
+    bit<8>     cls;
+    bit<8>     decision;
+    bit<8>     reason;
+    bit<32>    rand;
+    /* the queue model (queue.p4) */
+    time_t     now;
+    bit<32>    tx_ns;
+    time_t     tat;              // the link's tat after admitting this packet (queue.p4)
+    bit<32>    backlog_ns;
+    bit<32>    sojourn_ns;
+    /* CoDel (codel.p4) */
+    bit<32>    s1;
+    bit<32>    s2;
+    pass2_h    pass2;
+    telemetry_mirror_h tmirror;  // what the telemetry mirror copy carries (telemetry.p4)
+    MirrorId_t mirror_session;
+}
+
+struct tna_egress_metadata_t {
+}
+
+#endif

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# make build TARGET=tofino|tofino2: compile the TNA program (p4src/tofino/bottleneck_tna.p4)
+# with the open-source Tofino backend of p4c (bf-p4c), into build/<target>/:
+#   bf-rt.json, pipe/context.json, pipe/<target>.bin, pipe/logs/ (resources.json, ...),
+#   bottleneck_tna.p4info.txtpb and device_config.pb.bin (Stratum's BfPipelineConfig).
+# The P4Info is also kept in controller/p4info/<target>.p4info.txtpb, which the tests check the
+# controller's entries against without a compiler: this script says when it changed.
+# Without bf-p4c (PATH, or $P4_PREFIX/tofino/bin) it says so and builds nothing.
+set -euo pipefail
+
+target=${1:?usage: tools/build_tofino.sh tofino|tofino2}
+case "$target" in
+    tofino) arch=tna ;;
+    tofino2) arch=t2na ;;
+    *) echo "build_tofino: unknown target '$target' (tofino or tofino2)" >&2; exit 2 ;;
+esac
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+P4_PREFIX=${P4_PREFIX:-/opt/p4}
+case ":$PATH:" in *":$P4_PREFIX/tofino/bin:"*) ;; *) PATH="$PATH:$P4_PREFIX/tofino/bin" ;; esac
+
+if ! command -v bf-p4c > /dev/null; then
+    echo "make build TARGET=$target: SKIPPED: bf-p4c (the open-source Tofino backend of p4c) is not on PATH" \
+         "nor in $P4_PREFIX/tofino/bin; 'make toolchain TOFINO=1' builds it"
+    exit 0
+fi
+
+out=build/$target
+log=build/$target.compile.log   # outside $out: bf-p4c empties its output directory
+rm -rf "$out"
+mkdir -p "$out"
+echo "$(bf-p4c --version 2>&1 | head -n 1): --target $target --arch $arch -> $out/"
+start=$(date +%s)
+if ! bf-p4c --target "$target" --arch "$arch" -g -o "$out" \
+        --p4runtime-files "$out/bottleneck_tna.p4info.txtpb" p4src/tofino/bottleneck_tna.p4 > "$log" 2>&1; then
+    cat "$log" >&2
+    echo "make build TARGET=$target: bf-p4c failed (log: $log)" >&2
+    exit 1
+fi
+grep -i "warning" "$log" | head -n 20 || true
+echo "compiled in $(( $(date +%s) - start )) s"
+
+mkdir -p controller/p4info
+kept=controller/p4info/$target.p4info.txtpb
+if ! cmp -s "$out/bottleneck_tna.p4info.txtpb" "$kept"; then
+    cp "$out/bottleneck_tna.p4info.txtpb" "$kept"
+    echo "$kept: updated from this build (commit it: the controller's tests check against it)"
+fi
+
+py=.venv/bin/python
+[ -x "$py" ] || py=python3
+if "$py" -m controller.stratum "$out" bottleneck_tna "$out/device_config.pb.bin"; then
+    echo "$out/device_config.pb.bin: Stratum's BfPipelineConfig"
+fi
+"$py" tools/tofino_report.py build docs/tofino.md
