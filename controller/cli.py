@@ -33,12 +33,25 @@ def parse_routes(spec: str) -> dict[int, Route]:
     return routes
 
 
+# --target: which program the switch runs, and the files `make build TARGET=...` wrote for it
+# (P4Info, device config). A Tofino is driven as Stratum exposes it: the device config is
+# Stratum's BfPipelineConfig (controller/stratum.py) around bf-p4c's output.
+TARGET_FILES = {
+    "bmv2": (Path("build/bottleneck.p4info.txtpb"), Path("build/bottleneck.json")),
+    "tofino": (Path("build/tofino/bottleneck_tna.p4info.txtpb"), Path("build/tofino/device_config.pb.bin")),
+    "tofino2": (Path("build/tofino2/bottleneck_tna.p4info.txtpb"), Path("build/tofino2/device_config.pb.bin")),
+}
+
+
 def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", default="127.0.0.1:9559", help="P4Runtime address (default: loopback)")
     p.add_argument("--device-id", type=int, default=1)
     p.add_argument("--election-id", type=int, default=10)
-    p.add_argument("--p4info", type=Path, default=Path("build/bottleneck.p4info.txtpb"))
-    p.add_argument("--p4blob", type=Path, default=Path("build/bottleneck.json"))
+    p.add_argument("--target", choices=sorted(TARGET_FILES), default="bmv2",
+                   help="bmv2 (simple_switch_grpc, the v1model program) or tofino / tofino2 (Stratum, the TNA "
+                   "program p4src/tofino/); picks the default --p4info and --p4blob")
+    p.add_argument("--p4info", type=Path, help="P4Info (default: the --target's, from make build)")
+    p.add_argument("--p4blob", type=Path, help="device config (default: the --target's, from make build)")
     p.add_argument("--tls-ca", type=Path, help="enable TLS: CA certificate of the switch")
     p.add_argument("--tls-cert", type=Path, help="client certificate (mutual TLS)")
     p.add_argument("--tls-key", type=Path, help="client key (mutual TLS)")
@@ -66,13 +79,23 @@ def target_from(args) -> SwitchTarget:
     if args.tls_ca:
         import finsy as fy
         tls = fy.GRPCCredentialsTLS(cacert=args.tls_ca, cert=args.tls_cert, private_key=args.tls_key)
-    return SwitchTarget(args.address, args.device_id, args.election_id, args.p4info, args.p4blob, tls)
+    p4info, p4blob = TARGET_FILES[getattr(args, "target", "bmv2")]
+    return SwitchTarget(args.address, args.device_id, args.election_id, args.p4info or p4info,
+                        args.p4blob or p4blob, tls)
+
+
+def make_switch(args, state: DesiredState) -> BottleneckSwitch:
+    """The switch object for --target: the v1model program's entries on BMv2, the TNA program's on a Tofino."""
+    if getattr(args, "target", "bmv2") == "bmv2":
+        return BottleneckSwitch(target_from(args), state)
+    from .tofino import TnaBottleneckSwitch
+    return TnaBottleneckSwitch(target_from(args), state)
 
 
 async def cmd_install(args) -> int:
     params = config.load(args.config, args.aqm)
     state = DesiredState(params, parse_routes(args.routes), args.monitor_port)
-    ctx, sw = await connect_with_backoff(lambda: BottleneckSwitch(target_from(args), state), args.attempts)
+    ctx, sw = await connect_with_backoff(lambda: make_switch(args, state), args.attempts)
     try:
         await sw.wait_applied()
         print(f"installed: aqm={params.queue.aqm.name.lower()} on {args.address}")
@@ -101,6 +124,9 @@ async def cmd_counters(args) -> int:
 async def cmd_tune(args) -> int:
     from . import shaper, tuner
 
+    if args.target != "bmv2":
+        raise ConfigError(f"tune --target {args.target}: the closed loop tunes IWA, which the TNA program does not "
+                          f"run yet (docs/tofino.md); use install --target {args.target}")
     cfg = config.load_table(args.config)
     schedule = tuner.parse_rate_schedule(args.rate_schedule)
     log = tuner.open_log(args.log)

@@ -1,0 +1,171 @@
+"""P4Runtime entities for the TNA program (p4src/tofino/bottleneck_tna.p4) on a Tofino
+driven through Stratum: the routes, each access link's entry in ``link_of``, its knobs
+(``link_cfg``, ``codel_cfg``), the transmit-time tables of its rate class, the
+telemetry mirror session. (The packet generator's ports are compile-time constants of the
+program, p4src/tofino/types.p4: TICK_PORT.)
+
+A pure function of the parameters, like ``entries`` for the v1model program: tested
+against the TNA P4Info (tests/test_tofino_controller.py) without a switch. Names are
+the P4Info aliases of the TNA program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import finsy as fy
+
+from refmodel import arith
+from refmodel.constants import TELEMETRY_SESSION
+from refmodel.params import ConfigError, PipelineParams, client_addr, codel_params
+from refmodel.pipeline import Route
+
+from . import tna_p4info  # declares the Tofino extern types: the TNA P4Info parses after this import
+from .switch import BottleneckSwitch, DesiredState, SwitchTarget
+
+NO_LIMIT_NS = (1 << 31) - 1  # link_cfg's limit_ns for "no buffer limit" (serial time: the largest)
+MIRROR_HEADER_BYTES = 32  # p4src/tofino/types.p4: telemetry_mirror_h, before the copy's own headers
+# The copy is cut after the headers egress reads (Ethernet, IPv4 and TCP without options: 54 bytes); what
+# is left of a shorter header set (UDP: 12 bytes) follows the record, and readers ignore it.
+MIRROR_TRUNCATE = MIRROR_HEADER_BYTES + 54
+
+
+@dataclass(frozen=True)
+class AccessLink:
+    """One subscriber's access link: its id in the pipe, the client's address (None: no link_of
+    entry, so every client without one, which link_of's default sends to link 0), its parameters."""
+
+    link: int
+    client: str | int | None
+    params: PipelineParams
+
+
+def rate_classes(links: Sequence[AccessLink]) -> dict[int, int]:
+    """byte_time_q16 -> rate class: links of the same rate share the transmit-time tables."""
+    out: dict[int, int] = {}
+    for lk in links:
+        out.setdefault(lk.params.queue.byte_time_q16, len(out))
+    if len(out) > arith.RATE_CLASSES:
+        raise ConfigError(f"{len(out)} distinct link rates: the TNA program holds {arith.RATE_CLASSES} rate classes")
+    return out
+
+
+def forwarding(routes: Mapping[int, Route]) -> list[fy.P4TableEntry]:
+    return [fy.P4TableEntry("forward", match=fy.P4TableMatch(ingress_port=port),
+                            action=fy.P4TableAction("route", port=r.egress, downstream=int(r.downstream)))
+            for port, r in sorted(routes.items())]
+
+
+def _check_link_id(link: int, n_links: int) -> int:
+    if not isinstance(link, int) or isinstance(link, bool) or not 0 <= link < n_links:
+        raise ConfigError(f"link = {link!r} is out of range: allowed 0..{n_links - 1} (the TNA program's N_LINKS)")
+    return link
+
+
+def link_entries(lk: AccessLink, rate_class: int, n_links: int) -> list[fy.P4TableEntry]:
+    """The link's rows in link_of (its client, and its rate class: p4src/tofino/link.p4 says why it is
+    there), link_cfg and codel_cfg. A link without a client is link_of's default: ``link_of_default``."""
+    link = _check_link_id(lk.link, n_links)
+    q, c = lk.params.queue, lk.params.codel
+    if q.limit_pkts:
+        raise ConfigError(f"link {link}: a packet limit (pfifo) is not supported on Tofino; give the buffer in bytes")
+    if q.limit_ns >= 1 << 31 or q.bucket_ns >= 1 << 31:
+        raise ConfigError(f"link {link}: buffer and bucket must drain in under 2^31 ns (serial time)")
+    match = fy.P4TableMatch(link=link)
+    out = []
+    if lk.client is not None:
+        out.append(fy.P4TableEntry("link_of", match=fy.P4TableMatch(client=client_addr(lk.client)),
+                                   action=fy.P4TableAction("set_link", link=link, rate_class=rate_class)))
+    return out + [
+        fy.P4TableEntry("codel_cfg", match=match,
+                        action=fy.P4TableAction("set_codel", target_ns=c.target_ns, interval_ns=c.interval_ns)),
+        fy.P4TableEntry("link_cfg", match=match, action=fy.P4TableAction(
+            "set_link_cfg", aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry), bucket_ns=q.bucket_ns,
+            limit_ns=q.limit_ns or NO_LIMIT_NS, mtu_ns=q.mtu_ns)),
+    ]
+
+
+def tx_entries(byte_time_q16: int, rate_class: int) -> list[fy.P4TableEntry]:
+    """The rate class's two transmit-time tables (refmodel/arith.py: tx_split)."""
+    split = arith.tx_split(byte_time_q16)
+    hi = [fy.P4TableEntry("tx_time_hi", match=fy.P4TableMatch(rate_class=rate_class, len_hi=i),
+                          action=fy.P4TableAction("set_tx_hi", ns=ns)) for i, ns in enumerate(split.hi)]
+    lo = [fy.P4TableEntry("tx_time_lo", match=fy.P4TableMatch(rate_class=rate_class, len_lo=i),
+                          action=fy.P4TableAction("add_tx_lo", ns=ns)) for i, ns in enumerate(split.lo)]
+    return hi + lo
+
+
+def telemetry_session(monitor_port: int) -> fy.P4CloneSessionEntry:
+    """The I2E mirror session: the copy carries the mirror header and the packet's headers, truncated."""
+    return fy.P4CloneSessionEntry(TELEMETRY_SESSION, packet_length_bytes=MIRROR_TRUNCATE,
+                                  replicas=[(monitor_port, 1)])
+
+
+def all_entries(routes: Mapping[int, Route], links: Sequence[AccessLink], n_links: int
+                ) -> list[fy.P4TableEntry]:
+    """Every table entry to insert for these links, the transmit-time tables before the links that use them.
+    (link_of's default action, for the link without a client, is ``link_of_default``.)"""
+    if len({lk.link for lk in links}) != len(links):
+        raise ConfigError("two access links with the same id")
+    if sum(lk.client is None for lk in links) > 1:
+        raise ConfigError("more than one access link without a client: only one can be link_of's default")
+    classes = rate_classes(links)
+    out = forwarding(routes)
+    for bt, cls in classes.items():
+        out += tx_entries(bt, cls)
+    for lk in links:
+        out += link_entries(lk, classes[lk.params.queue.byte_time_q16], n_links)
+    return out
+
+
+def link_of_default(links: Sequence[AccessLink]) -> fy.P4TableEntry:
+    """link_of's default action: every client without an entry belongs to the link without a client
+    (link 0 in the lab), with that link's rate class."""
+    classes = rate_classes(links)
+    default = next((lk for lk in links if lk.client is None), None)
+    if default is None:
+        return fy.P4TableEntry("link_of", action=fy.P4TableAction("set_link", link=0, rate_class=0),
+                               is_default_action=True)
+    return fy.P4TableEntry("link_of", is_default_action=True, action=fy.P4TableAction(
+        "set_link", link=default.link, rate_class=classes[default.params.queue.byte_time_q16]))
+
+
+def default_codel() -> tuple[int, int]:
+    """codel_cfg's default action (p4src/tofino/link.p4), as refmodel derives it."""
+    c = codel_params()
+    return c.target_ns, c.interval_ns
+
+
+def n_links(p4info) -> int:
+    """N_LINKS of the compiled program: the size of its per-link queue register (a Tofino extern)."""
+    return tna_p4info.extern_sizes(p4info)["q_tat"]
+
+
+class TnaBottleneckSwitch(BottleneckSwitch):
+    """``BottleneckSwitch`` for the TNA program on a Tofino (Stratum): the same desired-state life cycle
+    (applied at every connection), with the TNA program's entries. The lab's one link is link 0, the
+    default of ``link_of``; ``links`` adds more."""
+
+    def __init__(self, target: SwitchTarget, state: DesiredState, links: Sequence[AccessLink] = ()) -> None:
+        super().__init__(target, state)
+        self.links = tuple(links)
+
+    def _links(self) -> list[AccessLink]:
+        p = self.state.params
+        own = [lk for lk in self.links if lk.link == 0]
+        return ([] if own or p is None else [AccessLink(0, None, p)]) + list(self.links)
+
+    async def apply_all(self, sw: fy.Switch) -> None:
+        st = self.state
+        await sw.delete_all()
+        links = self._links()
+        await sw.insert(all_entries(st.routes, links, n_links(sw.p4info.p4info)))
+        await sw.modify([link_of_default(links)])
+        if st.monitor_port is not None:
+            await sw.insert([telemetry_session(st.monitor_port)])
+
+    async def reconfigure(self, params: PipelineParams) -> None:
+        """Link 0's new parameters: everything is written again (a new rate may need a new rate class)."""
+        self.state.params = params
+        await self.apply_all(self.sw)

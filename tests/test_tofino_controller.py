@@ -1,0 +1,144 @@
+"""The controller's side of the TNA program (controller/tofino.py, controller/stratum.py), without a
+Tofino: every entry it writes is encoded against the TNA P4Info that `make build TARGET=tofino|tofino2`
+keeps in controller/p4info/, so a renamed table, key or parameter, or a value too wide, fails here even
+where no compiler is installed."""
+
+import re
+from pathlib import Path
+
+import finsy as fy
+import pytest
+from google.protobuf import empty_pb2, unknown_fields
+
+from controller import stratum, tna_p4info, tofino
+from refmodel import arith
+from refmodel.constants import Aqm
+from refmodel.params import ConfigError, byte_time_q16, pipeline_params
+from refmodel.pipeline import Route
+
+ROOT = Path(__file__).resolve().parent.parent
+P4INFO = {t: ROOT / "controller" / "p4info" / f"{t}.p4info.txtpb" for t in ("tofino", "tofino2")}
+ROUTES = {1: Route(2, True), 2: Route(1, False)}
+
+
+def schema(target: str) -> fy.P4Schema:
+    path = P4INFO[target]
+    assert path.is_file(), f"{path} is missing: `make build TARGET={target}` writes it (commit it)"
+    return fy.P4Schema(tna_p4info.load(path))
+
+
+def two_links():
+    return [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.CODEL, limit_bytes=100_000)),
+            tofino.AccessLink(1, "10.0.1.2", pipeline_params(10e6, Aqm.FIFO, limit_bytes=200_000)),
+            tofino.AccessLink(7, "10.0.1.3", pipeline_params(2e6, Aqm.FIFO, limit_bytes=50_000))]
+
+
+@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+def test_every_entry_encodes_against_the_tna_p4info(target):
+    s = schema(target)
+    n = tofino.n_links(s.p4info)
+    assert n >= 2 ** 12  # tens of thousands is the aim (docs/tofino.md); a toy size would be a mistake
+    ents = tofino.all_entries(ROUTES, two_links(), n)
+    for e in ents + [tofino.link_of_default(two_links())]:
+        e.encode(s)  # raises on an unknown name or a value its field cannot hold
+    tofino.telemetry_session(3).encode(s)
+    names = {e.table_id for e in ents}
+    assert names == {"forward", "link_of", "link_cfg", "codel_cfg", "tx_time_hi", "tx_time_lo"}
+
+
+@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+def test_a_renamed_parameter_fails_the_encoding(target):
+    s = schema(target)
+    bad = fy.P4TableEntry("link_cfg", match=fy.P4TableMatch(link=0),
+                          action=fy.P4TableAction("set_link_cfg", aqm=0, ecn=0, telemetry=0,
+                                                  bucket_ns=0, limit_bytes=0, mtu_ns=0))
+    with pytest.raises(ValueError):
+        bad.encode(s)
+    too_wide = fy.P4TableEntry("link_of", match=fy.P4TableMatch(client=0x0A000102),
+                               action=fy.P4TableAction("set_link", link=1 << 16, rate_class=0))
+    with pytest.raises(ValueError):
+        too_wide.encode(s)
+
+
+def test_links_of_one_rate_share_a_rate_class_and_its_tables():
+    links = two_links()
+    classes = tofino.rate_classes(links)
+    assert classes == {byte_time_q16(2e6): 0, byte_time_q16(10e6): 1}
+    ents = tofino.all_entries(ROUTES, links, 2 ** 14)
+    per_class = arith.TX_HI_ENTRIES + arith.TX_LO_ENTRIES
+    assert sum(e.table_id.startswith("tx_time") for e in ents) == 2 * per_class
+    clients = [e for e in ents if e.table_id == "link_of"]
+    assert [(e.match["client"], e.action.args["link"], e.action.args["rate_class"]) for e in clients] == [
+        (0x0A000102, 1, 1), (0x0A000103, 7, 0)]
+    assert [e.match["link"] for e in ents if e.table_id == "link_cfg"] == [0, 1, 7]
+    # link 0 has no client: it is link_of's default, with its rate class
+    d = tofino.link_of_default(links)
+    assert d.is_default_action and d.action.args == {"link": 0, "rate_class": 0}
+
+
+def test_the_tx_entries_hold_the_split_tables():
+    bt = byte_time_q16(2e6)
+    ents = tofino.tx_entries(bt, 3)
+    split = arith.tx_split(bt)
+    hi = {e.match["len_hi"]: e.action.args["ns"] for e in ents if e.table_id == "tx_time_hi"}
+    assert hi == dict(enumerate(split.hi))
+    assert {e.match["rate_class"] for e in ents} == {3}
+
+
+def test_what_the_tna_program_cannot_do_is_refused():
+    p = pipeline_params(2e6, Aqm.FIFO, limit_pkts=50)
+    with pytest.raises(ConfigError, match="packet limit"):
+        tofino.all_entries(ROUTES, [tofino.AccessLink(0, None, p)], 2 ** 14)
+    ok = pipeline_params(2e6, Aqm.FIFO, limit_bytes=10_000)
+    with pytest.raises(ConfigError, match="N_LINKS"):
+        tofino.all_entries(ROUTES, [tofino.AccessLink(2 ** 14, "10.0.0.1", ok)], 2 ** 14)
+    with pytest.raises(ConfigError, match="without a client"):
+        tofino.all_entries(ROUTES, [tofino.AccessLink(1, None, ok), tofino.AccessLink(2, None, ok)], 2 ** 14)
+    with pytest.raises(ConfigError, match="same id"):
+        tofino.all_entries(ROUTES, [tofino.AccessLink(1, "10.0.0.1", ok), tofino.AccessLink(1, "10.0.0.2", ok)],
+                           2 ** 14)
+    rates = [tofino.AccessLink(i, f"10.0.{i // 256}.{i % 256}", pipeline_params(1e6 + 1000 * i, Aqm.FIFO,
+                                                                                 limit_bytes=10_000))
+             for i in range(arith.RATE_CLASSES + 1)]
+    with pytest.raises(ConfigError, match="rate classes"):
+        tofino.all_entries(ROUTES, rates, 2 ** 14)
+
+
+def test_the_mirror_header_size_matches_the_p4_header():
+    text = (ROOT / "p4src" / "tofino" / "types.p4").read_text()
+    body = re.search(r"header telemetry_mirror_h \{(.*?)\}", text, re.S)[1]
+    widths = {}
+    bits = 0
+    for m in re.finditer(r"^\s*(bit<(\d+)>|\w+)\s+\w+;", body, re.M):
+        bits += int(m[2]) if m[2] else widths[m[1]]
+    assert bits == 8 * tofino.MIRROR_HEADER_BYTES
+
+
+def test_device_config_is_stratums_bf_pipeline_config(tmp_path):
+    (tmp_path / "pipe").mkdir()
+    (tmp_path / "bfrt.json").write_text('{"tables": []}')
+    (tmp_path / "pipe" / "context.json").write_text('{"program_name": "bottleneck_tna"}')
+    (tmp_path / "pipe" / "tofino.bin").write_bytes(bytes(range(256)))
+    blob = stratum.device_config(stratum.CompilerOutput(tmp_path), "bottleneck_tna", (0, 2))
+    # bf.proto's field numbers, read off the wire by protobuf itself (not by the class that wrote it)
+    top = {f.field_number: f.data for f in unknown_fields.UnknownFieldSet(_unknown(blob))}
+    assert top[1] == b"bottleneck_tna" and top[2] == b'{"tables": []}'
+    prof = {}
+    for f in unknown_fields.UnknownFieldSet(_unknown(top[3])):
+        prof.setdefault(f.field_number, []).append(f.data)
+    assert prof[1] == [b"pipe"] and prof[2] == [b'{"program_name": "bottleneck_tna"}']
+    assert prof[3] == [bytes(range(256))]
+    msg = stratum.parse_device_config(blob)
+    assert list(msg.profiles[0].pipe_scope) == [0, 2]
+
+
+def _unknown(data: bytes) -> empty_pb2.Empty:
+    m = empty_pb2.Empty()
+    m.ParseFromString(data)
+    return m
+
+
+def test_device_config_names_what_is_missing(tmp_path):
+    (tmp_path / "bfrt.json").write_text("{}")
+    with pytest.raises(stratum.DeviceConfigError, match="context.json"):
+        stratum.device_config(stratum.CompilerOutput(tmp_path), "x")
