@@ -98,3 +98,29 @@ def extern_sizes(info: p4i.P4Info) -> dict[str, int]:
                 if inst.info.Unpack(m):
                     out[inst.preamble.alias] = m.size
     return out
+
+
+def without_snapshots(info: p4i.P4Info) -> p4i.P4Info:
+    """The P4Info less its Snapshot externs: debugging aids that bf-p4c -g writes, and not always
+    the same ones for the same program, so the committed P4Info leaves them out."""
+    out = p4i.P4Info()
+    out.CopyFrom(info)
+    del out.externs[:]
+    out.externs.extend(e for e in info.externs if e.extern_type_name != "Snapshot")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m controller.tna_p4info IN OUT``: IN without its Snapshot externs, as text, to OUT."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m controller.tna_p4info IN.p4info.txtpb OUT.p4info.txtpb", file=sys.stderr)
+        return 2
+    Path(args[1]).write_text(text_format.MessageToString(without_snapshots(load(Path(args[0])))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

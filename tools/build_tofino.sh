@@ -39,15 +39,16 @@ fi
 grep -i "warning" "$log" | head -n 20 || true
 echo "compiled in $(( $(date +%s) - start )) s"
 
-mkdir -p controller/p4info
-kept=controller/p4info/$target.p4info.txtpb
-if ! cmp -s "$out/bottleneck_tna.p4info.txtpb" "$kept"; then
-    cp "$out/bottleneck_tna.p4info.txtpb" "$kept"
-    echo "$kept: updated from this build (commit it: the controller's tests check against it)"
-fi
-
 py=.venv/bin/python
 [ -x "$py" ] || py=python3
+mkdir -p controller/p4info
+kept=controller/p4info/$target.p4info.txtpb
+# without the Snapshot externs -g adds: debugging aids, and not the same from one compile to the next
+"$py" -m controller.tna_p4info "$out/bottleneck_tna.p4info.txtpb" "$out/p4info.kept.txtpb"
+if ! cmp -s "$out/p4info.kept.txtpb" "$kept"; then
+    cp "$out/p4info.kept.txtpb" "$kept"
+    echo "$kept: updated from this build (commit it: the controller's tests check against it)"
+fi
 if "$py" -m controller.stratum "$out" bottleneck_tna "$out/device_config.pb.bin"; then
     echo "$out/device_config.pb.bin: Stratum's BfPipelineConfig"
 fi
