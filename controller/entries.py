@@ -12,6 +12,10 @@ link wildcarded): the single-link lab writes only these. ``link_entries``
 gives one link its own rate, buffer, AQM and knobs (an entry keyed by the link
 in every config table, its own range entries at a higher priority) and maps
 its clients to it (``link_of``).
+
+Rate classes (controller/rates.py): ``bottleneck_cfg`` names the transmit-time
+tables of the link's rate by a class number; the caller places the rate in a
+class (``RateClasses.place``) and passes that number here.
 """
 
 from __future__ import annotations
@@ -21,10 +25,14 @@ from collections.abc import Iterable, Mapping
 import finsy as fy
 
 from refmodel.constants import RED_W_FRAC, TELEMETRY_SESSION
-from refmodel.params import PipelineParams, check_link, client_addr, complete_ranges
+from refmodel import arith
+from refmodel.arith import RATE_CLASSES
+from refmodel.params import PipelineParams, check_field, check_link, client_addr, complete_ranges
 from refmodel.pipeline import Route
 
-RANGE_TABLES = ("red_idle_decay", "codel_control_law")
+# the controller's lookup tables, every entry with a priority (rewritten whole on reconfigure): two range
+# tables and PIE's product tables (p4src/include/mantissa.p4: m * k for every mantissa m)
+RANGE_TABLES = ("red_idle_decay", "codel_control_law", "pie_alpha_mul", "pie_beta_mul")
 CONFIG_TABLES = ("red_cfg", "codel_cfg", "pie_cfg", "iwa_cfg", "bottleneck_cfg")  # the selector last
 DEFAULT_PRIORITY = 1  # range entries of every link without its own (link wildcarded)
 LINK_PRIORITY = 2  # a link's own range entries: they win over the wildcarded ones
@@ -57,6 +65,20 @@ def _ranges(table: str, key: str, action: str, arg: str, rows: Iterable[tuple[in
                             priority=priority) for lo, hi, v in rows]
 
 
+def _products(table: str, action: str, k: int, priority: int, link: int | None = None) -> list[fy.P4TableEntry]:
+    """One constant's product table: m * k for every mantissa m (refmodel/arith.py: mul_rows)."""
+    def match(m: int) -> fy.P4TableMatch:
+        return fy.P4TableMatch({"m": m} if link is None else {"link": link, "m": m})
+
+    return [fy.P4TableEntry(table, match=match(m), action=fy.P4TableAction(action, product=v), priority=priority)
+            for m, v in enumerate(arith.mul_rows(k))]
+
+
+def _pie_products(p: PipelineParams, priority: int, link: int | None = None) -> list[fy.P4TableEntry]:
+    return (_products("pie_alpha_mul", "set_alpha_m", p.pie.alpha_q48, priority, link)
+            + _products("pie_beta_mul", "set_beta_m", p.pie.beta_q48, priority, link))
+
+
 def law_default(p: PipelineParams) -> int:
     """CoDel's step for counts beyond its control law's entries (codel.control_law_step's)."""
     c = p.codel
@@ -64,46 +86,50 @@ def law_default(p: PipelineParams) -> int:
 
 
 def lookup_tables(p: PipelineParams) -> list[fy.P4TableEntry]:
-    """Range entries of every link without its own (the link wildcarded): RED's idle decay and CoDel's
-    control law."""
+    """Lookup entries of every link without its own (the link wildcarded): RED's idle decay, CoDel's
+    control law, PIE's products."""
     return (_ranges("red_idle_decay", "idle_key", "set_decay", "factor_q24", p.red.idle_decay, DEFAULT_PRIORITY)
             + _ranges("codel_control_law", "law_count", "set_step", "step_ns", p.codel.control_law,
-                      DEFAULT_PRIORITY))
+                      DEFAULT_PRIORITY)
+            + _pie_products(p, DEFAULT_PRIORITY))
 
 
 def link_lookup_tables(link: int, p: PipelineParams) -> list[fy.P4TableEntry]:
-    """One link's own range entries, over every key (``complete_ranges``: the keys its tables leave out get
-    what the tables' misses give, so none falls through to the wildcarded entries of other links)."""
+    """One link's own lookup entries, over every key (``complete_ranges``: the keys its range tables leave out
+    get what the tables' misses give, and the product tables have a row for every mantissa, so none falls
+    through to the wildcarded entries of other links)."""
     check_link(link)
     idle = complete_ranges(p.red.idle_decay, NO_DECAY_Q24)
     law = complete_ranges(p.codel.control_law, law_default(p))
     return (_ranges("red_idle_decay", "idle_key", "set_decay", "factor_q24", idle, LINK_PRIORITY, link)
-            + _ranges("codel_control_law", "law_count", "set_step", "step_ns", law, LINK_PRIORITY, link))
+            + _ranges("codel_control_law", "law_count", "set_step", "step_ns", law, LINK_PRIORITY, link)
+            + _pie_products(p, LINK_PRIORITY, link))
 
 
-def _config_actions(p: PipelineParams) -> dict[str, fy.P4TableAction]:
-    """The config tables' actions for ``p``, by table, in CONFIG_TABLES's order."""
+def _config_actions(p: PipelineParams, rate_class: int) -> dict[str, fy.P4TableAction]:
+    """The config tables' actions for ``p`` (its rate's tables in ``rate_class``), by table, in CONFIG_TABLES's
+    order."""
+    check_field("rate_class", rate_class, hi=RATE_CLASSES - 1)
     q, r, c, pi, i = p.queue, p.red, p.codel, p.pie, p.iwa
     return {
         "red_cfg": fy.P4TableAction("set_red", wq_q24=r.wq_q24, thmin_ns=r.thmin_ns, thmax_ns=r.thmax_ns,
                                     slope_q56=r.slope_q56, mean_pktsize=r.mean_pktsize),
         "codel_cfg": fy.P4TableAction("set_codel", target_ns=c.target_ns, interval_ns=c.interval_ns),
         "pie_cfg": fy.P4TableAction("set_pie", target_ns=pi.target_ns, tupdate_ns=pi.tupdate_ns,
-                                    alpha_q48=pi.alpha_q48, beta_q48=pi.beta_q48, max_burst_ns=pi.max_burst_ns),
-        "iwa_cfg": fy.P4TableAction("set_iwa", target_ns=i.target_ns, mss_bytes=i.mss_bytes,
-                                    payload_ns_q16=i.payload_ns_q16, bytes_per_ns_q32=i.bytes_per_ns_q32,
-                                    hold_ns=i.hold_ns, age_ns=i.age_ns),
-        "bottleneck_cfg": fy.P4TableAction("set_bottleneck", byte_time_q16=q.byte_time_q16, bucket_ns=q.bucket_ns,
+                                    max_burst_ns=pi.max_burst_ns),
+        "iwa_cfg": fy.P4TableAction("set_iwa", target_ns=i.target_ns, mss_bytes=i.mss_bytes, hold_ns=i.hold_ns,
+                                    age_ns=i.age_ns),
+        "bottleneck_cfg": fy.P4TableAction("set_bottleneck", rate_class=rate_class, bucket_ns=q.bucket_ns,
                                            limit_ns=q.limit_ns, limit_pkts=q.limit_pkts, mtu_ns=q.mtu_ns,
                                            aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry)),
     }
 
 
-def config_defaults(p: PipelineParams) -> list[fy.P4TableEntry]:
+def config_defaults(p: PipelineParams, *, rate_class: int) -> list[fy.P4TableEntry]:
     """Default actions of the config tables (every link without entries of its own), AQM parameters first
     and the selector (bottleneck_cfg) last, so a switch of AQM finds its knobs set."""
     out = []
-    for table, action in _config_actions(p).items():
+    for table, action in _config_actions(p, rate_class).items():
         out.append(fy.P4TableEntry(table, action=action, is_default_action=True))
         if table == "codel_cfg":
             out.append(fy.P4TableEntry("codel_control_law", action=fy.P4TableAction("set_step", step_ns=law_default(p)),
@@ -111,11 +137,11 @@ def config_defaults(p: PipelineParams) -> list[fy.P4TableEntry]:
     return out
 
 
-def link_config(link: int, p: PipelineParams) -> list[fy.P4TableEntry]:
+def link_config(link: int, p: PipelineParams, *, rate_class: int) -> list[fy.P4TableEntry]:
     """One link's entries in the config tables (keyed by the link), the selector last as in config_defaults."""
     check_link(link)
     return [fy.P4TableEntry(table, match=fy.P4TableMatch(link=link), action=action)
-            for table, action in _config_actions(p).items()]
+            for table, action in _config_actions(p, rate_class).items()]
 
 
 def link_of(clients: Mapping[int | str, int]) -> list[fy.P4TableEntry]:
@@ -125,14 +151,17 @@ def link_of(clients: Mapping[int | str, int]) -> list[fy.P4TableEntry]:
             for c, link in sorted(clients.items(), key=lambda kv: client_addr(kv[0]))]
 
 
-def link_entries(link: int, p: PipelineParams, clients: Iterable[int | str] = ()) -> list[fy.P4TableEntry]:
+def link_entries(link: int, p: PipelineParams, clients: Iterable[int | str] = (), *, rate_class: int
+                 ) -> list[fy.P4TableEntry]:
     """Everything that makes ``link`` a link of its own: its range entries, its config entries (the selector
     last) and, last of all, its clients' ``link_of`` entries, so no packet reaches the link before it is
-    configured. Insert them; ``link_of`` of a client of another link is a modify."""
-    return link_lookup_tables(link, p) + link_config(link, p) + link_of({c: link for c in clients})
+    configured. Insert them, after its rate class's tables; ``link_of`` of a client of another link is a
+    modify."""
+    return (link_lookup_tables(link, p) + link_config(link, p, rate_class=rate_class)
+            + link_of({c: link for c in clients}))
 
 
 def iwa_knobs(p: PipelineParams) -> list[fy.P4TableEntry]:
     """What the closed-loop tuner rewrites when its decision changes and the link rate does not: IWA's
     config and CoDel's (IWA's control of established flows; its control law depends on the interval only)."""
-    return [e for e in config_defaults(p) if e.table_id in ("codel_cfg", "iwa_cfg")]
+    return [e for e in config_defaults(p, rate_class=0) if e.table_id in ("codel_cfg", "iwa_cfg")]

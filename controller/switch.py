@@ -10,6 +10,10 @@ backup role) and reconnects with backoff.
 Access links: ``DesiredState.links`` gives links their own parameters and
 ``clients`` maps client addresses to links (``entries.link_entries``); both
 empty, the switch gets exactly the single-link configuration.
+
+Rates: every configuration names the rate class holding its rate's
+transmit-time tables (controller/rates.py). The switch object places each rate
+in a class and writes the class's tables before the configuration that uses it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from refmodel.params import PipelineParams, client_addr
 from refmodel.pipeline import Route
 
 from . import entries
+from .rates import PRODUCT_TABLES, RateClasses, contents, rate_key
 
 LOG = logging.getLogger("iwlab.controller")
 
@@ -71,6 +76,9 @@ class BottleneckSwitch:
         self.target = target
         self.state = state
         self.applies = 0  # how many times the full state was (re)applied
+        self.rates = RateClasses()
+        self.class_of: dict[int | None, int] = {}  # the default (None) and each link -> its rate class
+        self._classes_known = False  # True once this object wrote (apply_all) or read the tx tables
         self._applied = asyncio.Event()
         opts = fy.SwitchOptions(
             p4info=target.p4info, p4blob=target.p4blob, device_id=target.device_id,
@@ -93,16 +101,43 @@ class BottleneckSwitch:
                  self.target.address, self.state.params.queue.aqm.name.lower())
         self._applied.set()
 
+    async def _rate_class(self, sw: fy.Switch, params: PipelineParams, owner: int | None) -> int:
+        """The rate class for ``owner``'s (None: the default's) new parameters, its tables written."""
+        if not self._classes_known:
+            await self._learn_rate_classes(sw)
+        cls, op, tables = self.rates.place(rate_key(params), self.class_of.values())
+        if op == "insert":
+            await sw.insert(tables)
+        elif op == "modify":
+            await sw.modify(tables)
+        self.class_of[owner] = cls
+        return cls
+
+    async def _learn_rate_classes(self, sw: fy.Switch) -> None:
+        """An observer changing a link at run time did not write the switch: it reads which rate classes the
+        switch holds, to reuse one of the same numbers and overwrite none."""
+        found: dict[int, list[fy.P4TableEntry]] = {}
+        for table in ("tx_time_hi", "tx_time_lo", *(t for t, _ in PRODUCT_TABLES)):
+            async for e in sw.read(fy.P4TableEntry(table)):
+                found.setdefault(e.match["rate_class"], []).append(e)
+        self.rates.learn({c: contents(es) for c, es in found.items()})
+        self._classes_known = True
+
     async def apply_all(self, sw: fy.Switch) -> None:
         st = self.state
         await sw.delete_all()
+        self.rates.forget()
+        self.class_of.clear()
+        self._classes_known = True
         await sw.insert(entries.forwarding(st.routes))
         if st.monitor_port is not None:
             await _insert_or_modify(sw, entries.telemetry_session(st.monitor_port))
         await sw.insert(entries.lookup_tables(st.params))
-        await sw.modify(entries.config_defaults(st.params))
+        cls = await self._rate_class(sw, st.params, None)
+        await sw.modify(entries.config_defaults(st.params, rate_class=cls))
         for link, lp in sorted(st.links.items()):
-            await sw.insert(entries.link_lookup_tables(link, lp) + entries.link_config(link, lp))
+            cls = await self._rate_class(sw, lp, link)
+            await sw.insert(entries.link_lookup_tables(link, lp) + entries.link_config(link, lp, rate_class=cls))
         if st.clients:  # last: no packet reaches a link before it is configured
             await sw.insert(entries.link_of(st.clients))
 
@@ -116,7 +151,8 @@ class BottleneckSwitch:
         await self.sw.insert(entries.lookup_tables(params))
         for link, lp in sorted(self.state.links.items()):  # the links' own range entries went with the rest
             await self.sw.insert(entries.link_lookup_tables(link, lp))
-        await self.sw.modify(entries.config_defaults(params))
+        cls = await self._rate_class(self.sw, params, None)
+        await self.sw.modify(entries.config_defaults(params, rate_class=cls))
 
     async def configure_link(self, link: int, params: PipelineParams | None) -> None:
         """Give ``link`` parameters of its own at run time, or (None) take them away: it then runs on the
@@ -126,11 +162,11 @@ class BottleneckSwitch:
             await self.sw.delete(entries.link_lookup_tables(link, old))
         if params is None:
             if old is not None:
-                await self.sw.delete(entries.link_config(link, old))
+                await self.sw.delete(entries.link_config(link, old, rate_class=self.class_of.pop(link)))
                 del self.state.links[link]
             return
         await self.sw.insert(entries.link_lookup_tables(link, params))
-        config = entries.link_config(link, params)
+        config = entries.link_config(link, params, rate_class=await self._rate_class(self.sw, params, link))
         await (self.sw.modify(config) if old is not None else self.sw.insert(config))
         self.state.links[link] = params
 

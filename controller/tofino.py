@@ -21,6 +21,7 @@ from refmodel.constants import TELEMETRY_SESSION
 from refmodel.params import ConfigError, PipelineParams, client_addr, codel_params
 from refmodel.pipeline import Route
 
+from .rates import tx_entries  # the same transmit-time tables as the v1model program's
 from . import tna_p4info  # declares the Tofino extern types: the TNA P4Info parses after this import
 from .switch import BottleneckSwitch, DesiredState, SwitchTarget
 
@@ -84,16 +85,6 @@ def link_entries(lk: AccessLink, rate_class: int, n_links: int) -> list[fy.P4Tab
             "set_link_cfg", aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry), bucket_ns=q.bucket_ns,
             limit_ns=q.limit_ns or NO_LIMIT_NS, mtu_ns=q.mtu_ns)),
     ]
-
-
-def tx_entries(byte_time_q16: int, rate_class: int) -> list[fy.P4TableEntry]:
-    """The rate class's two transmit-time tables (refmodel/arith.py: tx_split)."""
-    split = arith.tx_split(byte_time_q16)
-    hi = [fy.P4TableEntry("tx_time_hi", match=fy.P4TableMatch(rate_class=rate_class, len_hi=i),
-                          action=fy.P4TableAction("set_tx_hi", ns=ns)) for i, ns in enumerate(split.hi)]
-    lo = [fy.P4TableEntry("tx_time_lo", match=fy.P4TableMatch(rate_class=rate_class, len_lo=i),
-                          action=fy.P4TableAction("add_tx_lo", ns=ns)) for i, ns in enumerate(split.lo)]
-    return hi + lo
 
 
 def telemetry_session(monitor_port: int) -> fy.P4CloneSessionEntry:

@@ -41,6 +41,7 @@
 #include "include/parser.p4"
 #include "include/config.p4"
 #include "include/checksum.p4"
+#include "include/mantissa.p4"
 #include "include/queue_model.p4"
 #include "include/flow_tracker.p4"
 #include "include/start_shaper.p4"
@@ -163,7 +164,7 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         queue_tat.read(tat, (bit<32>)meta.link);
         tracker.apply(hdr, meta.tcp_ok, meta.tcp_payload, meta.downstream, now, meta.iwa, meta.track);
         shaper.apply(hdr, meta.tcp_ok, meta.tcp_payload, meta.downstream, meta.ws_seen, meta.ws_shift, now,
-                     meta.link, tat, iwa_on, meta.iwa, meta.qcfg.mtu_ns, meta.track, meta.grant);
+                     meta.link, tat, iwa_on, meta.iwa, meta.qcfg.mtu_ns, meta.qcfg.rate_class, meta.track, meta.grant);
 
         bool report_it = false;
         if (meta.downstream == 0) {

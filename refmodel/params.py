@@ -14,23 +14,22 @@ import ipaddress
 import math
 from dataclasses import dataclass, field
 
+from . import arith
 from .constants import (
     BYTE_TIME_FRAC, FLOW_SLOTS, IDLE_KEY_SHIFT, N_LINKS, PIE_COEF_FRAC, RED_SLOPE_FRAC, RED_W_FRAC, RING_SIZE, Aqm,
 )
+from .errors import ConfigError
 
 NS = 1_000_000_000
-
-
-class ConfigError(ValueError):
-    """A configuration value that the data plane cannot take."""
+U64 = (1 << 64) - 1
 
 
 # Width in bits of each P4 action parameter (p4src/include/config.p4, aqm_red.p4, aqm_codel.p4).
 FIELD_BITS = {
-    "byte_time_q16": 40, "bucket_ns": 32, "limit_ns": 48, "limit_pkts": 16, "mtu_ns": 32,
+    "byte_time_q16": 40, "rate_class": 8, "bucket_ns": 32, "limit_ns": 48, "limit_pkts": 16, "mtu_ns": 32,
     "wq_q24": 32, "thmin_ns": 48, "thmax_ns": 48, "slope_q56": 64, "mean_pktsize": 16, "factor_q24": 32,
     "target_ns": 32, "interval_ns": 32, "step_ns": 32,
-    "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32,
+    "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32, "product": 48,
     "mss_bytes": 16, "payload_ns_q16": 40, "bytes_per_ns_q32": 32, "hold_ns": 32, "age_ns": 48,
 }
 
@@ -45,7 +44,7 @@ def check_field(name: str, value: int, lo: int = 0, hi: int | None = None, where
 
 @dataclass(frozen=True)
 class QueueParams:
-    byte_time_q16: int  # ns per byte on the bottleneck, Q16
+    byte_time_q16: int  # ns per byte on the bottleneck, Q16 (the switch: its rate class's tx tables)
     bucket_ns: int  # drain shaper's bucket (tbf burst) as drain time
     limit_ns: int  # byte limit as drain time; 0 = none
     limit_pkts: int  # packet limit; 0 = none
@@ -163,6 +162,7 @@ def queue_params(
     mtu_bytes: int = 1514, aqm: str | Aqm = Aqm.FIFO, ecn: bool = False, telemetry: bool = True,
 ) -> QueueParams:
     bt = byte_time_q16(rate_bps)
+    arith.tx_split(bt)  # the transmit-time tables must hold the longest frame's time in 32 bits
     if limit_pkts and limit_bytes:
         raise ConfigError("buffer: give limit_pkts or limit_bytes, not both")
     check_field("limit_pkts", limit_pkts, hi=RING_SIZE - 1, where="buffer: ")
@@ -324,13 +324,15 @@ def iwa_params(
 
 
 def bytes_to_ns(p: IwaParams, nbytes: int) -> int:
-    """Drain time of ``nbytes`` of TCP payload (its frames' headers included)."""
-    return drain_ns(nbytes, p.payload_ns_q16)
+    """Drain time of ``nbytes`` (< 2^32) of TCP payload (its frames' headers included), as the data plane
+    computes it: the rate class's product table (``arith.mul``: at most 1/64 below the exact product)."""
+    return (arith.mul(nbytes, p.payload_ns_q16) & U64) >> BYTE_TIME_FRAC
 
 
 def ns_to_bytes(p: IwaParams, ns: int) -> int:
-    """TCP payload bytes the link drains in ``ns`` (``ns`` < 2^32; rounded down)."""
-    return (ns * p.bytes_per_ns_q32) >> 32
+    """TCP payload bytes the link drains in ``ns`` (``ns`` < 2^32; rounded down), as the data plane computes
+    it (``arith.mul``: never more than the exact conversion, less than 1/64 below it)."""
+    return arith.mul(ns, p.bytes_per_ns_q32) >> 32
 
 
 def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: int = 0, limit_bytes: int = 0,

@@ -8,11 +8,15 @@ not one per elapsed period). Scaling of alpha/beta by the size of ``p``, the
 2 % cap above p = 10 %, the 1/64 decay when the delay stays zero and the
 burst allowance are the RFC's; the +2 % step above 250 ms of delay is Linux
 ``sch_pie``'s. Derandomisation and ECN-by-probability are not implemented.
+alpha * dq and beta * dq_old are computed as a Tofino can (``arith.mul``: the
+delay difference's 7 leading bits times the constant, from a table): each term
+is rounded towards zero by less than 1/64 of it; |dq| saturates at 2^32 - 1 ns.
 One ``Pie`` per access link (``pipeline.LinkState``: the P4 registers indexed by link).
 """
 
 from __future__ import annotations
 
+from . import arith
 from .constants import PROB_FRAC, Reason
 from .params import PieParams, QueueParams
 from .queue import Prediction
@@ -26,6 +30,15 @@ DELAY_250MS = 250_000_000
 
 # (p below this, shift alpha/beta right by): RFC 8033 section 4.2
 SCALE_STEPS = ((4_295, 11), (42_950, 9), (429_497, 7), (4_294_967, 5), (42_949_673, 3), (TENTH, 1))
+
+
+U32 = (1 << 32) - 1
+
+
+def term(d: int, k: int) -> int:
+    """k * d as p4src/include/aqm_pie.p4 computes it: the product of |d|'s leading bits, with d's sign."""
+    t = arith.mul(min(abs(d), U32), k)
+    return -t if d < 0 else t
 
 
 def scale_shift(p: int) -> int:
@@ -61,7 +74,7 @@ class Pie:
         return Verdict(drop, Reason.PIE if drop else Reason.NONE, self.p, burst)
 
     def _update(self, pp: PieParams, qdelay: int) -> None:
-        delta = (pp.alpha_q48 * (qdelay - pp.target_ns) + pp.beta_q48 * (qdelay - self.qdelay_old)) >> 16
+        delta = (term(qdelay - pp.target_ns, pp.alpha_q48) + term(qdelay - self.qdelay_old, pp.beta_q48)) >> 16
         delta >>= scale_shift(self.p)  # arithmetic shift, as on P4 int<64>
         if self.p >= TENTH and delta > TWO_PERCENT:
             delta = TWO_PERCENT

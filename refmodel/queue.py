@@ -21,6 +21,11 @@ this frame would exceed the limit). The packet count comes from a ring of the
 release times of the last admitted packets: the queue holds at least N packets
 exactly when the N-th most recently admitted one has not been released yet.
 
+The transmit time is what a Tofino can compute (``arith.tx_split``): two
+table lookups per rate class, ``hi[L >> 6] + lo[L & 63]``, each floored, so tx
+is ``L * byte_time`` rounded down or one ns less. A frame longer than the
+tables (``arith.MAX_FRAME``) cannot be timed: it is over the limit.
+
 One ``QueueModel`` per access link (``pipeline.LinkState``): in P4 the
 registers are indexed by the link, the ring in a slice of ``RING_SIZE`` per link.
 """
@@ -29,10 +34,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .constants import BYTE_TIME_FRAC, RING_SIZE
+from functools import lru_cache
+
+from . import arith
+from .constants import RING_SIZE
 from .params import QueueParams
 
 U64 = (1 << 64) - 1
+
+
+@lru_cache(maxsize=128)
+def _split(byte_time_q16: int) -> arith.TxSplit:
+    return arith.tx_split(byte_time_q16)
+
+
+def tx_ns(byte_time_q16: int, length: int) -> int | None:
+    """The data plane's transmit time of a ``length``-byte frame (p4src/include/queue_model.p4's
+    tx_time_hi + tx_time_lo), or None for a frame longer than its tables."""
+    if length > arith.MAX_FRAME:
+        return None
+    return _split(byte_time_q16).tx_ns(length)
 
 
 @dataclass(frozen=True)
@@ -54,11 +75,14 @@ class QueueModel:
         self.seq = 0  # admitted packets so far (bit<32> in P4)
 
     def predict(self, p: QueueParams, now: int, length: int) -> Prediction:
-        tx = (length * p.byte_time_q16) >> BYTE_TIME_FRAC
+        tx = tx_ns(p.byte_time_q16, length)
+        too_long = tx is None
+        if too_long:
+            tx = 0
         backlog = self.tat - now if self.tat > now else 0
         tat_new = (max(self.tat, now) + tx) & U64
         release = tat_new - p.bucket_ns if tat_new > now + p.bucket_ns else now
-        over = False
+        over = too_long
         if p.limit_ns != 0 and tat_new - now > p.limit_ns:
             over = True
         if p.limit_pkts != 0 and self.ring[(self.seq - p.limit_pkts) & (RING_SIZE - 1)] > now:

@@ -39,3 +39,40 @@ def test_tx_split_refuses_what_the_fields_cannot_hold():
                                     (0xFFFFFFFF, 1, False), (0x7FFFFFFF, 0, True), (0x80000000, 0, False)])
 def test_serial_comparison(a, b, gt):
     assert arith.serial_gt(a, b) is gt
+
+
+def test_the_lab_profiles_rates_give_the_exact_product_for_every_frame():
+    """Every fixed-rate profile has a whole number of ns per byte, so the split tables give exactly
+    len * byte_time: the rewrite changes no number of those scenarios (web6 included)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mininet"))
+    from accessnet.profiles import PROFILES
+    for name, prof in PROFILES.items():
+        if prof.rate_min_bps:  # the radio draws its rates: those round (<= 1 ns per frame)
+            continue
+        bt = byte_time_q16(prof.rate_bps)
+        split = arith.tx_split(bt)
+        assert all(split.tx_ns(n) == drain_ns(n, bt) for n in range(arith.MAX_FRAME + 1)), name
+
+
+def test_mantissa_keeps_the_leading_bits():
+    assert arith.mantissa(0) == (0, 0)
+    assert arith.mantissa(127) == (0, 127)
+    assert arith.mantissa(128) == (1, 64)
+    assert arith.mantissa(255) == (1, 127)
+    assert arith.mantissa(2**32 - 1) == (25, 127)
+    with pytest.raises(ValueError):
+        arith.mantissa(-1)
+
+
+def test_mul_is_never_above_and_less_than_a_64th_below_the_product():
+    rng = random.Random(5)
+    for k in (1, 35_184, 1_035_444, 271_839_737, 2**32 - 1):
+        rows = arith.mul_rows(k)
+        assert len(rows) == arith.MANT_ENTRIES and rows[5] == 5 * k
+        for x in list(range(300)) + [rng.randrange(2**32) for _ in range(2000)]:
+            got, exact = arith.mul(x, k), x * k
+            assert got <= exact and exact - got < exact / 64 + 1
+            if x < arith.MANT_ENTRIES:
+                assert got == exact

@@ -427,6 +427,20 @@ def test_iwa_on_one_link_shapes_from_that_links_queue_like_the_model(sw):
     assert (model.shaper.links[0].nflows, model.shaper.links[1].nflows) == (0, len(ports))
 
 
+def replay_with_change(model, before, after, records, change):
+    """The frames sent before and after a run-time change, through the model with BMv2's times and draws
+    (``change()`` applied to the model between them): every record must agree; returns the model's port-2
+    frames."""
+    expected = []
+    for i, (f, rec) in enumerate(zip(before + after, records)):
+        if i == len(before):
+            change()
+        res = model.process(rec.ts_ns, f, 1, rand=rec.rand)
+        assert res.record == rec, f"frame {i}: model {res.record} != bmv2 {rec}"
+        expected += [res.frame] if res.egress == 2 else []
+    return expected
+
+
 def test_links_configured_at_run_time_like_the_model(sw):
     """One link first (client B on link 0), then, with traffic queued, the controller gives link 1 its own
     parameters and moves B onto it: B's next frames find an empty queue on a FIFO of their own, A's link 0
@@ -449,15 +463,34 @@ def test_links_configured_at_run_time_like_the_model(sw):
     out, records = sw.collect(len(first) + len(then))
     assert len(records) == len(first) + len(then)
     model = Pipeline(ROUTES, default)
-    expected = []
-    for i, (f, rec) in enumerate(zip(first + then, records)):
-        if i == len(first):
-            model.configure_link(1, own)
-            model.assign(CLIENT_B, 1)
-        res = model.process(rec.ts_ns, f, 1, rand=rec.rand)
-        assert res.record == rec, f"frame {i}: model {res.record} != bmv2 {rec}"
-        expected += [res.frame] if res.egress == 2 else []
-    assert out[2] == expected
+
+    def change():
+        model.configure_link(1, own)
+        model.assign(CLIENT_B, 1)
+    assert out[2] == replay_with_change(model, first, then, records, change)
     moved = [r for r in records[len(first):] if r.dst == 0x0A000102]
     assert moved[0].link == 1 and moved[0].backlog_ns == 0 and {r.aqm for r in moved} == {own.queue.aqm}
     assert any(r.decision == Decision.DROP for r in moved)  # its own 3-packet buffer
+
+
+def test_a_rate_change_at_run_time_switches_rate_class_like_the_model(sw):
+    """The transmit time comes from the rate class's two tables (no product), and a rate change writes a
+    new class before the link points at it. 3 Mbit/s (2666.67 ns per byte) makes the two floors round
+    below len * byte_time; frames of many lengths check every hi/lo pair the model's split gives, then
+    a second controller moves every link to 1.5 Mbit/s at run time (it reads the classes back first)."""
+    first = pipeline_params(3e6, "pie", limit_pkts=200)
+    then = pipeline_params(1.5e6, "pie", limit_pkts=200)
+    sizes = [0, 1, 63, 64, 65, 500, 777, 1000, 1459, 1460]
+    a = [tcp(1 + k * MSS, payload=min(MSS, sizes[k % len(sizes)] + k)) for k in range(30)]
+    b = [tcp(1 + (30 + k) * MSS, payload=min(MSS, sizes[k % len(sizes)] + 3 * k)) for k in range(30)]
+    sw.configure(first)
+    sw.listen()
+    sw.send(a, gap_s=0.001)
+    sw.control(lambda s: s.reconfigure(then))
+    sw.send(b, gap_s=0.001)
+    out, records = sw.collect(len(a) + len(b))
+    assert len(records) == len(a) + len(b)
+    model = Pipeline(ROUTES, first)
+    assert out[2] == replay_with_change(model, a, b, records, lambda: model.configure(then))
+    backlogs = [r.backlog_ns for r in records]
+    assert max(backlogs[:len(a)]) > 0 and max(backlogs[len(a):]) > 0  # both rates timed a queue

@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+from refmodel import arith
 from refmodel import constants as C
 from refmodel.params import FIELD_BITS
 
@@ -49,11 +50,17 @@ def test_scalars_match():
     assert c["RED_SLOPE_TO_PROB"] == C.RED_SLOPE_FRAC - C.PROB_FRAC
     assert c["IDLE_KEY_SHIFT"] == C.IDLE_KEY_SHIFT
     assert c["PIE_COEF_TO_PROB"] == C.PIE_COEF_FRAC - C.PROB_FRAC
+    # the transmit-time tables (queue_model.p4, refmodel/arith.py)
+    assert c["RATE_CLASSES"] == arith.RATE_CLASSES
+    assert c["TX_LO_BITS"] == arith.TX_LO_BITS
+    assert c["TX_MAX_FRAME"] == arith.MAX_FRAME
+    assert c["TX_HI_ENTRIES"] == arith.TX_HI_ENTRIES
+    assert c["MANT_BITS"] == arith.MANT_BITS and c["MANT_ENTRIES"] == arith.MANT_ENTRIES
 
 
 def test_action_parameter_widths_match():
     text = (P4 / "include" / "config.p4").read_text() + (P4 / "include" / "aqm_red.p4").read_text() \
-        + (P4 / "include" / "aqm_codel.p4").read_text()
+        + (P4 / "include" / "aqm_codel.p4").read_text() + (P4 / "include" / "aqm_pie.p4").read_text()
     params = {}
     for m in re.finditer(r"action\s+\w+\(([^)]*)\)", text, re.S):
         for arg in m[1].split(","):

@@ -90,7 +90,7 @@ def test_install_then_set_each_aqm_at_run_time(sw, tmp_path):
         assert f"aqm={name}" in r.stdout
         assert aqm_seen(sw) == {Aqm[name.upper()]}, name
     iwa = read_default(sw, "iwa_cfg")
-    assert set(iwa) == {"target_ns", "mss_bytes", "payload_ns_q16", "bytes_per_ns_q32", "hold_ns", "age_ns"}
+    assert set(iwa) == {"target_ns", "mss_bytes", "hold_ns", "age_ns"}  # the rate conversions: rate class tables
     assert (iwa["target_ns"], iwa["mss_bytes"], iwa["hold_ns"]) == (10_000_000, 1460, 1_000_000_000)
     assert read_default(sw, "codel_cfg")["target_ns"] == 10_000_000  # iwa's CoDel: IWA's own target
 

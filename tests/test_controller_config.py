@@ -4,8 +4,10 @@ import pytest
 
 from controller import config, entries
 from controller.cli import parse_routes
+from controller.rates import RateClasses, class_entries, contents, product_entries, rate_key, tx_entries
+from refmodel import arith
 from refmodel.constants import Aqm
-from refmodel.params import ConfigError
+from refmodel.params import ConfigError, byte_time_q16
 from refmodel.pipeline import Route
 
 HSPA = {
@@ -61,13 +63,15 @@ def test_iwa_knobs_in_human_units():
 
 def test_iwa_entities_carry_the_set_iwa_parameters():
     p = config.params_from_dict({"link": {"rate_bps": 2e6}, "aqm": {"name": "iwa", "iwa": {"target_s": 0.030}}})
-    (iwa,) = [e for e in entries.config_defaults(p) if e.table_id == "iwa_cfg"]
+    (iwa,) = [e for e in entries.config_defaults(p, rate_class=0) if e.table_id == "iwa_cfg"]
     assert iwa.action.name == "set_iwa"
-    assert iwa.action.args == {"target_ns": 30_000_000, "mss_bytes": 1460, "payload_ns_q16": p.iwa.payload_ns_q16,
-                               "bytes_per_ns_q32": p.iwa.bytes_per_ns_q32, "hold_ns": 1_000_000_000,
+    assert iwa.action.args == {"target_ns": 30_000_000, "mss_bytes": 1460, "hold_ns": 1_000_000_000,
                                "age_ns": 10_000_000_000}
-    assert list(iwa.action.args) == ["target_ns", "mss_bytes", "payload_ns_q16", "bytes_per_ns_q32", "hold_ns",
-                                     "age_ns"]  # the P4 action's parameter order
+    assert list(iwa.action.args) == ["target_ns", "mss_bytes", "hold_ns", "age_ns"]  # the P4 action's order
+    # the rate conversions are the rate class's product tables
+    rows = contents(product_entries(rate_key(p), 4))
+    assert rows["span_bytes.products"] == rows["room_bytes.products"] == arith.mul_rows(p.iwa.bytes_per_ns_q32)
+    assert rows["extra_ns.products"] == arith.mul_rows(p.iwa.payload_ns_q16)
     from refmodel.params import FIELD_BITS
     assert all(v < 1 << FIELD_BITS[k] for k, v in iwa.action.args.items())
     # what the tuner rewrites between rate changes: IWA's knobs and its established flows' CoDel target
@@ -88,8 +92,9 @@ def test_toml_file(tmp_path):
 
 def test_entities_cover_every_config_table_selector_last():
     p = config.params_from_dict(HSPA)
-    defaults = entries.config_defaults(p)
+    defaults = entries.config_defaults(p, rate_class=5)
     assert [e.table_id for e in defaults][-1] == "bottleneck_cfg"
+    assert defaults[-1].action.args["rate_class"] == 5
     assert {e.table_id for e in defaults} == {"red_cfg", "codel_cfg", "codel_control_law", "pie_cfg", "iwa_cfg",
                                               "bottleneck_cfg"}
     assert all(e.is_default_action for e in defaults)
@@ -113,13 +118,13 @@ CODEL = config.params_from_dict({"link": {"rate_bps": 1e6}, "buffer": {"packets"
 
 def test_link_entries_key_every_config_table_and_map_the_clients_last():
     link = 3
-    out = entries.link_entries(link, CODEL, ["10.0.1.2", 0x0A000103])
+    out = entries.link_entries(link, CODEL, ["10.0.1.2", 0x0A000103], rate_class=2)
     ranges = [e for e in out if e.table_id in entries.RANGE_TABLES]
     config_ = [e for e in out if e.table_id in entries.CONFIG_TABLES]
     assert [e.table_id for e in config_] == list(entries.CONFIG_TABLES)  # the selector last
     assert all(e.match == {"link": link} and not e.is_default_action for e in config_)
     # the same action and parameters a default action would hold
-    defaults = {e.table_id: e.action for e in entries.config_defaults(CODEL)}
+    defaults = {e.table_id: e.action for e in entries.config_defaults(CODEL, rate_class=2)}
     assert all(e.action == defaults[e.table_id] for e in config_)
     assert [(e.table_id, e.match["client_addr"], e.action.args["link"]) for e in out[-2:]] == [
         ("link_of", 0x0A000102, link), ("link_of", 0x0A000103, link)]
@@ -141,7 +146,9 @@ def test_a_links_range_entries_cover_every_key():
 
 def test_link_entries_refuse_bad_links_and_clients():
     with pytest.raises(ConfigError, match="link"):
-        entries.link_entries(16, CODEL)
+        entries.link_entries(16, CODEL, rate_class=0)
+    with pytest.raises(ConfigError, match="rate_class"):
+        entries.link_entries(1, CODEL, rate_class=64)
     with pytest.raises(ConfigError, match="client"):
         entries.link_of({"10.0.1.300": 1})
 
@@ -165,9 +172,12 @@ class RecordingSwitch:
 def _applied(state) -> list[tuple[str, list]]:
     import asyncio
 
+    from controller.rates import RateClasses
     from controller.switch import BottleneckSwitch, SwitchTarget
     rec = RecordingSwitch()
-    asyncio.run(BottleneckSwitch.apply_all(type("S", (), {"state": state, "target": SwitchTarget()})(), rec))
+    sw = object.__new__(BottleneckSwitch)  # its bookkeeping, no finsy switch
+    sw.state, sw.target, sw.rates, sw.class_of, sw._classes_known = state, SwitchTarget(), RateClasses(), {}, False
+    asyncio.run(sw.apply_all(rec))
     return rec.writes
 
 
@@ -177,7 +187,8 @@ def test_one_link_writes_exactly_what_the_single_link_controller_wrote():
     routes = {1: Route(2, True), 2: Route(1, False)}
     assert _applied(DesiredState(p, routes, 3)) == [
         ("delete_all", []), ("insert", entries.forwarding(routes)), ("insert", [entries.telemetry_session(3)]),
-        ("insert", entries.lookup_tables(p)), ("modify", entries.config_defaults(p)),
+        ("insert", entries.lookup_tables(p)), ("insert", class_entries(rate_key(p), 0)),
+        ("modify", entries.config_defaults(p, rate_class=0)),
     ]
 
 
@@ -185,7 +196,65 @@ def test_links_are_written_after_the_defaults_and_clients_last():
     from controller.switch import DesiredState
     p = config.params_from_dict(HSPA)
     writes = _applied(DesiredState(p, {1: Route(2, True)}, None, links={1: CODEL}, clients={"10.0.1.2": 1}))
-    assert writes[3] == ("modify", entries.config_defaults(p))
-    assert writes[4] == ("insert", entries.link_lookup_tables(1, CODEL) + entries.link_config(1, CODEL))
-    assert writes[5] == ("insert", entries.link_of({"10.0.1.2": 1}))
-    assert len(writes) == 6
+    assert writes[3:5] == [("insert", class_entries(rate_key(p), 0)),
+                           ("modify", entries.config_defaults(p, rate_class=0))]
+    # the link's own rate gets its own class, written before the link's config names it
+    assert CODEL.queue.byte_time_q16 != p.queue.byte_time_q16
+    assert writes[5] == ("insert", class_entries(rate_key(CODEL), 1))
+    assert writes[6] == ("insert", entries.link_lookup_tables(1, CODEL) + entries.link_config(1, CODEL, rate_class=1))
+    assert writes[7] == ("insert", entries.link_of({"10.0.1.2": 1}))
+    assert len(writes) == 8
+
+
+def test_links_of_one_rate_share_a_class():
+    from controller.switch import DesiredState
+    p = config.params_from_dict(HSPA)
+    same = config.params_from_dict(HSPA | {"aqm": {"name": "codel"}})
+    writes = _applied(DesiredState(p, {1: Route(2, True)}, None, links={1: same, 2: same}))
+    assert sum(e.table_id == "tx_time_hi" for _, es in writes for e in es) == arith.TX_HI_ENTRIES
+    cfg = [e for _, es in writes for e in es if e.table_id == "bottleneck_cfg"]
+    assert {e.action.args["rate_class"] for e in cfg} == {0}
+
+
+def key_at(rate_bps: float):
+    return rate_key(config.params_from_dict({"link": {"rate_bps": rate_bps}}))
+
+
+def test_a_rate_change_fills_a_free_class_before_the_link_uses_it():
+    rc = RateClasses(n_classes=3)
+    bt = [key_at(r) for r in (1e6, 2e6, 3e6, 4e6)]
+    assert rc.place(bt[0], []) == (0, "insert", class_entries(bt[0], 0))
+    assert rc.place(bt[0], [0])[:2] == (0, "")  # already there: nothing to write
+    assert rc.place(bt[1], [0])[:2] == (1, "insert")
+    assert rc.place(bt[2], [0, 1])[:2] == (2, "insert")
+    # every class written: a rate change overwrites one no link uses, never the one still in use
+    cls, op, ents = rc.place(bt[3], [1, 2])
+    assert (cls, op) == (0, "modify") and ents == class_entries(bt[3], 0)
+    assert rc.place(bt[3], [1, 2])[:2] == (0, "")  # class 0 holds 4 Mbit/s now
+    with pytest.raises(ConfigError, match="rate classes"):
+        rc.place(bt[0], [0, 1, 2])
+    assert rc.holds == {0: bt[3], 1: bt[1], 2: bt[2]}  # a refused rate leaves the classes as they were
+
+
+def test_pie_products_are_rows_of_m_times_the_constant_for_every_link():
+    p = config.params_from_dict({"link": {"rate_bps": 2e6}, "aqm": {"name": "pie"}})
+    rows = {(e.table_id, e.match["m"]): e.action.args["product"] for e in entries.lookup_tables(p)
+            if e.table_id in ("pie_alpha_mul", "pie_beta_mul")}
+    assert len(rows) == 2 * arith.MANT_ENTRIES
+    assert all(rows["pie_alpha_mul", m] == m * p.pie.alpha_q48 for m in range(arith.MANT_ENTRIES))
+    assert all(rows["pie_beta_mul", m] == m * p.pie.beta_q48 for m in range(arith.MANT_ENTRIES))
+    own = [e for e in entries.link_lookup_tables(2, p) if e.table_id == "pie_beta_mul"]
+    assert len(own) == arith.MANT_ENTRIES and all(e.match["link"] == 2 for e in own)
+    (pie_cfg,) = [e for e in entries.config_defaults(p, rate_class=0) if e.table_id == "pie_cfg"]
+    assert "alpha_q48" not in pie_cfg.action.args  # the tables hold alpha and beta
+
+
+def test_classes_another_controller_wrote_are_reused_or_left_alone():
+    rc = RateClasses(n_classes=4)
+    a, b, c = (key_at(r) for r in (1e6, 2e6, 3e6))
+    rc.learn({0: contents(class_entries(a, 0)), 2: contents(class_entries(b, 2))})
+    assert rc.place(b, [])[:2] == (2, "")  # the same rate's tables: reused, nothing written
+    assert rc.place(c, [])[:2] == (1, "insert")  # a new rate: a class nobody wrote
+    assert rc.place(key_at(4e6), [])[:2] == (3, "insert")
+    with pytest.raises(ConfigError):  # class 0 is another controller's: never overwritten
+        rc.place(key_at(5e6), [1, 2, 3])

@@ -45,9 +45,13 @@ def test_iwa_payload_time_is_the_frame_time_of_a_full_segment(rate):
     p = iwa_params(rate)
     frame_ns = 1514 * 8 * 1e9 / rate
     assert p.mss_bytes == 1460
-    assert abs(bytes_to_ns(p, 1460) - frame_ns) <= 1  # a full segment costs its frame, headers included
-    assert ns_to_bytes(p, bytes_to_ns(p, 1460)) in (1459, 1460)  # the inverse rounds down, never up
-    assert ns_to_bytes(p, round(frame_ns) + 1000) >= 1460
+    exact_ns = (1460 * p.payload_ns_q16) >> 16
+    assert abs(exact_ns - frame_ns) <= 1  # a full segment costs its frame, headers included
+    assert ((exact_ns * p.bytes_per_ns_q32) >> 32) in (1459, 1460)  # the inverse rounds down, never up
+    # the data plane's conversions (product tables, refmodel/arith.py: mul): never above, < 1/64 below
+    assert exact_ns * (1 - 1 / 64) < bytes_to_ns(p, 1460) <= exact_ns
+    assert 1460 * (1 - 1 / 64) - 1 < ns_to_bytes(p, exact_ns) <= 1460
+    assert ns_to_bytes(p, round(frame_ns) + 1000) >= 1460 * (1 - 1 / 64) - 1
 
 
 def test_iwa_mtu_sets_the_mss():

@@ -71,3 +71,27 @@ def test_upstream_bypasses_the_model():
     for _ in range(5):
         r = p.process(0, tcp(src="10.0.1.1", dst="10.0.0.1"), 2)
         assert r.decision == Decision.BYPASS and r.egress == 1 and r.record is None
+
+
+def test_transmit_time_is_the_tofino_split_within_one_ns_below_the_product():
+    """tx = hi[len >> 6] + lo[len & 63] (refmodel/arith.py), never more than len * byte_time: a backlog of n
+    frames is at most n ns short of the exact product's."""
+    from refmodel.params import drain_ns
+    p = pipe(3e6, bucket_bytes=0)  # 2666.67 ns per byte: the floors round (at 2 Mbit/s they are exact)
+    bt = p.params.queue.byte_time_q16
+    short = 0
+    for n in range(40):
+        r = p.process(0, tcp(payload=100 + 37 * n), 1)
+        exact = sum(drain_ns(len(tcp(payload=100 + 37 * k)), bt) for k in range(n))
+        assert 0 <= exact - r.record.backlog_ns <= n
+        short = exact - r.record.backlog_ns
+    assert short > 0  # the two floors did round below the product somewhere
+
+
+def test_a_frame_longer_than_the_tables_is_over_the_limit():
+    from refmodel import arith
+    from refmodel.constants import Reason
+    p = pipe(bucket_bytes=0)
+    r = p.process(0, tcp(payload=arith.MAX_FRAME), 1)
+    assert r.decision == Decision.DROP and r.record.reason == Reason.LIMIT
+    assert p.process(0, tcp(), 1).record.backlog_ns == 0  # the dropped frame left no trace

@@ -1,7 +1,12 @@
 /* PIE (RFC 8033 core). The queue delay is the model's backlog drain time (the
  * RFC's timestamp variant); the probability update runs on the first packet at
  * least tupdate after the previous update. refmodel/pie.py has the details.
- * One state per access link: every register is indexed by the packet's link. */
+ * One state per access link: every register is indexed by the packet's link.
+ * alpha * (qdelay - target) and beta * (qdelay - qdelay_old) are products by a
+ * per-link constant: mantissa.p4's method, with the tables pie_alpha_mul and
+ * pie_beta_mul (a link's own rows, link exact at a higher priority, or every
+ * other link's, link wildcarded). Each term is its product rounded towards
+ * zero by less than 1/64; a delay difference saturates at 2^32 - 1 ns. */
 #ifndef _AQM_PIE_P4_
 #define _AQM_PIE_P4_
 
@@ -11,6 +16,27 @@ control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit
     register<bit<64>>(N_LINKS) pie_qdelay_old;
     register<bit<64>>(N_LINKS) pie_burst_used;   // burst allowance spent, ns (starts full)
     register<bit<64>>(N_LINKS) pie_last_update;
+
+    Mantissa() dq_mantissa;
+    Mantissa() dq_old_mantissa;
+    bit<7>  m_dq = 0;
+    bit<7>  m_dq_old = 0;
+    bit<64> alpha_m = 0;
+    bit<64> beta_m = 0;
+    action set_alpha_m(bit<48> product) { alpha_m = (bit<64>)product; }
+    action set_beta_m(bit<48> product) { beta_m = (bit<64>)product; }
+    table pie_alpha_mul {
+        key = { link : ternary; m_dq : exact @name("m"); }
+        actions = { set_alpha_m; }
+        default_action = set_alpha_m(0);
+        size = N_LINKS * MANT_ENTRIES;
+    }
+    table pie_beta_mul {
+        key = { link : ternary; m_dq_old : exact @name("m"); }
+        actions = { set_beta_m; }
+        default_action = set_beta_m(0);
+        size = N_LINKS * MANT_ENTRIES;
+    }
 
     apply {
         bit<64> p;
@@ -27,8 +53,17 @@ control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit
         if (pred.now - last_update >= (bit<64>)cfg.tupdate_ns) {
             int<64> dq = (int<64>)qdelay - (int<64>)(bit<64>)cfg.target_ns;
             int<64> dq_old = (int<64>)qdelay - (int<64>)qdelay_old;
-            int<64> delta = ((int<64>)(bit<64>)cfg.alpha_q48 * dq
-                             + (int<64>)(bit<64>)cfg.beta_q48 * dq_old) >> PIE_COEF_TO_PROB;
+            bit<8> e_dq;
+            bit<8> e_dq_old;
+            dq_mantissa.apply(magnitude32(dq), e_dq, m_dq);
+            dq_old_mantissa.apply(magnitude32(dq_old), e_dq_old, m_dq_old);
+            pie_alpha_mul.apply();
+            pie_beta_mul.apply();
+            int<64> a_term = (int<64>)(alpha_m << e_dq);
+            int<64> b_term = (int<64>)(beta_m << e_dq_old);
+            if (dq < 0) { a_term = -a_term; }
+            if (dq_old < 0) { b_term = -b_term; }
+            int<64> delta = (a_term + b_term) >> PIE_COEF_TO_PROB;
             // RFC 8033: scale the step down while p is small
             if (p < 4295) {
                 delta = delta >> 11;

@@ -21,7 +21,7 @@ control BottleneckConfig(in bit<16> link, out queue_cfg_t q, out red_cfg_t r, ou
                          out pie_cfg_t p, out iwa_cfg_t i) {
     action unconfigured() {
         q.configured = 0;
-        q.byte_time_q16 = 0;
+        q.rate_class = 0;
         q.bucket_ns = 0;
         q.limit_ns = 0;
         q.limit_pkts = 0;
@@ -30,10 +30,10 @@ control BottleneckConfig(in bit<16> link, out queue_cfg_t q, out red_cfg_t r, ou
         q.ecn = 0;
         q.telemetry = 0;
     }
-    action set_bottleneck(bit<40> byte_time_q16, bit<32> bucket_ns, bit<48> limit_ns, bit<16> limit_pkts,
+    action set_bottleneck(bit<8> rate_class, bit<32> bucket_ns, bit<48> limit_ns, bit<16> limit_pkts,
                           bit<32> mtu_ns, bit<8> aqm, bit<1> ecn, bit<1> telemetry) {
         q.configured = 1;
-        q.byte_time_q16 = byte_time_q16;
+        q.rate_class = rate_class;
         q.bucket_ns = bucket_ns;
         q.limit_ns = limit_ns;
         q.limit_pkts = limit_pkts;
@@ -75,27 +75,23 @@ control BottleneckConfig(in bit<16> link, out queue_cfg_t q, out red_cfg_t r, ou
         size = N_LINKS;
     }
 
-    action set_pie(bit<32> target_ns, bit<32> tupdate_ns, bit<32> alpha_q48, bit<32> beta_q48,
-                   bit<32> max_burst_ns) {
+    // alpha and beta are not here: aqm_pie.p4's pie_alpha_mul and pie_beta_mul hold their products
+    action set_pie(bit<32> target_ns, bit<32> tupdate_ns, bit<32> max_burst_ns) {
         p.target_ns = target_ns;
         p.tupdate_ns = tupdate_ns;
-        p.alpha_q48 = alpha_q48;
-        p.beta_q48 = beta_q48;
         p.max_burst_ns = max_burst_ns;
     }
     table pie_cfg {
         key = { link : exact; }
         actions = { set_pie; }
-        default_action = set_pie(15000000, 15000000, 35184, 351844, 150000000);
+        default_action = set_pie(15000000, 15000000, 150000000);
         size = N_LINKS;
     }
 
-    action set_iwa(bit<32> target_ns, bit<16> mss_bytes, bit<40> payload_ns_q16, bit<32> bytes_per_ns_q32,
-                   bit<32> hold_ns, bit<48> age_ns) {
+    // IWA's rate conversions are not here: the rate class's product tables hold them (start_shaper.p4)
+    action set_iwa(bit<32> target_ns, bit<16> mss_bytes, bit<32> hold_ns, bit<48> age_ns) {
         i.target_ns = target_ns;
         i.mss_bytes = mss_bytes;
-        i.payload_ns_q16 = payload_ns_q16;
-        i.bytes_per_ns_q32 = bytes_per_ns_q32;
         i.hold_ns = hold_ns;
         i.age_ns = age_ns;
     }
@@ -104,7 +100,7 @@ control BottleneckConfig(in bit<16> link, out queue_cfg_t q, out red_cfg_t r, ou
         actions = { set_iwa; }
         size = N_LINKS;
         // refmodel.params.IwaParams(): a 2 Mbit/s link with 1514 B frames, a 40 ms jitter budget
-        default_action = set_iwa(27888000, 1460, 271839737, 1035444, 1000000000, 10000000000);
+        default_action = set_iwa(27888000, 1460, 1000000000, 10000000000);
     }
 
     apply {

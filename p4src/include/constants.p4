@@ -30,6 +30,15 @@ const bit<32> N_LINKS       = 16;
 const bit<32> LINK_CLIENTS  = 1024;   // link_of entries: client addresses of all links
 const bit<32> LOOKUP_ENTRIES = 512;   // per link: RED's idle-decay and CoDel's control-law range entries
 const bit<32> COUNTER_SLOTS = 64;     // class * 4 + decision (per link: link * COUNTER_SLOTS + ...)
+// The transmit time len * byte_time as two table lookups per rate class (queue_model.p4, refmodel/arith.py):
+// len = 64 * hi + lo; frames up to TX_MAX_FRAME bytes (an IPv4 total length below 2^14, plus Ethernet).
+const bit<32> RATE_CLASSES  = 64;
+#define TX_LO_BITS 6
+#define TX_MAX_FRAME 16397
+const bit<32> TX_HI_ENTRIES = 257;     // (TX_MAX_FRAME >> TX_LO_BITS) + 1
+// Products by a per-link constant (mantissa.p4, refmodel/arith.py: mul): x's MANT_BITS leading bits.
+#define MANT_BITS 7
+const bit<32> MANT_ENTRIES  = 128;     // 2^MANT_BITS rows per constant
 
 // AQM selector
 const bit<8> AQM_FIFO  = 0;

@@ -18,7 +18,7 @@ struct headers_t {
 /* Configuration read from the config tables (all written at run time). */
 struct queue_cfg_t {
     bit<1>  configured;
-    bit<40> byte_time_q16;
+    bit<8>  rate_class;     // its transmit-time tables (queue_model.p4)
     bit<32> bucket_ns;
     bit<48> limit_ns;
     bit<16> limit_pkts;
@@ -44,16 +44,12 @@ struct codel_cfg_t {
 struct pie_cfg_t {
     bit<32> target_ns;
     bit<32> tupdate_ns;
-    bit<32> alpha_q48;
-    bit<32> beta_q48;
     bit<32> max_burst_ns;
 }
 
 struct iwa_cfg_t {
     bit<32> target_ns;         // queue room for starting flows
     bit<16> mss_bytes;         // the smallest window IWA advertises
-    bit<40> payload_ns_q16;    // drain time per TCP payload byte, Q16
-    bit<32> bytes_per_ns_q32;  // payload bytes per ns, Q32
     bit<32> hold_ns;           // the reserve is forgotten this long after the last SYN-ACK
     bit<48> age_ns;            // a flow slot is free this long after its latest downstream packet
 }

@@ -50,14 +50,22 @@ bool seq_before(in bit<32> a, in bit<32> b) {
     return a - b >= 0x80000000;
 }
 
-// TCP payload bytes the link drains in ns (ns < 2^32), rounded down
-bit<32> ns_to_bytes(in bit<32> ns, in bit<32> bytes_per_ns_q32) {
-    return (bit<32>)(((bit<64>)ns * (bit<64>)bytes_per_ns_q32) >> 32);
+// ns saturated to 32 bits
+bit<32> ns32(in bit<64> ns) {
+    return ns > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)ns;
 }
 
 control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in bit<1> downstream,
                     in bool ws_seen, in bit<8> ws_shift, in bit<64> now, in bit<16> link, in bit<64> queue_tat,
-                    in bool iwa_on, in iwa_cfg_t cfg, in bit<32> mtu_ns, inout track_t trk, out grant_t g) {
+                    in bool iwa_on, in iwa_cfg_t cfg, in bit<32> mtu_ns, in bit<8> rate_class, inout track_t trk,
+                    out grant_t g) {
+    /* Queue time <-> TCP payload bytes at the link's rate, by the rate class's product tables
+     * (mantissa.p4: never above the exact product, less than 1/64 below it): TCP payload bytes the
+     * link drains in a span (the start phase's end) and in the room (or over the deficit) a grant
+     * sizes, and the queue time of bytes granted beyond replacement. */
+    RateProduct() span_bytes;
+    RateProduct() room_bytes;
+    RateProduct() extra_ns;
     register<bit<32>>(FLOW_SLOTS) flow_syn;
     register<bit<32>>(FLOW_SLOTS) flow_syn_t;
     register<bit<32>>(FLOW_SLOTS) flow_srtt;
@@ -242,7 +250,9 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             // the handshake's ACK: RTT at the switch (client side + server side), the start phase's length
             bit<64> rtt = (trk.age > 0xFFFFFFFF ? 0xFFFFFFFF : trk.age) + (bit<64>)lead;
             bit<64> span = rtt + (bit<64>)cfg.target_ns;
-            end = trk.isn + ns_to_bytes(span > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)span, cfg.bytes_per_ns_q32);
+            bit<64> span_q32;
+            span_bytes.apply(rate_class, ns32(span), span_q32);
+            end = trk.isn + (bit<32>)(span_q32 >> 32);
             released = state & FLOW_ANNOUNCED != 0;
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED;
             g.flags = g.flags | TRACK_FIRST_ACK;
@@ -286,10 +296,14 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<64> room = avail > used ? avail - used : 0;
             bit<64> deficit = used > avail ? used - avail : 0;
             g.room_ns = room > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)room;
-            bit<32> grant = ns_to_bytes(g.room_ns, cfg.bytes_per_ns_q32);
-            if (!first && deficit != 0) {
+            // one conversion: the room in bytes, or (above target, after the first ACK) the deficit
+            bool cutting = !first && deficit != 0;
+            bit<64> conv_q32;
+            room_bytes.apply(rate_class, cutting ? ns32(deficit) : g.room_ns, conv_q32);
+            bit<32> grant = (bit<32>)(conv_q32 >> 32);
+            if (cutting) {
                 // the queue is above target: replace only part of what left (at most half), so it drains
-                bit<32> cut = ns_to_bytes(deficit > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)deficit, cfg.bytes_per_ns_q32);
+                bit<32> cut = grant;
                 bit<32> half = acked >> 1;
                 grant = acked - (cut < half ? cut : half);
             } else if (!first) {
@@ -337,7 +351,9 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         if (iwa_on && state & FLOW_SHAPE != 0 && extra != 0) {
             bit<64> arrive = now + (bit<64>)lead;
             bit<64> base = grant_tat > arrive ? grant_tat : arrive;
-            iwa_grant_tat.write(at, base + (((bit<64>)extra * (bit<64>)cfg.payload_ns_q16) >> BYTE_TIME_FRAC));
+            bit<64> extra_q16;
+            extra_ns.apply(rate_class, extra, extra_q16);
+            iwa_grant_tat.write(at, base + (extra_q16 >> BYTE_TIME_FRAC));
         }
         if (iwa_on && released) {                                   // from the generation it was reserved in
             if (mine_is_cur) {
