@@ -8,8 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
-from refmodel.constants import Decision, TrafficClass
-from refmodel.params import ConfigError
+from refmodel.constants import COUNTER_SLOTS, Decision, TrafficClass
+from refmodel.params import ConfigError, check_link
 from refmodel.pipeline import Route
 
 from . import config
@@ -88,17 +88,19 @@ def make_switch(args, state: DesiredState) -> BottleneckSwitch:
     """The switch object for --target: the v1model program's entries on BMv2, the TNA program's on a Tofino."""
     if getattr(args, "target", "bmv2") == "bmv2":
         return BottleneckSwitch(target_from(args), state)
-    from .tofino import TnaBottleneckSwitch
-    return TnaBottleneckSwitch(target_from(args), state)
+    from .tofino import TnaBottleneckSwitch, access_links
+    return TnaBottleneckSwitch(target_from(args), state, access_links(state))
 
 
 async def cmd_install(args) -> int:
     params = config.load(args.config, args.aqm)
-    state = DesiredState(params, parse_routes(args.routes), args.monitor_port)
+    links, clients = config.load_links(args.config)  # [links.N]: access links of their own
+    state = DesiredState(params, parse_routes(args.routes), args.monitor_port, links, clients)
     ctx, sw = await connect_with_backoff(lambda: make_switch(args, state), args.attempts)
     try:
         await sw.wait_applied()
-        print(f"installed: aqm={params.queue.aqm.name.lower()} on {args.address}")
+        own = "".join(f", link {lk}: aqm={lp.queue.aqm.name.lower()}" for lk, lp in sorted(links.items()))
+        print(f"installed: aqm={params.queue.aqm.name.lower()}{own}, {len(clients)} clients mapped, on {args.address}")
     finally:
         await ctx.__aexit__(None, None, None)
     return 0
@@ -109,13 +111,16 @@ async def cmd_counters(args) -> int:
     import finsy as fy
     opts = fy.SwitchOptions(p4info=target.p4info, device_id=target.device_id,
                             initial_election_id=target.election_id, role_name="")
+    link = None if args.link is None else check_link(args.link)
+    counter, base = ("class_decision", 0) if link is None else ("link_class_decision", link * COUNTER_SLOTS)
     async with fy.Switch("reader", target.address, opts) as sw:
         rows = []
-        async for c in sw.read(fy.P4CounterEntry("class_decision")):
-            if c.data and c.data.packet_count:
-                cls, dec = divmod(c.index, 4)
+        async for c in sw.read(fy.P4CounterEntry(counter)):
+            if c.data and c.data.packet_count and base <= c.index < base + COUNTER_SLOTS:
+                cls, dec = divmod(c.index - base, 4)
                 rows.append((TrafficClass(cls).name, Decision(dec).name, c.data.packet_count, c.data.byte_count))
-    print(f"{'class':<10} {'decision':<8} {'packets':>10} {'bytes':>12}")
+    which = "all links" if link is None else f"link {link}"
+    print(f"{'class':<10} {'decision':<8} {'packets':>10} {'bytes':>12}   ({which})")
     for r in sorted(rows):
         print(f"{r[0]:<10} {r[1]:<8} {r[2]:>10} {r[3]:>12}")
     return 0
@@ -155,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("install", help="push the pipeline and configure the bottleneck")
-    p.add_argument("--config", required=True, type=Path, help="TOML file with [link], [buffer], [aqm]")
+    p.add_argument("--config", required=True, type=Path, help="TOML file with [link], [buffer], [aqm] and any [links.N]")
     p.add_argument("--aqm", help="override the AQM named in the config")
     p.add_argument("--routes", default="1>2:down,2>1:up", help="ingress>egress:down|up, comma separated")
     p.add_argument("--monitor-port", type=int, default=3, help="telemetry clone port")
@@ -169,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     add_target_args(p)
 
     p = sub.add_parser("counters", help="read the class x decision counters")
+    p.add_argument("--link", type=int, help="one access link's counters (default: all links together)")
     add_target_args(p)
 
     p = sub.add_parser("tune", help="install, then run the closed loop (IWA knobs from telemetry) until Ctrl-C",

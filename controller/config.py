@@ -24,18 +24,34 @@ age_s = 10.0            # a flow slot is free this long after its SYN-ACK (>= ho
 The link rate is given once ([link]): every rate-derived integer (IWA's
 payload conversions, RED's thresholds in ns, ...) comes from it.
 
+Many access links (issue 12): the tables above configure link 0 and every
+link without parameters of its own. ``[links.N]`` gives link N its clients
+(the IPv4 addresses ``link_of`` maps to it) and, in its own ``[links.N.link]``,
+``[links.N.buffer]`` and ``[links.N.aqm]``, whatever differs; a table it leaves
+out is the top level's, whole:
+
+```toml
+[links.1]
+clients = ["10.0.1.2", "10.0.1.3"]
+[links.1.link]
+rate_bps = 1e6
+[links.1.aqm]
+name = "codel"
+```
+
 Everything is validated before anything is written to a switch; an error
 names the field (``aqm.red.th_min``) and its allowed range.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from refmodel.params import ConfigError, PipelineParams, pipeline_params
+from refmodel.params import ConfigError, PipelineParams, check_link, client_addr, pipeline_params
 
 KNOWN = {
     "link": {"rate_bps", "bucket_bytes"},
@@ -81,8 +97,8 @@ def _check_keys(section: str, table: Any) -> dict:
 def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
     """The data plane's parameters from a configuration table (optionally overriding the AQM)."""
     for top in cfg:
-        if top not in ("link", "buffer", "aqm"):
-            raise ConfigError(f"unknown section [{top}]; allowed [link], [buffer], [aqm]")
+        if top not in ("link", "buffer", "aqm", "links"):
+            raise ConfigError(f"unknown section [{top}]; allowed [link], [buffer], [aqm], [links.N]")
     link = _check_keys("link", cfg.get("link", {}))
     buf = _check_keys("buffer", cfg.get("buffer", {}))
     a = _check_keys("aqm", cfg.get("aqm", {}))
@@ -109,6 +125,49 @@ def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
         raise ConfigError(f"aqm.{e}" if section in ("red", "codel", "pie") else str(e)) from None
 
 
+PARAM_SECTIONS = ("link", "buffer", "aqm")
+
+
+def links_from_dict(cfg: dict) -> tuple[dict[int, PipelineParams], dict[str, int]]:
+    """The [links.N] sections: link -> its own parameters (only links that give a section of their own),
+    and client address -> link."""
+    table = cfg.get("links", {})
+    if not isinstance(table, dict):
+        raise ConfigError("links: expected tables [links.N], e.g. [links.1]")
+    links: dict[int, PipelineParams] = {}
+    clients: dict[str, int] = {}
+    for key, t in table.items():
+        where = f"links.{key}"
+        try:
+            link = check_link(int(key))
+        except ValueError as e:  # not a number, or out of range (ConfigError is a ValueError)
+            detail = str(e) if isinstance(e, ConfigError) else "a link is named by its number, e.g. [links.1]"
+            raise ConfigError(f"{where}: {detail}") from None
+        if not isinstance(t, dict):
+            raise ConfigError(f"{where}: expected a table")
+        unknown = set(t) - {"clients", *PARAM_SECTIONS}
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed clients, link, buffer, aqm")
+        addrs = t.get("clients", [])
+        if not isinstance(addrs, list):
+            raise ConfigError(f"{where}.clients: expected a list of IPv4 addresses")
+        for c in addrs:
+            try:
+                addr = str(ipaddress.IPv4Address(client_addr(c)))
+            except ConfigError as e:
+                raise ConfigError(f"{where}.clients: {e}") from None
+            if addr in clients:
+                raise ConfigError(f"{where}.clients: {addr} is already a client of link {clients[addr]}")
+            clients[addr] = link
+        own = {k: t[k] for k in PARAM_SECTIONS if k in t}
+        if own:
+            try:
+                links[link] = params_from_dict({k: v for k, v in cfg.items() if k in PARAM_SECTIONS} | own)
+            except ConfigError as e:
+                raise ConfigError(f"{where}.{e}") from None
+    return links, clients
+
+
 def load_table(path: str | Path) -> dict:
     """The configuration table of a TOML file (or JSON, as the lab writes it for each run), unvalidated."""
     path = Path(path)
@@ -123,5 +182,10 @@ def load_table(path: str | Path) -> dict:
 
 
 def load(path: str | Path, aqm: str | None = None) -> PipelineParams:
-    """Validated parameters from a TOML or JSON file."""
+    """Validated parameters from a TOML or JSON file (link 0's and every link's without its own)."""
     return params_from_dict(load_table(path), aqm)
+
+
+def load_links(path: str | Path) -> tuple[dict[int, PipelineParams], dict[str, int]]:
+    """Validated [links.N] sections of a TOML or JSON file (``links_from_dict``)."""
+    return links_from_dict(load_table(path))

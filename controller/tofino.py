@@ -133,6 +133,25 @@ def n_links(p4info) -> int:
     return tna_p4info.extern_sizes(p4info)["q_tat"]
 
 
+def access_links(state: DesiredState) -> list[AccessLink]:
+    """The configuration's links ([links.N], ``DesiredState.links`` and ``clients``) as the TNA program takes
+    them: one client per link (``link_of`` gives a client's link and rate class); a link with its own
+    parameters and no client is ``link_of``'s default. Link 0 without either is the lab's, added by the
+    switch."""
+    by_link: dict[int, list[str | int]] = {}
+    for client, link in state.clients.items():
+        by_link.setdefault(link, []).append(client)
+    out = []
+    for link in sorted(set(by_link) | set(state.links)):
+        cl = by_link.get(link, [None])
+        if len(cl) > 1:
+            raise ConfigError(f"links.{link}: the TNA program maps one client to a link, not {len(cl)}")
+        params = state.links.get(link, state.params)
+        if params is not None:
+            out.append(AccessLink(link, cl[0], params))
+    return out
+
+
 class TnaBottleneckSwitch(BottleneckSwitch):
     """``BottleneckSwitch`` for the TNA program on a Tofino (Stratum): the same desired-state life cycle
     (applied at every connection), with the TNA program's entries. The lab's one link is link 0, the

@@ -227,3 +227,32 @@ def test_mutual_tls(compiled, tmp_path):
         assert aqm_seen(sw) == {Aqm.IWA}
     finally:
         sw.close()
+
+
+def test_install_with_links_sections_and_count_per_link(sw, tmp_path):
+    """[links.N] in the configuration: the link's clients in link_of, its own parameters keyed by the link,
+    and `counters --link N` reads that link's counters only."""
+    f = tmp_path / "links.toml"
+    f.write_text(LINK + '[aqm]\nname = "fifo"\n[links.1]\nclients = ["10.0.1.2"]\n[links.1.aqm]\nname = "codel"\n')
+    r = cli(sw, "install", "--config", str(f))
+    assert r.returncode == 0, r.stderr
+    assert "link 1: aqm=codel, 1 clients mapped" in r.stdout
+
+    async def read(table):
+        b = BottleneckSwitch(sw.target(force=False), DesiredState(None, ROUTES, 3))
+        async with b:
+            return [e async for e in b.sw.read(fy.P4TableEntry(table))]
+    (cfg,) = asyncio.run(read("bottleneck_cfg"))
+    assert cfg.match["link"] == 1 and cfg.action.args["aqm"] == Aqm.CODEL
+    (client,) = asyncio.run(read("link_of"))
+    assert client.match["client_addr"] == 0x0A000102 and client.action.args["link"] == 1
+    sw.listen()
+    sw.send([tcp(i, payload=100, dst="10.0.1.2") for i in range(4)] + [audio(i) for i in range(3)])
+    sw.collect(7)
+    rows = {}
+    r = cli(sw, "counters", "--link", "1")
+    assert r.returncode == 0, r.stderr
+    assert "(link 1)" in r.stdout.splitlines()[0]
+    for line in r.stdout.splitlines()[1:]:
+        rows[tuple(line.split()[:2])] = int(line.split()[2])
+    assert sum(rows.values()) == 4 and all(cls.startswith("TCP") for cls, _ in rows)  # the audio is link 0's

@@ -258,3 +258,69 @@ def test_classes_another_controller_wrote_are_reused_or_left_alone():
     assert rc.place(key_at(4e6), [])[:2] == (3, "insert")
     with pytest.raises(ConfigError):  # class 0 is another controller's: never overwritten
         rc.place(key_at(5e6), [1, 2, 3])
+
+
+# --------------------------------------------------------------------------- [links.N] in the configuration
+
+LINKS_TOML = """
+[link]
+rate_bps = 2e6
+[buffer]
+packets = 48
+[aqm]
+name = "iwa"
+[links.1]
+clients = ["10.0.1.2", "10.0.1.3"]
+[links.1.link]
+rate_bps = 1e6
+[links.1.aqm]
+name = "codel"
+[links.2]
+clients = ["10.0.1.4"]
+"""
+
+
+def test_links_sections_give_links_their_clients_and_parameters(tmp_path):
+    f = tmp_path / "links.toml"
+    f.write_text(LINKS_TOML)
+    top = config.load(f)
+    links, clients = config.load_links(f)
+    assert top.queue.aqm == Aqm.IWA
+    assert clients == {"10.0.1.2": 1, "10.0.1.3": 1, "10.0.1.4": 2}
+    assert list(links) == [1]  # link 2 has clients only: it runs on the defaults, with its own state
+    own = links[1]
+    assert own.queue.aqm == Aqm.CODEL and own.queue.byte_time_q16 == 2 * top.queue.byte_time_q16
+    assert own.queue.limit_pkts == 48  # [buffer] left out: the top level's, whole
+    assert config.load_links(tmp_path / "links.toml") == config.links_from_dict(config.load_table(f))
+
+
+@pytest.mark.parametrize("extra,message", [
+    ('[links.16]\nclients = ["10.0.2.1"]\n', "links.16: link = 16 is out of range"),
+    ('[links.one]\nclients = ["10.0.2.1"]\n', "links.one: a link is named by its number"),
+    ('[links.3]\nclient = ["10.0.2.1"]\n', "links.3: unknown key"),
+    ('[links.3]\nclients = "10.0.2.1"\n', "links.3.clients: expected a list"),
+    ('[links.3]\nclients = ["10.0.1.300"]\n', "links.3.clients: client = '10.0.1.300'"),
+    ('[links.3]\nclients = ["10.0.1.4"]\n', "10.0.1.4 is already a client of link 2"),
+    ('[links.3.aqm]\nname = "red"\n', "links.3.aqm.red: the red AQM needs"),
+    ('[links.3.link]\nrate_bps = -1\n', "links.3.rate_bps"),
+])
+def test_bad_links_sections_are_refused_naming_the_section(extra, message):
+    import tomllib
+    with pytest.raises(ConfigError, match=message.replace(".", "\\.").replace("(", "\\(")):
+        config.links_from_dict(tomllib.loads(LINKS_TOML + extra))
+
+
+def test_the_tna_target_takes_one_client_per_link():
+    import tomllib
+
+    from controller.switch import DesiredState
+    from controller.tofino import access_links
+    cfg = tomllib.loads(LINKS_TOML)
+    links, clients = config.links_from_dict(cfg)
+    top = config.params_from_dict(cfg)
+    with pytest.raises(ConfigError, match="links.1: the TNA program maps one client to a link, not 2"):
+        access_links(DesiredState(top, {}, None, links, clients))
+    del clients["10.0.1.3"]
+    got = access_links(DesiredState(top, {}, None, links, clients))
+    assert [(lk.link, lk.client, lk.params.queue.aqm) for lk in got] == [(1, "10.0.1.2", Aqm.CODEL),
+                                                                         (2, "10.0.1.4", Aqm.IWA)]
