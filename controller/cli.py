@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("install", help="push the pipeline and configure the bottleneck")
-    p.add_argument("--config", required=True, type=Path, help="TOML file with [link], [buffer], [aqm] and any [links.N]")
+    p.add_argument("--config", required=True, type=Path,
+                   help="TOML file with [link], [buffer], [aqm] and any [links.N]")
     p.add_argument("--aqm", help="override the AQM named in the config")
     p.add_argument("--routes", default="1>2:down,2>1:up", help="ingress>egress:down|up, comma separated")
     p.add_argument("--monitor-port", type=int, default=3, help="telemetry clone port")
