@@ -6,7 +6,6 @@
 #define _TNA_LINK_P4_
 
 #define LINKS_TABLE_SIZE N_LINKS
-#define RATE_CLASSES 64
 
 control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metadata_t md,
                 inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
@@ -85,13 +84,13 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
         key = { md.cfg.rate_class : exact @name("rate_class"); md.length[15:6] : exact @name("len_hi"); }
         actions = { set_tx_hi; }
         default_action = set_tx_hi(0);
-        size = RATE_CLASSES * 32;
+        size = RATE_CLASSES * TX_HI_ENTRIES;   // every length up to TX_MAX_FRAME, for every class
     }
     table tx_time_lo {
         key = { md.cfg.rate_class : exact @name("rate_class"); md.length[5:0] : exact @name("len_lo"); }
         actions = { add_tx_lo; }
         default_action = add_tx_lo(0);
-        size = RATE_CLASSES * 64;
+        size = RATE_CLASSES * (1 << TX_LO_BITS);
     }
 
     apply {
