@@ -65,18 +65,19 @@ def _ranges(table: str, key: str, action: str, arg: str, rows: Iterable[tuple[in
                             priority=priority) for lo, hi, v in rows]
 
 
-def _products(table: str, action: str, k: int, priority: int, link: int | None = None) -> list[fy.P4TableEntry]:
-    """One constant's product table: m * k for every mantissa m (refmodel/arith.py: mul_rows)."""
-    def match(m: int) -> fy.P4TableMatch:
-        return fy.P4TableMatch({"m": m} if link is None else {"link": link, "m": m})
-
-    return [fy.P4TableEntry(table, match=match(m), action=fy.P4TableAction(action, product=v), priority=priority)
+def product_rows(table: str, action: str, k: int, key: dict[str, int], priority: int = 0
+                 ) -> list[fy.P4TableEntry]:
+    """One constant's product table (p4src/include/mantissa.p4): m * k for every mantissa m, the table's other
+    key fields ``key`` (a link, a rate class, or none: the link wildcarded) (refmodel/arith.py: mul_rows)."""
+    return [fy.P4TableEntry(table, match=fy.P4TableMatch({**key, "m": m}), action=fy.P4TableAction(action, product=v),
+                            priority=priority)
             for m, v in enumerate(arith.mul_rows(k))]
 
 
 def _pie_products(p: PipelineParams, priority: int, link: int | None = None) -> list[fy.P4TableEntry]:
-    return (_products("pie_alpha_mul", "set_alpha_m", p.pie.alpha_q48, priority, link)
-            + _products("pie_beta_mul", "set_beta_m", p.pie.beta_q48, priority, link))
+    key = {} if link is None else {"link": link}
+    return (product_rows("pie_alpha_mul", "set_alpha_m", p.pie.alpha_q48, key, priority)
+            + product_rows("pie_beta_mul", "set_beta_m", p.pie.beta_q48, key, priority))
 
 
 def law_default(p: PipelineParams) -> int:

@@ -26,6 +26,8 @@ import finsy as fy
 from refmodel import arith
 from refmodel.params import ConfigError, PipelineParams
 
+from .entries import product_rows
+
 # IWA's product tables (their P4Info aliases) and which of RateKey's constants each holds
 PRODUCT_TABLES = (("span_bytes.products", "bytes_per_ns_q32"), ("room_bytes.products", "bytes_per_ns_q32"),
                   ("extra_ns.products", "payload_ns_q16"))
@@ -55,13 +57,9 @@ def tx_entries(byte_time_q16: int, rate_class: int) -> list[fy.P4TableEntry]:
 
 def product_entries(key: RateKey, rate_class: int) -> list[fy.P4TableEntry]:
     """IWA's product tables of the class: m * k for every mantissa m (refmodel/arith.py: mul_rows)."""
-    out = []
-    for table, const in PRODUCT_TABLES:
-        action = table.replace("products", "set_product")
-        out += [fy.P4TableEntry(table, match=fy.P4TableMatch(rate_class=rate_class, m=m),
-                                action=fy.P4TableAction(action, product=v))
-                for m, v in enumerate(arith.mul_rows(getattr(key, const)))]
-    return out
+    return [e for table, const in PRODUCT_TABLES
+            for e in product_rows(table, table.replace("products", "set_product"), getattr(key, const),
+                                  {"rate_class": rate_class})]
 
 
 def class_entries(key: RateKey, rate_class: int) -> list[fy.P4TableEntry]:
