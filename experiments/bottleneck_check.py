@@ -87,7 +87,8 @@ def summary(rep: Path) -> dict:
         if x.size == 0:
             return {"packets": 0}
         return {"packets": int(x.size), "median_ms": float(np.median(x)) / 1e6,
-                "p99_ms": float(np.percentile(x, 99)) / 1e6, "max_ms": float(x.max()) / 1e6}
+                "p99_ms": float(np.percentile(x, 99)) / 1e6, "max_ms": float(x.max()) / 1e6,
+                "over_1ms": int((x > 1_000_000).sum())}
 
     return {"all": stats(e), "queued": stats(e[queued]), "idle": stats(e[~queued]),
             "wire_late_max_ms": wire_lateness_ms(rep), "case": meta.get("case"), "switch": meta.get("switch"),
