@@ -5,7 +5,7 @@ SHELL := /bin/bash
 PY    := .venv/bin/python
 P4ENV := . tools/p4env.sh
 BUILD := build
-P4SRC := $(wildcard p4src/*.p4 p4src/include/*.p4)
+P4SRC := $(wildcard p4src/*.p4 p4src/include/*.p4 p4src/include/rows/*.p4)
 P4C_FLAGS := --arch v1model --std p4-16
 
 SCENARIO ?= web6

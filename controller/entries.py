@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 
 import finsy as fy
 
-from refmodel.constants import RED_W_FRAC, TELEMETRY_SESSION
+from refmodel.constants import TELEMETRY_SESSION
 from refmodel import arith
 from refmodel.arith import RATE_CLASSES
 from refmodel.params import PipelineParams, check_field, check_link, client_addr, complete_ranges
@@ -36,7 +36,7 @@ RANGE_TABLES = ("red_idle_decay", "codel_control_law", "pie_alpha_mul", "pie_bet
 CONFIG_TABLES = ("red_cfg", "codel_cfg", "pie_cfg", "iwa_cfg", "bottleneck_cfg")  # the selector last
 DEFAULT_PRIORITY = 1  # range entries of every link without its own (link wildcarded)
 LINK_PRIORITY = 2  # a link's own range entries: they win over the wildcarded ones
-NO_DECAY_Q24 = 1 << RED_W_FRAC  # red_idle_decay's const default action: the factor 1
+NO_DECAY = 0  # red_idle_decay's const default action: log2 of the factor 1
 
 
 def forwarding(routes: Mapping[int, Route]) -> list[fy.P4TableEntry]:
@@ -52,6 +52,11 @@ def forwarding(routes: Mapping[int, Route]) -> list[fy.P4TableEntry]:
 
 def telemetry_session(monitor_port: int) -> fy.P4CloneSessionEntry:
     return fy.P4CloneSessionEntry(TELEMETRY_SESSION, replicas=[(monitor_port, 1)])
+
+
+def u32(v: int) -> int:
+    """A signed value (RED's logs) as the 32-bit two's complement its P4 field holds."""
+    return v & 0xFFFFFFFF
 
 
 def _ranges(table: str, key: str, action: str, arg: str, rows: Iterable[tuple[int, int, int]], priority: int,
@@ -86,10 +91,14 @@ def law_default(p: PipelineParams) -> int:
     return c.control_law[-1][2] if c.control_law else c.interval_ns
 
 
+def _idle_rows(p: PipelineParams) -> list[tuple[int, int, int]]:
+    return [(lo, hi, u32(log_factor)) for lo, hi, log_factor in p.red.idle_decay]
+
+
 def lookup_tables(p: PipelineParams) -> list[fy.P4TableEntry]:
     """Lookup entries of every link without its own (the link wildcarded): RED's idle decay, CoDel's
     control law, PIE's products."""
-    return (_ranges("red_idle_decay", "idle_key", "set_decay", "factor_q24", p.red.idle_decay, DEFAULT_PRIORITY)
+    return (_ranges("red_idle_decay", "idle_key", "set_decay", "log_factor", _idle_rows(p), DEFAULT_PRIORITY)
             + _ranges("codel_control_law", "law_count", "set_step", "step_ns", p.codel.control_law,
                       DEFAULT_PRIORITY)
             + _pie_products(p, DEFAULT_PRIORITY))
@@ -100,9 +109,9 @@ def link_lookup_tables(link: int, p: PipelineParams) -> list[fy.P4TableEntry]:
     get what the tables' misses give, and the product tables have a row for every mantissa, so none falls
     through to the wildcarded entries of other links)."""
     check_link(link)
-    idle = complete_ranges(p.red.idle_decay, NO_DECAY_Q24)
+    idle = complete_ranges(_idle_rows(p), NO_DECAY)
     law = complete_ranges(p.codel.control_law, law_default(p))
-    return (_ranges("red_idle_decay", "idle_key", "set_decay", "factor_q24", idle, LINK_PRIORITY, link)
+    return (_ranges("red_idle_decay", "idle_key", "set_decay", "log_factor", idle, LINK_PRIORITY, link)
             + _ranges("codel_control_law", "law_count", "set_step", "step_ns", law, LINK_PRIORITY, link)
             + _pie_products(p, LINK_PRIORITY, link))
 
@@ -113,8 +122,8 @@ def _config_actions(p: PipelineParams, rate_class: int) -> dict[str, fy.P4TableA
     check_field("rate_class", rate_class, hi=RATE_CLASSES - 1)
     q, r, c, pi, i = p.queue, p.red, p.codel, p.pie, p.iwa
     return {
-        "red_cfg": fy.P4TableAction("set_red", wq_q24=r.wq_q24, thmin_ns=r.thmin_ns, thmax_ns=r.thmax_ns,
-                                    slope_q56=r.slope_q56, mean_pktsize=r.mean_pktsize),
+        "red_cfg": fy.P4TableAction("set_red", log_wq=u32(r.log_wq), thmin_ns=r.thmin_ns, thmax_ns=r.thmax_ns,
+                                    log_slope=u32(r.log_slope), mean_pktsize=r.mean_pktsize, log_mps=u32(r.log_mps)),
         "codel_cfg": fy.P4TableAction("set_codel", target_ns=c.target_ns, interval_ns=c.interval_ns),
         "pie_cfg": fy.P4TableAction("set_pie", target_ns=pi.target_ns, tupdate_ns=pi.tupdate_ns,
                                     max_burst_ns=pi.max_burst_ns),

@@ -11,6 +11,7 @@ approximation with its measured effect on the AQM.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .constants import BYTE_TIME_FRAC
@@ -80,3 +81,54 @@ def mul(x: int, k: int) -> int:
     exact for x < MANT_ENTRIES."""
     e, m = mantissa(x)
     return (m * k) << e
+
+
+# --------------------------------------------------------------------------- products of two run-time values
+
+# A product or quotient of two run-time values (RED's count * p_b and its drop test) is a sum of their
+# logarithms: Log2 keeps x's LOG_MANT_BITS leading bits and looks their log up, Exp2 looks up the fraction's
+# EXP_KEY_BITS leading bits and shifts by the integer part (p4src/include/logexp.p4). Both tables are
+# constants of the program, the same for every link.
+LOG_FRAC = 12  # log2 values in Q12 (signed)
+LOG_MANT_BITS = 10
+LOG_ENTRIES = 1 << LOG_MANT_BITS
+EXP_KEY_BITS = 10
+EXP_ENTRIES = 1 << EXP_KEY_BITS
+EXP_FRAC = 20  # Exp2's rows: 2^(k / EXP_ENTRIES) in Q20
+LOG_ZERO = -(1 << 24)  # Log2(0): below every sum the programs form, so Exp2 of anything with it is 0
+LOG_ONE_BITS = 32 << LOG_FRAC  # log2(2^32): the log of probability 1 in Q32
+
+
+def _log_row(m: int) -> int:
+    if m == 0:
+        return 0
+    # x >= LOG_ENTRIES keeps only its leading bits: the row is the log of the middle of what they stand for
+    mid = m + 0.5 if m >= LOG_ENTRIES // 2 else m
+    return round(math.log2(mid) * (1 << LOG_FRAC))
+
+
+LOG_ROWS = tuple(_log_row(m) for m in range(LOG_ENTRIES))
+EXP_ROWS = tuple(math.floor(2 ** (k / EXP_ENTRIES) * (1 << EXP_FRAC)) for k in range(EXP_ENTRIES))
+
+
+def log2_q(x: int) -> int:
+    """log2(x) in Q12 as the data plane finds it: x's leading one (the same ternary table as ``mantissa``) gives
+    e, LOG_ROWS[x >> e] the log of the rest. Exact to 2^-13 for x < 512; above, within 0.0016 (the 10 kept bits
+    stand for their middle: |x - estimate| <= x / 1024). Log2(0) is LOG_ZERO."""
+    if x < 0:
+        raise ValueError(f"log2 of a negative value {x}")
+    if x == 0:
+        return LOG_ZERO
+    e = max(0, x.bit_length() - LOG_MANT_BITS)
+    return (e << LOG_FRAC) + LOG_ROWS[x >> e]
+
+
+def exp2_q(l: int) -> int:
+    """floor(2^(l / 2^12)), saturated to 32 bits, as the data plane finds it: EXP_ROWS on the fraction's 10
+    leading bits, shifted by the integer part. Never above 2^(l/4096); below it by at most 3/4096 in log2 (the
+    fraction's two dropped bits, 0.05 %) plus the floor."""
+    if l >= 32 << LOG_FRAC:
+        return 0xFFFFFFFF
+    shift = (l >> LOG_FRAC) - EXP_FRAC
+    row = EXP_ROWS[(l & ((1 << LOG_FRAC) - 1)) >> (LOG_FRAC - EXP_KEY_BITS)]
+    return row << shift if shift >= 0 else row >> min(-shift, 63)

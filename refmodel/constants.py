@@ -8,8 +8,6 @@ from enum import IntEnum
 
 # Fixed-point scales (number of fractional bits).
 BYTE_TIME_FRAC = 16  # ns per byte, Q16
-RED_W_FRAC = 24  # RED queue weight and idle decay factors, Q24
-RED_SLOPE_FRAC = 56  # RED max_p / (th_max - th_min) per ns of average, Q56
 PROB_FRAC = 32  # probabilities (RED p_b, PIE p), Q32
 PIE_COEF_FRAC = 48  # PIE alpha/beta per ns of delay, in Q(32+16): p_q32 step = coef*dq >> 16
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from . import arith
 from .constants import (
-    BYTE_TIME_FRAC, FLOW_SLOTS, IDLE_KEY_SHIFT, N_LINKS, PIE_COEF_FRAC, RED_SLOPE_FRAC, RED_W_FRAC, RING_SIZE, Aqm,
+    BYTE_TIME_FRAC, FLOW_SLOTS, IDLE_KEY_SHIFT, N_LINKS, PIE_COEF_FRAC, PROB_FRAC, RING_SIZE, Aqm,
 )
 from .errors import ConfigError
 
@@ -27,11 +27,20 @@ U64 = (1 << 64) - 1
 # Width in bits of each P4 action parameter (p4src/include/config.p4, aqm_red.p4, aqm_codel.p4).
 FIELD_BITS = {
     "byte_time_q16": 40, "rate_class": 8, "bucket_ns": 32, "limit_ns": 48, "limit_pkts": 16, "mtu_ns": 32,
-    "wq_q24": 32, "thmin_ns": 48, "thmax_ns": 48, "slope_q56": 64, "mean_pktsize": 16, "factor_q24": 32,
+    "log_wq": 32, "thmin_ns": 32, "thmax_ns": 32, "log_slope": 32, "mean_pktsize": 16, "log_mps": 32,
+    "log_factor": 32,
     "target_ns": 32, "interval_ns": 32, "step_ns": 32,
     "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32, "product": 48,
     "mss_bytes": 16, "payload_ns_q16": 40, "bytes_per_ns_q32": 32, "hold_ns": 32, "age_ns": 48,
 }
+
+
+def check_signed(name: str, value: int, where: str = "") -> int:
+    """A signed value for a field that holds it as two's complement (RED's logarithms)."""
+    half = 1 << (FIELD_BITS[name] - 1)
+    if not isinstance(value, int) or isinstance(value, bool) or not -half <= value < half:
+        raise ConfigError(f"{where}{name} = {value!r} is out of range: allowed {-half}..{half - 1}")
+    return value
 
 
 def check_field(name: str, value: int, lo: int = 0, hi: int | None = None, where: str = "") -> int:
@@ -56,12 +65,15 @@ class QueueParams:
 
 @dataclass(frozen=True)
 class RedParams:
-    wq_q24: int = 0
+    """RED's numbers as the data plane holds them: the thresholds in ns of drain time, and every factor it
+    multiplies by as its log2 in Q12 (arith.LOG_FRAC; the P4 fields hold them as 32-bit two's complement)."""
+    log_wq: int = 0  # log2(w_q)
     thmin_ns: int = 0
     thmax_ns: int = 0
-    slope_q56: int = 0
+    log_slope: int = 0  # log2(max_p * 2^32 / (th_max - th_min)): log2 of p_b in Q32 = log2(avg - th_min) + this
     mean_pktsize: int = 1500
-    # (first key, last key, factor): idle key = idle ns >> IDLE_KEY_SHIFT
+    log_mps: int = round(math.log2(1500) * (1 << arith.LOG_FRAC))  # log2(mean_pktsize)
+    # (first key, last key, log2 of the factor): idle key = idle ns >> IDLE_KEY_SHIFT
     idle_decay: tuple[tuple[int, int, int], ...] = ()
 
 
@@ -129,7 +141,7 @@ def complete_ranges(entries: tuple[tuple[int, int, int], ...], miss: int) -> tup
     """``entries`` (first key, last key, value), sorted and disjoint, with the keys they leave out filled with
     ``miss``: a link's own range table covers every key, so no key of that link falls through to the entries
     of the links without tables of their own, and every key finds what the model's lookup gives it
-    (``red.idle_factor``, ``codel.control_law_step``: ``miss`` where their table has no entry)."""
+    (``red.idle_log``, ``codel.control_law_step``: ``miss`` where their table has no entry)."""
     out: list[tuple[int, int, int]] = []
     nxt = 0
     for lo, hi, value in sorted(entries):
@@ -206,26 +218,31 @@ def red_params(
     bt = byte_time_q16(rate_bps)
     thmin_ns = check_field("thmin_ns", drain_ns(round(th_min * mean_pktsize), bt), where=where)
     thmax_ns = check_field("thmax_ns", drain_ns(round(th_max * mean_pktsize), bt), where=where)
-    slope = check_field("slope_q56", round(max_p * (1 << RED_SLOPE_FRAC) / (thmax_ns - thmin_ns)), where=where)
-    wq = check_field("wq_q24", max(1, round(w_q * (1 << RED_W_FRAC))), hi=1 << RED_W_FRAC, where=where)
+    if thmax_ns == thmin_ns:
+        raise ConfigError(f"{where}th_min = {th_min}, th_max = {th_max}: the same drain time at this rate")
+    log = 1 << arith.LOG_FRAC
+    slope = check_signed("log_slope", round(math.log2(max_p * (1 << PROB_FRAC) / (thmax_ns - thmin_ns)) * log),
+                         where=where)
     ptc = rate_bps / (8.0 * mean_pktsize)  # ns-2: link capacity in mean-size packets per second
     return RedParams(
-        wq_q24=wq, thmin_ns=thmin_ns, thmax_ns=thmax_ns, slope_q56=slope, mean_pktsize=mean_pktsize,
+        log_wq=round(math.log2(w_q) * log), thmin_ns=thmin_ns, thmax_ns=thmax_ns, log_slope=slope,
+        mean_pktsize=mean_pktsize, log_mps=round(math.log2(mean_pktsize) * log),
         idle_decay=red_idle_table(w_q, ptc, max_idle_entries),
     )
 
 
 def red_idle_table(w_q: float, ptc: float, max_entries: int = 256) -> tuple[tuple[int, int, int], ...]:
-    """Range entries for ns-2's idle decay avg *= (1 - w_q)^m, m = int(ptc * idle_s).
+    """Range entries for ns-2's idle decay avg *= (1 - w_q)^m, m = int(ptc * idle_s), each valued at
+    log2 of its factor in Q12 (the data plane adds it to log2(avg)).
 
     m is cut into steps of ``dm`` packets so that the factor changes by at most
     3 % inside one entry (the documented error); past the point where the factor
-    is below 1e-3 a last open-ended entry sets it to 0. Idle times shorter than
-    the first step match no entry: the default action keeps the factor at 1.
+    is below 1e-3 a last open-ended entry sets it to 0 (arith.LOG_ZERO). Idle
+    times shorter than the first step match no entry: the default action (log 0)
+    keeps the average as it is.
     """
-    one = 1 << RED_W_FRAC
     if w_q >= 1:
-        return ((0, (1 << 32) - 1, 0),)
+        return ((0, (1 << 32) - 1, arith.LOG_ZERO),)
     log1w = math.log(1.0 - w_q)
     dm = max(1, int(math.log(0.97) / log1w))
     m_end = max(dm, int(math.ceil(math.log(1e-3) / log1w)))
@@ -241,9 +258,10 @@ def red_idle_table(w_q: float, ptc: float, max_entries: int = 256) -> tuple[tupl
     while m < m_end:
         lo, hi = first_key(m), first_key(m + dm) - 1
         if hi >= lo:
-            entries.append((lo, hi, round(one * (1.0 - w_q) ** m)))
+            # never log 0: that is "no decay", which the data plane skips
+            entries.append((lo, hi, min(-1, round(m * math.log2(1.0 - w_q) * (1 << arith.LOG_FRAC)))))
         m += dm
-    entries.append((first_key(m), (1 << 32) - 1, 0))
+    entries.append((first_key(m), (1 << 32) - 1, arith.LOG_ZERO))
     return tuple(entries)
 
 

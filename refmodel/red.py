@@ -4,43 +4,53 @@ ns-2 ``REDQueue::enque`` with ``bytes_ = queue_in_bytes_ = true``,
 ``gentle_ = false``, ``wait_ = false``, ``setbit_ = false``. The average is
 kept as drain time (ns) instead of bytes: every quantity RED compares is a
 byte count times the same byte time, so the algorithm is unchanged and no
-division is needed. Integer forms:
+division is needed. The average and the backlog it follows are 32-bit (4.29 s
+of drain time; a longer backlog counts as 4.29 s).
 
-* EWMA: ``avg += (q - avg) * w`` with ``w`` in Q24 (error of w < 3e-8).
+Every product is a sum of logarithms (``arith.log2_q``, ``arith.exp2_q``: tables
+a Tofino can hold, the same for every link), and the factors are the link's
+constants as logs (``params.RedParams``):
+
+* EWMA: ``avg += (q - avg) * w_q`` as ``Exp2(Log2(|q - avg|) + log2 w_q)``.
 * idle: ns-2 pretends ``m = int(ptc * idle)`` empty arrivals and multiplies
-  the average by ``(1 - w)^m``; the factor comes from a range table on the
-  idle time built by ``params.red_idle_table`` (at most 3 % off inside an
-  entry). The link counts as idle when nothing is ahead (``backlog == 0``),
-  since it went idle at ``tat``.
-* ``p_b = max_p (avg - th_min) / (th_max - th_min)`` in Q32;
-  ``count1 = count_bytes / mean_pktsize`` (integer division, as ns-2) is kept
-  incrementally as quotient and remainder (the P4 target cannot divide at run
-  time): each packet adds its length to the remainder, which gives up
-  ``mean_pktsize`` at most twice, exact whenever frames are at most twice
-  ``mean_pktsize`` (1514 B frames with the seeds' 1500);
-  ns-2 drops when ``u <= p_b / (1 - count1 p_b) * size / mean_pktsize``; here
-  with a 16-bit uniform ``u`` (the top half of the packet's random draw), as
-  the overflow-free product ``u * mps * (1 - count1 p_b) <= p_b * size``.
+  the average by ``(1 - w_q)^m``; a range table on the idle time gives the
+  factor's log (``params.red_idle_table``: at most 3 % off inside an entry).
+  The link counts as idle when nothing is ahead (``backlog == 0``), since it
+  went idle at ``tat``.
+* ``count1 = count_bytes / mean_pktsize`` (integer division, as ns-2) is kept
+  incrementally as quotient and remainder: each packet adds its length to the
+  remainder, which gives up ``mean_pktsize`` at most twice, exact whenever
+  frames are at most twice ``mean_pktsize`` (1514 B frames with the seeds' 1500).
+* ns-2 drops early when ``u <= p_b / (1 - count1 p_b) * size / mean_pktsize``
+  with ``p_b = max_p (avg - th_min) / (th_max - th_min)``. Here, with a 16-bit
+  uniform ``u`` (the top half of the packet's random draw) and every factor a
+  log: ``log2 p_b = Log2(avg - th_min) + log_slope`` (Q32), the product
+  ``count1 p_b = Exp2(Log2(count1) + log2 p_b)`` (1 or more: drop), and the
+  test ``Log2(u) + log2 mps + Log2(1 - count1 p_b) <= log2 p_b + Log2(size) + 16``.
+  Each side is within about 0.005 of its exact log2 (docs/arithmetic.md), so
+  the probability is within about 1 % of ns-2's.
 
 One ``Red`` per access link (``pipeline.LinkState``: the P4 registers indexed by link).
 """
 
 from __future__ import annotations
 
-from .constants import IDLE_KEY_SHIFT, PROB_FRAC, RED_SLOPE_FRAC, RED_W_FRAC, Reason
+from .arith import LOG_FRAC, LOG_ONE_BITS, LOG_ZERO, exp2_q, log2_q
+from .constants import IDLE_KEY_SHIFT, Reason
 from .params import RedParams
 from .queue import Prediction
 from .verdict import Verdict
 
-ONE_Q32 = 1 << PROB_FRAC
+U32 = 0xFFFFFFFF
 
 
-def idle_factor(p: RedParams, idle_ns: int) -> int:
+def idle_log(p: RedParams, idle_ns: int) -> int:
+    """log2 of the idle decay's factor (Q12) for ``idle_ns``; 0 (no decay) when no entry matches."""
     key = min(idle_ns >> IDLE_KEY_SHIFT, 0xFFFFFFFF)
-    for lo, hi, factor in p.idle_decay:
+    for lo, hi, log_factor in p.idle_decay:
         if lo <= key <= hi:
-            return factor
-    return 1 << RED_W_FRAC  # default action: no decay
+            return log_factor
+    return 0  # default action: no decay
 
 
 def add_bytes(count1: int, rem: int, length: int, mps: int) -> tuple[int, int]:
@@ -53,9 +63,16 @@ def add_bytes(count1: int, rem: int, length: int, mps: int) -> tuple[int, int]:
     return count1, rem
 
 
+def ewma(avg: int, q: int, log_wq: int) -> int:
+    """avg moved towards q by w_q of the difference (a 32-bit average and backlog)."""
+    if q >= avg:
+        return min(U32, avg + exp2_q(log2_q(q - avg) + log_wq))
+    return avg - min(avg, exp2_q(log2_q(avg - q) + log_wq))
+
+
 class Red:
     def __init__(self) -> None:
-        self.avg = 0  # ns of backlog
+        self.avg = 0  # ns of backlog, 32-bit
         self.count1 = 0  # count_bytes // mean_pktsize
         self.rem = 0  # count_bytes % mean_pktsize
         self.old = 0
@@ -65,18 +82,18 @@ class Red:
 
     def decide(self, p: RedParams, q: Prediction, rand: int) -> Verdict:
         avg = self.avg
-        if q.backlog_ns == 0:
+        backlog = min(q.backlog_ns, U32)
+        if backlog == 0:
             idle = q.now - q.tat if q.now > q.tat else 0
-            avg = (avg * idle_factor(p, idle)) >> RED_W_FRAC
-        if q.backlog_ns >= avg:
-            avg = avg + (((q.backlog_ns - avg) * p.wq_q24) >> RED_W_FRAC)
-        else:
-            avg = avg - (((avg - q.backlog_ns) * p.wq_q24) >> RED_W_FRAC)
+            decay = idle_log(p, idle)
+            if decay != 0:
+                avg = exp2_q(log2_q(avg) + decay)
+        avg = ewma(avg, backlog, p.log_wq)
         self.avg = avg
         self.count1, self.rem = add_bytes(self.count1, self.rem, q.length, p.mean_pktsize)
 
         forced = early = False
-        if avg >= p.thmin_ns and q.backlog_ns > 0:
+        if avg >= p.thmin_ns and backlog > 0:
             if avg >= p.thmax_ns:
                 forced = True
             elif self.old == 0:
@@ -95,9 +112,15 @@ class Red:
         return Verdict(forced or early, reason if (forced or early) else Reason.NONE, avg, self.count_bytes(p))
 
     def _drop_early(self, p: RedParams, avg: int, size: int, rand: int) -> bool:
-        pb = ((avg - p.thmin_ns) * p.slope_q56) >> (RED_SLOPE_FRAC - PROB_FRAC)
-        cp = self.count1 * pb
-        if cp >= ONE_Q32:
-            return True
         u16 = rand >> 16
-        return u16 * p.mean_pktsize * (ONE_Q32 - cp) <= (pb * size) << 16
+        if u16 == 0:
+            return True  # u = 0 is below any probability
+        if avg == p.thmin_ns:
+            return False  # p_b = 0
+        log_pb = log2_q(avg - p.thmin_ns) + p.log_slope  # log2 of p_b in Q32
+        log_cp = log2_q(self.count1) + log_pb  # LOG_ZERO's sum when count1 = 0
+        if log_cp >= LOG_ONE_BITS:
+            return True  # count1 * p_b >= 1
+        cp = exp2_q(log_cp)
+        log_rest = log2_q((1 << 32) - cp) if cp else LOG_ONE_BITS  # log2 of (1 - count1 p_b) in Q32
+        return log2_q(u16) + p.log_mps + log_rest <= log_pb + log2_q(size) + (16 << LOG_FRAC)

@@ -76,3 +76,29 @@ def test_mul_is_never_above_and_less_than_a_64th_below_the_product():
             assert got <= exact and exact - got < exact / 64 + 1
             if x < arith.MANT_ENTRIES:
                 assert got == exact
+
+
+def test_log2_is_within_its_bound_and_exact_below_512():
+    import math
+    rng = random.Random(7)
+    xs = list(range(1, 2048)) + [rng.randrange(1, 1 << 32) for _ in range(20000)] + [(1 << 32) - 1, 1 << 31]
+    for x in xs:
+        err = arith.log2_q(x) / 4096 - math.log2(x)
+        assert abs(err) <= (2 ** -13 if x < 512 else 0.0016), x
+    assert arith.log2_q(0) == arith.LOG_ZERO
+
+
+def test_exp2_is_never_above_and_at_most_a_twentieth_of_a_percent_below():
+    rng = random.Random(8)
+    for l in [rng.randrange(-20 * 4096, 32 * 4096) for _ in range(20000)] + [0, 4095, 31 * 4096]:
+        exact = 2 ** (l / 4096)
+        y = arith.exp2_q(l)
+        assert y <= exact and y >= int(exact * (1 - 5.1e-4)) - 1, l
+    assert arith.exp2_q(32 * 4096) == 0xFFFFFFFF and arith.exp2_q(arith.LOG_ZERO + 40 * 4096) == 0
+
+
+def test_a_product_through_logs_is_within_a_quarter_percent():
+    rng = random.Random(9)
+    for _ in range(20000):
+        a, b = rng.randrange(1, 1 << 16), rng.randrange(1, 1 << 15)
+        assert arith.exp2_q(arith.log2_q(a) + arith.log2_q(b)) == pytest.approx(a * b, rel=2.5e-3, abs=1)

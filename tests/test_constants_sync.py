@@ -46,8 +46,6 @@ def test_scalars_match():
     assert c["TELEMETRY_SESSION"] == C.TELEMETRY_SESSION
     assert c["TELEMETRY_VERSION"] == C.TELEMETRY_VERSION
     assert c["BYTE_TIME_FRAC"] == C.BYTE_TIME_FRAC
-    assert c["RED_W_FRAC"] == C.RED_W_FRAC
-    assert c["RED_SLOPE_TO_PROB"] == C.RED_SLOPE_FRAC - C.PROB_FRAC
     assert c["IDLE_KEY_SHIFT"] == C.IDLE_KEY_SHIFT
     assert c["PIE_COEF_TO_PROB"] == C.PIE_COEF_FRAC - C.PROB_FRAC
     # the transmit-time tables (queue_model.p4, refmodel/arith.py)
@@ -56,6 +54,20 @@ def test_scalars_match():
     assert c["TX_MAX_FRAME"] == arith.MAX_FRAME
     assert c["TX_HI_ENTRIES"] == arith.TX_HI_ENTRIES
     assert c["MANT_BITS"] == arith.MANT_BITS and c["MANT_ENTRIES"] == arith.MANT_ENTRIES
+    # the log and exp tables (logexp.p4)
+    for name in ("LOG_FRAC", "LOG_MANT_BITS", "LOG_ENTRIES", "EXP_KEY_BITS", "EXP_ENTRIES", "EXP_FRAC", "LOG_ZERO",
+                 "LOG_ONE_BITS"):
+        assert c[name] == getattr(arith, name), name
+
+
+def test_the_log_and_exp_rows_are_the_models():
+    """p4src/include/rows/ holds what tools/gen_logexp_rows.py writes from refmodel/arith.py today."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gen", P4.parent / "tools" / "gen_logexp_rows.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for name, text in gen.FILES.items():
+        assert (P4 / "include" / "rows" / name).read_text() == text(), f"run tools/gen_logexp_rows.py ({name})"
 
 
 def test_action_parameter_widths_match():

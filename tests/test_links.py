@@ -17,7 +17,7 @@ from refmodel.constants import COUNTER_SLOTS, N_LINKS, TrafficClass
 from refmodel.params import (
     RANGE_KEY_MAX, check_link, client_addr, codel_params, complete_ranges, pipeline_params, red_params,
 )
-from refmodel.red import idle_factor
+from refmodel.red import idle_log
 from refmodel.telemetry import Record, decode_frame, encode_frame
 
 MS = 1_000_000
@@ -248,7 +248,7 @@ def test_the_telemetry_reader_reads_the_link(tmp_path):
 
 def test_completed_range_tables_give_every_key_what_the_models_lookup_gives():
     red = red_params(160e3, w_q=0.02, max_p=0.1, th_min=5, th_max=20)
-    idle = complete_ranges(red.idle_decay, 1 << 24)
+    idle = complete_ranges(red.idle_decay, 0)
     codel = codel_params(interval_s=0.05)
     law = complete_ranges(codel.control_law, codel.control_law[-1][2])
     for table in (idle, law):
@@ -256,7 +256,7 @@ def test_completed_range_tables_give_every_key_what_the_models_lookup_gives():
         assert all(b[0] == a[1] + 1 for a, b in zip(table, table[1:]))  # contiguous: no key falls through
     keys = [0, 1, 2, 100, 5000, 65535, 65536, 10**6, RANGE_KEY_MAX] + [lo for lo, _, _ in red.idle_decay[:5]]
     for k in keys:
-        assert _lookup(idle, k) == idle_factor(red, k << 10)
+        assert _lookup(idle, k) == idle_log(red, k << 10)
         assert _lookup(law, k) == control_law_step(codel, k)
     assert complete_ranges((), 7) == ((0, RANGE_KEY_MAX, 7),)
 

@@ -49,18 +49,19 @@ control BottleneckConfig(in bit<16> link, out queue_cfg_t q, out red_cfg_t r, ou
         size = N_LINKS;
     }
 
-    action set_red(bit<32> wq_q24, bit<48> thmin_ns, bit<48> thmax_ns, bit<64> slope_q56,
-                   bit<16> mean_pktsize) {
-        r.wq_q24 = wq_q24;
+    action set_red(bit<32> log_wq, bit<32> thmin_ns, bit<32> thmax_ns, bit<32> log_slope,
+                   bit<16> mean_pktsize, bit<32> log_mps) {
+        r.log_wq = log_wq;
         r.thmin_ns = thmin_ns;
         r.thmax_ns = thmax_ns;
-        r.slope_q56 = slope_q56;
+        r.log_slope = log_slope;
         r.mean_pktsize = mean_pktsize;
+        r.log_mps = log_mps;
     }
     table red_cfg {
         key = { link : exact; }
         actions = { set_red; }
-        default_action = set_red(33554, 0, 1, 0, 1500);
+        default_action = set_red(0xFFFF708C, 0, 1, 0, 1500, 43216);   // w_q 0.002, mean_pktsize 1500
         size = N_LINKS;
     }
 

@@ -14,8 +14,6 @@ const bit<8>  PROTO_UDP = 17;
 
 // Fixed-point scales (fractional bits)
 #define BYTE_TIME_FRAC 16
-#define RED_W_FRAC 24
-#define RED_SLOPE_TO_PROB 24   /* Q56 slope * ns -> Q32 probability */
 #define IDLE_KEY_SHIFT 10
 #define PIE_COEF_TO_PROB 16    /* Q48 coefficient * ns -> Q32 probability */
 
@@ -39,6 +37,15 @@ const bit<32> TX_HI_ENTRIES = 257;     // (TX_MAX_FRAME >> TX_LO_BITS) + 1
 // Products by a per-link constant (mantissa.p4, refmodel/arith.py: mul): x's MANT_BITS leading bits.
 #define MANT_BITS 7
 const bit<32> MANT_ENTRIES  = 128;     // 2^MANT_BITS rows per constant
+// Products of two run-time values as sums of logs (logexp.p4, refmodel/arith.py: log2_q, exp2_q): Q12 logs
+#define LOG_FRAC 12
+#define LOG_MANT_BITS 10
+const bit<32> LOG_ENTRIES   = 1024;    // 2^LOG_MANT_BITS
+#define EXP_KEY_BITS 10
+const bit<32> EXP_ENTRIES   = 1024;    // 2^EXP_KEY_BITS
+#define EXP_FRAC 20
+const int<32> LOG_ZERO      = -16777216;   // Log2(0): -2^24, below every sum formed with it
+const int<32> LOG_ONE_BITS  = 131072;      // log2(2^32) in Q12: probability 1 in Q32
 
 // AQM selector
 const bit<8> AQM_FIFO  = 0;

@@ -29,11 +29,12 @@ struct queue_cfg_t {
 }
 
 struct red_cfg_t {
-    bit<32> wq_q24;
-    bit<48> thmin_ns;
-    bit<48> thmax_ns;
-    bit<64> slope_q56;
+    bit<32> log_wq;        // log2(w_q) in Q12, two's complement (as every log_ field)
+    bit<32> thmin_ns;
+    bit<32> thmax_ns;
+    bit<32> log_slope;     // log2(max_p * 2^32 / (th_max - th_min)): log2(p_b) = Log2(avg - th_min) + log_slope
     bit<16> mean_pktsize;
+    bit<32> log_mps;       // log2(mean_pktsize)
 }
 
 struct codel_cfg_t {
