@@ -134,24 +134,34 @@ async def cmd_tune(args) -> int:
                           f"run yet (docs/tofino.md); use install --target {args.target}")
     cfg = config.load_table(args.config)
     schedule = tuner.parse_rate_schedule(args.rate_schedule)
-    log = tuner.open_log(args.log)
+    links, clients = config.links_from_dict(cfg)  # checked before any log file is opened
+    logs: list = []
+
+    def log_for(link: int | None):
+        log = tuner.open_log(args.log if link is None or args.log is None else tuner.link_log_path(args.log, link))
+        logs.append(log)
+        return log
+
     try:
-        loop = tuner.ClosedLoop(cfg, jitter_budget_ns=int(args.jitter_budget_ms * 1e6),
-                                period_ns=int(args.period_ms * 1e6), rate_schedule=schedule, t0_ns=args.t0_ns,
-                                log=log)
-        state = DesiredState(loop.params, parse_routes(args.routes), args.monitor_port)
+        loops = tuner.LinkLoops(cfg, log_for=log_for, jitter_budget_ns=int(args.jitter_budget_ms * 1e6),
+                                period_ns=int(args.period_ms * 1e6), rate_schedule=schedule, t0_ns=args.t0_ns)
+        loop = loops.default
+        state = DesiredState(loop.params, parse_routes(args.routes), args.monitor_port,
+                             {lk: lp.params for lk, lp in loops.links.items()}, clients)
         dev = args.shaper_dev
 
         def ready() -> None:
-            print(f"installed: aqm={loop.params.queue.aqm.name.lower()} on {args.address}; tuning", flush=True)
+            own = "".join(f", link {lk}: aqm={lp.queue.aqm.name.lower()}" for lk, lp in sorted(links.items()))
+            print(f"installed: aqm={loop.params.queue.aqm.name.lower()}{own} on {args.address}; tuning", flush=True)
 
-        return await tuner.run_bmv2(BottleneckSwitch(target_from(args), state), loop, args.monitor_if,
+        return await tuner.run_bmv2(BottleneckSwitch(target_from(args), state), loops, args.monitor_if,
                                     connect_timeout_s=5.0 * args.attempts,
                                     shaper=(lambda r: shaper.set_rate(dev, r)) if dev else None,
                                     duration_s=args.duration, ready=ready)
     finally:
-        if log is not None:
-            log.close()
+        for log in logs:
+            if log is not None:
+                log.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...]: change the link rate AT_S seconds after --t0-ns")
     p.add_argument("--t0-ns", type=int, help="time origin of --rate-schedule (default: now)")
     p.add_argument("--shaper-dev", help="interface whose tbf drain shaper follows rate changes")
-    p.add_argument("--log", type=Path, help="tuning time series (CSV)")
+    p.add_argument("--log", type=Path, help="tuning time series (CSV); a [links.N] link with parameters of its own "
+                   "writes its rows beside it (tuning-linkN.csv)")
     p.add_argument("--duration", type=float, help="stop after this many seconds (default: until signalled)")
     add_target_args(p)
 

@@ -159,13 +159,32 @@ def links_from_dict(cfg: dict) -> tuple[dict[int, PipelineParams], dict[str, int
             if addr in clients:
                 raise ConfigError(f"{where}.clients: {addr} is already a client of link {clients[addr]}")
             clients[addr] = link
-        own = {k: t[k] for k in PARAM_SECTIONS if k in t}
-        if own:
+        merged = link_table(cfg, t)
+        if merged is not None:
             try:
-                links[link] = params_from_dict({k: v for k, v in cfg.items() if k in PARAM_SECTIONS} | own)
+                links[link] = params_from_dict(merged)
             except ConfigError as e:
                 raise ConfigError(f"{where}.{e}") from None
     return links, clients
+
+
+def link_table(cfg: dict, section: dict) -> dict | None:
+    """A [links.N] section's configuration table: the top level's [link], [buffer], [aqm], each replaced whole
+    by the section's own; None when the section gives none (the link runs on the defaults)."""
+    own = {k: section[k] for k in PARAM_SECTIONS if k in section}
+    return ({k: v for k, v in cfg.items() if k in PARAM_SECTIONS} | own) if own else None
+
+
+def link_tables(cfg: dict) -> dict[int, dict]:
+    """link -> its configuration table, for every [links.N] with parameters of its own (checked by
+    ``links_from_dict`` first)."""
+    links_from_dict(cfg)
+    out = {}
+    for key, t in cfg.get("links", {}).items():
+        merged = link_table(cfg, t)
+        if merged is not None:
+            out[int(key)] = merged
+    return out
 
 
 def load_table(path: str | Path) -> dict:

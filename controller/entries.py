@@ -171,7 +171,9 @@ def link_entries(link: int, p: PipelineParams, clients: Iterable[int | str] = ()
             + link_of({c: link for c in clients}))
 
 
-def iwa_knobs(p: PipelineParams) -> list[fy.P4TableEntry]:
+def iwa_knobs(p: PipelineParams, link: int | None = None) -> list[fy.P4TableEntry]:
     """What the closed-loop tuner rewrites when its decision changes and the link rate does not: IWA's
-    config and CoDel's (IWA's control of established flows; its control law depends on the interval only)."""
-    return [e for e in config_defaults(p, rate_class=0) if e.table_id in ("codel_cfg", "iwa_cfg")]
+    config and CoDel's (IWA's control of established flows; its control law depends on the interval only),
+    in the default actions or (``link``) in that link's entries."""
+    every = config_defaults(p, rate_class=0) if link is None else link_config(link, p, rate_class=0)
+    return [e for e in every if e.table_id in ("codel_cfg", "iwa_cfg")]

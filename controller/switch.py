@@ -184,10 +184,16 @@ class BottleneckSwitch:
         if link is not None:
             self.state.clients[addr] = link
 
-    async def set_iwa_knobs(self, params: PipelineParams) -> None:
-        """Write only what the tuner changes between rate changes (``entries.iwa_knobs``)."""
-        self.state.params = params
-        await self.sw.modify(entries.iwa_knobs(params))
+    async def set_iwa_knobs(self, params: PipelineParams, link: int | None = None) -> None:
+        """Write only what the tuner changes between rate changes (``entries.iwa_knobs``): the defaults', or
+        (``link``) that link's own entries, which ``configure_link`` wrote."""
+        if link is None:
+            self.state.params = params
+        else:
+            if link not in self.state.links:
+                raise ValueError(f"link {link} has no parameters of its own to tune (configure_link first)")
+            self.state.links[link] = params
+        await self.sw.modify(entries.iwa_knobs(params, link))
 
     async def read_counters(self, counter: str = COUNTER) -> dict[int, tuple[int, int]]:
         """index -> (packets, bytes) of the class x decision counter (all links), or of LINK_COUNTER (index

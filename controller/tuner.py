@@ -180,6 +180,31 @@ class ClosedLoop:
         self._log.flush()
 
 
+class LinkLoops:
+    """One closed loop per access link with parameters of its own ([links.N] in the configuration), beside
+    the loop of the defaults (every other link). A record goes to its link's loop, or to the defaults' loop;
+    each loop decides from its own link's telemetry, at its own rate, and writes its own rows (``log_for``:
+    link -> where, None for the defaults). The rate schedule changes the defaults' rate only."""
+
+    def __init__(self, cfg: dict, *, log_for: Callable[[int | None], IO[str] | None] = lambda link: None,
+                 rate_schedule: list[tuple[float, float]] | None = None, **kw) -> None:
+        from .config import link_tables
+        top = {k: v for k, v in cfg.items() if k != "links"}
+        self.default = ClosedLoop(top, rate_schedule=rate_schedule, log=log_for(None), **kw)
+        self.links = {link: ClosedLoop(t, log=log_for(link), **kw) for link, t in sorted(link_tables(cfg).items())}
+
+    def add(self, rec: Record) -> None:
+        self.links.get(rec.link, self.default).add(rec)
+
+    def tick(self, now_ns: int) -> list[tuple[int | None, Action]]:
+        """(link, what to write) for every loop whose parameters changed this period; link None: the defaults."""
+        acts = [(None, self.default.tick(now_ns))] + [(link, lp.tick(now_ns)) for link, lp in self.links.items()]
+        return [(link, act) for link, act in acts if act is not None]
+
+    def loops(self) -> list[tuple[int | None, ClosedLoop]]:
+        return [(None, self.default), *self.links.items()]
+
+
 # ----------------------------------------------------------------------------- telemetry source
 
 ETH_P_ALL = 0x0003
@@ -197,7 +222,7 @@ def telemetry_socket(ifname: str) -> socket.socket:
     return s
 
 
-def drain_records(s: socket.socket, loop: ClosedLoop) -> int:
+def drain_records(s: socket.socket, loop: ClosedLoop | LinkLoops) -> int:
     """Feed every telemetry frame waiting on ``s`` to the loop; returns how many."""
     n = 0
     while True:
@@ -217,7 +242,7 @@ def drain_records(s: socket.socket, loop: ClosedLoop) -> int:
 # ----------------------------------------------------------------------------- BMv2 driver (P4Runtime)
 
 
-async def run_bmv2(switch, loop: ClosedLoop, monitor_if: str | None, *, shaper: Callable[[float], None] | None,
+async def run_bmv2(switch, loops: LinkLoops, monitor_if: str | None, *, shaper: Callable[[float], None] | None,
                    counters_every: int = 10, duration_s: float | None = None, ready: Callable[[], None] = lambda: None,
                    connect_timeout_s: float = 40.0) -> int:
     """Install, then tune until SIGTERM/SIGINT (or ``duration_s``); leave the switch in a defined state.
@@ -239,16 +264,17 @@ async def run_bmv2(switch, loop: ClosedLoop, monitor_if: str | None, *, shaper: 
             raise ConnectionError(f"switch {switch.target.address} unreachable: no P4Runtime channel after "
                                   f"{connect_timeout_s:g} s") from None
         ready()
-        LOG.info("tuning every %d ms (aqm=%s, jitter budget %d ms)", loop.period_ns // 1_000_000,
-                 loop.params.queue.aqm.name.lower(), loop.budget_ns // 1_000_000)
+        loop = loops.default
+        LOG.info("tuning every %d ms (aqm=%s, jitter budget %d ms%s)", loop.period_ns // 1_000_000,
+                 loop.params.queue.aqm.name.lower(), loop.budget_ns // 1_000_000,
+                 "".join(f"; link {lk}: aqm={lp.params.queue.aqm.name.lower()}" for lk, lp in loops.links.items()))
         end = None if duration_s is None else time.monotonic() + duration_s
         periods = 0
         while not stop.is_set() and (end is None or time.monotonic() < end):
             if sock is not None:
-                drain_records(sock, loop)
-            act = loop.tick(time.time_ns())
-            if act is not None:
-                await _apply(switch, act, shaper)
+                drain_records(sock, loops)
+            for link, act in loops.tick(time.time_ns()):
+                await _apply(switch, link, act, shaper)
             if loop.rows > periods:
                 periods = loop.rows
                 if counters_every and periods % counters_every == 0:
@@ -261,6 +287,8 @@ async def run_bmv2(switch, loop: ClosedLoop, monitor_if: str | None, *, shaper: 
                  loop.defined_state().queue.aqm.name.lower(), loop.rate_bps)
         try:
             await switch.reconfigure(loop.defined_state())
+            for link, lp in loops.links.items():
+                await switch.configure_link(link, lp.defined_state())
         except Exception as e:  # noqa: BLE001 - the switch may already be gone
             LOG.warning("could not restore the configured parameters: %r", e)
     finally:
@@ -274,16 +302,23 @@ async def run_bmv2(switch, loop: ClosedLoop, monitor_if: str | None, *, shaper: 
     return 0
 
 
-async def _apply(sw, act: Action, shaper: Callable[[float], None] | None) -> None:
+async def _apply(sw, link: int | None, act: Action, shaper: Callable[[float], None] | None) -> None:
+    """Write a loop's decision: the defaults' (link None; a rate change also retunes the drain shaper) or one
+    link's own entries."""
     try:
-        if act.rate_changed:
+        if link is not None:
+            await sw.set_iwa_knobs(act.params, link=link)
+        elif act.rate_changed:
             if shaper is not None:
                 shaper(act.rate_bps)
             await sw.reconfigure(act.params)
         else:
             await sw.set_iwa_knobs(act.params)
     except Exception as e:  # noqa: BLE001 - kept as desired state; re-applied on reconnect
-        sw.state.params = act.params
+        if link is None:
+            sw.state.params = act.params
+        else:
+            sw.state.links[link] = act.params
         LOG.warning("write failed (%r): kept as desired state, re-applied when the switch is back", e)
 
 
@@ -303,3 +338,8 @@ def open_log(path: Path | None) -> IO[str] | None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
     return open(path, "w", newline="")
+
+
+def link_log_path(path: Path, link: int) -> Path:
+    """Where link N's own loop writes its rows: tuning.csv -> tuning-link3.csv (the same columns)."""
+    return path.with_name(f"{path.stem}-link{link}{path.suffix}")

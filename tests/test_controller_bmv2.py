@@ -256,3 +256,44 @@ def test_install_with_links_sections_and_count_per_link(sw, tmp_path):
     for line in r.stdout.splitlines()[1:]:
         rows[tuple(line.split()[:2])] = int(line.split()[2])
     assert sum(rows.values()) == 4 and all(cls.startswith("TCP") for cls, _ in rows)  # the audio is link 0's
+
+
+def test_tune_runs_a_loop_per_link_with_parameters_of_its_own(sw, tmp_path):
+    """`tune` with [links.1] at another rate: link 1's own iwa_cfg entry gets the policy's target for its rate
+    while the defaults get theirs, link 1's rows go to tuning-link1.csv, and Ctrl-C restores both."""
+    from controller import policy
+    f = tmp_path / "links.toml"
+    f.write_text(LINK + CONFIGS["iwa"] + '[links.1]\nclients = ["10.0.1.2"]\n[links.1.link]\nrate_bps = 1e6\n')
+    log = tmp_path / "tuning.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller", "tune", "--config", str(f), "--address", f"127.0.0.1:{sw.grpc}",
+         "--monitor-if", sw.ifs[3][0], "--log", str(log),
+         "--p4info", "build/bottleneck.p4info.txtpb", "--p4blob", "build/bottleneck.json"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def link_target(link: int) -> int:
+        async def go():
+            b = BottleneckSwitch(sw.target(force=False), DesiredState(None, ROUTES, 3))
+            async with b:
+                return [e.action.args["target_ns"] async for e in b.sw.read(fy.P4TableEntry("iwa_cfg"))
+                        if e.match["link"] == link]
+        (target,) = asyncio.run(go())
+        return target
+
+    try:
+        deadline = time.monotonic() + 30
+        while not log.exists() or len(log.read_text().splitlines()) < 15:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.2)
+        assert read_default(sw, "iwa_cfg")["target_ns"] == policy.target_for(2e6, 40 * 10**6)
+        assert link_target(1) == policy.target_for(1e6, 40 * 10**6) != policy.target_for(2e6, 40 * 10**6)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "link 1: aqm=iwa" in out
+    assert read_default(sw, "iwa_cfg")["target_ns"] == link_target(1) == 10_000_000  # both as configured
+    rows = (tmp_path / "tuning-link1.csv").read_text().splitlines()
+    assert len(rows) > 10 and all(r.split(",")[1] == "1000000" for r in rows[1:])

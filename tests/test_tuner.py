@@ -1,6 +1,7 @@
 """The closed loop (controller.tuner.ClosedLoop) fed synthetic telemetry records: no switch needed."""
 
 import csv
+import dataclasses
 import io
 
 import pytest
@@ -153,3 +154,38 @@ def test_bad_config_is_refused_before_anything_runs():
     from refmodel.params import ConfigError
     with pytest.raises(ConfigError, match="rate_bps"):
         ClosedLoop({"link": {"rate_bps": -1}, "aqm": {"name": "iwa"}})
+
+
+# --------------------------------------------------------------------------- one loop per access link
+
+def test_each_link_with_its_own_parameters_is_tuned_from_its_own_records_at_its_own_rate():
+    from controller.tuner import LinkLoops
+    cfg = {**CFG, "aqm": {"name": "iwa", "iwa": {"target_s": 0.010}},
+           "links": {"1": {"clients": ["10.0.1.2"], "link": {"rate_bps": 1e6}},
+                     "2": {"clients": ["10.0.2.2"]}}}  # link 2: no parameters of its own, so the defaults' loop
+    logs = {}
+
+    def log_for(link):
+        logs[link] = io.StringIO()
+        return logs[link]
+
+    loops = LinkLoops(cfg, log_for=log_for, t0_ns=0)
+    assert sorted(logs, key=str) == [1, None] and list(loops.links) == [1]
+    loops.tick(0)
+    for link, soj in ((0, 2), (1, 30), (1, 31), (2, 4)):
+        loops.add(dataclasses.replace(rec(sojourn_ms=soj), link=link))
+    acts = dict(loops.tick(100 * MS))
+    assert set(acts) == {None, 1}  # both replaced the configured 10 ms by the policy's target
+    assert acts[None].params.iwa.target_ns == policy.target_for(2e6, 40 * MS)
+    assert acts[1].params.iwa.target_ns == policy.target_for(1e6, 40 * MS) != acts[None].params.iwa.target_ns
+    (d,), (one,) = rows(logs[None]), rows(logs[1])
+    assert (int(d["audio_pkts"]), int(d["audio_p99_sojourn_ns"])) == (2, 4 * MS)  # links 0 and 2
+    assert (int(one["audio_pkts"]), int(one["audio_p99_sojourn_ns"])) == (2, 31 * MS)
+    assert int(one["rate_bps"]) == 1_000_000 and loops.links[1].defined_state().iwa.target_ns == 10 * MS
+
+
+def test_a_bad_links_section_is_refused_before_any_loop_runs():
+    from controller.tuner import LinkLoops
+    from refmodel.params import ConfigError
+    with pytest.raises(ConfigError, match="links.1"):
+        LinkLoops({**CFG, "links": {"1": {"link": {"rate_bps": -5}}}})
