@@ -297,7 +297,9 @@ def pie_params(
         tupdate_ns=check_field("tupdate_ns", round(tupdate_s * NS), lo=1, where=where),
         alpha_q48=check_field("alpha_q48", round(alpha * scale), where=where),
         beta_q48=check_field("beta_q48", round(beta * scale), where=where),
-        max_burst_ns=check_field("max_burst_ns", round(max_burst_s * NS), where=where),
+        # the burst allowance spent grows by tupdate past max_burst at most: a 32-bit register
+        max_burst_ns=check_field("max_burst_ns", round(max_burst_s * NS), hi=(1 << 32) - 1 - round(tupdate_s * NS),
+                                 where=where),
     )
 
 

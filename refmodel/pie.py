@@ -11,6 +11,10 @@ burst allowance are the RFC's; the +2 % step above 250 ms of delay is Linux
 alpha * dq and beta * dq_old are computed as a Tofino can (``arith.mul``: the
 delay difference's 7 leading bits times the constant, from a table): each term
 is rounded towards zero by less than 1/64 of it; |dq| saturates at 2^32 - 1 ns.
+State is 32-bit, as a Tofino register holds it: ``p`` at most P_MAX = 1 - 2^-32
+(the drop test ``rand < p`` then spares one draw in 2^32), the queue delay and
+``qdelay_old`` saturated at 2^32 - 1 ns; ``last_update`` is a time, 64-bit
+until the programs' time base is (docs/arithmetic.md).
 One ``Pie`` per access link (``pipeline.LinkState``: the P4 registers indexed by link).
 """
 
@@ -22,7 +26,7 @@ from .params import PieParams, QueueParams
 from .queue import Prediction
 from .verdict import Verdict
 
-ONE = 1 << PROB_FRAC
+P_MAX = (1 << PROB_FRAC) - 1  # p's largest value: 1 - 2^-32 (a 32-bit register)
 TWO_PERCENT = 85_899_346  # 0.02 in Q32
 TENTH = 429_496_730  # 0.1
 FIFTH = 858_993_459  # 0.2
@@ -59,7 +63,7 @@ class Pie:
         return pp.max_burst_ns - self.burst_used if self.burst_used < pp.max_burst_ns else 0
 
     def decide(self, pp: PieParams, qp: QueueParams, q: Prediction, rand: int) -> Verdict:
-        qdelay = q.backlog_ns
+        qdelay = min(q.backlog_ns, U32)
         if q.now - self.last_update >= pp.tupdate_ns:
             self._update(pp, qdelay)
             self.last_update = q.now
@@ -80,7 +84,7 @@ class Pie:
             delta = TWO_PERCENT
         if qdelay > DELAY_250MS:
             delta += TWO_PERCENT
-        p = min(max(self.p + delta, 0), ONE)
+        p = min(max(self.p + delta, 0), P_MAX)
         if qdelay == 0 and self.qdelay_old == 0:
             p -= p >> 6
         if self.burst_used < pp.max_burst_ns:

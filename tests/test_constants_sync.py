@@ -89,7 +89,7 @@ def test_action_parameter_widths_match():
 def test_pie_constants_and_scaling_ladder_match():
     from refmodel import pie
     c = p4_consts()
-    for name in ("ONE", "TWO_PERCENT", "TENTH", "FIFTH", "DELAY_250MS"):
+    for name in ("P_MAX", "TWO_PERCENT", "TENTH", "FIFTH", "DELAY_250MS"):
         assert c["PIE_" + name] == getattr(pie, name), name
     text = (P4 / "include" / "aqm_pie.p4").read_text()
     ladder = re.findall(r"if \(p < (\w+)\) \{\s*delta = delta >> (\d+);", text)

@@ -12,9 +12,10 @@
 
 control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit<16> link, in bit<32> rand,
                out verdict_t v) {
-    register<bit<64>>(N_LINKS) pie_p;            // drop probability, Q32
-    register<bit<64>>(N_LINKS) pie_qdelay_old;
-    register<bit<64>>(N_LINKS) pie_burst_used;   // burst allowance spent, ns (starts full)
+    // 32-bit state, as a Tofino register holds it; last_update is a time, 64-bit until the time base is
+    register<bit<32>>(N_LINKS) pie_p;            // drop probability, Q32, at most PIE_P_MAX = 1 - 2^-32
+    register<bit<32>>(N_LINKS) pie_qdelay_old;   // ns, saturated at 2^32 - 1
+    register<bit<32>>(N_LINKS) pie_burst_used;   // burst allowance spent, ns (starts full)
     register<bit<64>>(N_LINKS) pie_last_update;
 
     Mantissa() dq_mantissa;
@@ -39,9 +40,9 @@ control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit
     }
 
     apply {
-        bit<64> p;
-        bit<64> qdelay_old;
-        bit<64> burst_used;
+        bit<32> p;
+        bit<32> qdelay_old;
+        bit<32> burst_used;
         bit<64> last_update;
         bit<32> at = (bit<32>)link;
         pie_p.read(p, at);
@@ -49,10 +50,10 @@ control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit
         pie_burst_used.read(burst_used, at);
         pie_last_update.read(last_update, at);
 
-        bit<64> qdelay = pred.backlog_ns;
+        bit<32> qdelay = pred.backlog_ns > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)pred.backlog_ns;
         if (pred.now - last_update >= (bit<64>)cfg.tupdate_ns) {
-            int<64> dq = (int<64>)qdelay - (int<64>)(bit<64>)cfg.target_ns;
-            int<64> dq_old = (int<64>)qdelay - (int<64>)qdelay_old;
+            int<64> dq = (int<64>)(bit<64>)qdelay - (int<64>)(bit<64>)cfg.target_ns;
+            int<64> dq_old = (int<64>)(bit<64>)qdelay - (int<64>)(bit<64>)qdelay_old;
             bit<8> e_dq;
             bit<8> e_dq_old;
             dq_mantissa.apply(magnitude32(dq), e_dq, m_dq);
@@ -80,15 +81,15 @@ control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit
             }
             if (p >= PIE_TENTH && delta > PIE_TWO_PERCENT) { delta = PIE_TWO_PERCENT; }
             if (qdelay > PIE_DELAY_250MS) { delta = delta + PIE_TWO_PERCENT; }
-            int<64> np = (int<64>)p + delta;
+            int<64> np = (int<64>)(bit<64>)p + delta;
             if (np < 0) { np = 0; }
-            if (np > (int<64>)PIE_ONE) { np = (int<64>)PIE_ONE; }
-            p = (bit<64>)np;
+            if (np > (int<64>)(bit<64>)PIE_P_MAX) { np = (int<64>)(bit<64>)PIE_P_MAX; }
+            p = (bit<32>)(bit<64>)np;
             if (qdelay == 0 && qdelay_old == 0) { p = p - (p >> 6); }
-            if (burst_used < (bit<64>)cfg.max_burst_ns) {
-                burst_used = burst_used + (bit<64>)cfg.tupdate_ns;
+            if (burst_used < cfg.max_burst_ns) {
+                burst_used = burst_used + cfg.tupdate_ns;   // below 2^32: params.pie_params bounds max_burst
             }
-            bit<64> half_target = (bit<64>)(cfg.target_ns >> 1);
+            bit<32> half_target = cfg.target_ns >> 1;
             if (p == 0 && qdelay < half_target && qdelay_old < half_target) {
                 burst_used = 0;
             }
@@ -100,9 +101,9 @@ control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit
             pie_last_update.write(at, last_update);
         }
 
-        bit<64> burst = 0;
-        if (burst_used < (bit<64>)cfg.max_burst_ns) {
-            burst = (bit<64>)cfg.max_burst_ns - burst_used;
+        bit<32> burst = 0;
+        if (burst_used < cfg.max_burst_ns) {
+            burst = cfg.max_burst_ns - burst_used;
         }
         v.drop = false;
         v.early = false;
@@ -112,16 +113,16 @@ control AqmPie(in prediction_t pred, in pie_cfg_t cfg, in bit<32> mtu_ns, in bit
             v.reason = REASON_LIMIT;
         } else if (burst > 0) {
             v.reason = REASON_PIE_BURST;
-        } else if ((qdelay_old < (bit<64>)(cfg.target_ns >> 1) && p < PIE_FIFTH)
-                   || qdelay < 2 * (bit<64>)mtu_ns) {
+        } else if ((qdelay_old < (cfg.target_ns >> 1) && p < PIE_FIFTH)
+                   || (bit<64>)qdelay < 2 * (bit<64>)mtu_ns) {
             v.reason = REASON_NONE;
-        } else if ((bit<64>)rand < p) {
+        } else if (rand < p) {
             v.drop = true;
             v.early = true;
             v.reason = REASON_PIE;
         }
-        v.s1 = p;
-        v.s2 = burst;
+        v.s1 = (bit<64>)p;
+        v.s2 = (bit<64>)burst;
     }
 }
 

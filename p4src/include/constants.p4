@@ -108,11 +108,11 @@ const bit<8> TCP_FLAG_SYN = 0x02;
 const bit<8> TCP_FLAG_RST = 0x04;
 const bit<8> TCP_FLAG_ACK = 0x10;
 
-// PIE constants (RFC 8033), probabilities in Q32
-const bit<64> PIE_ONE          = 4294967296;
+// PIE constants (RFC 8033), probabilities in Q32 (p is 32-bit: at most 1 - 2^-32)
+const bit<32> PIE_P_MAX        = 0xFFFFFFFF;
 const int<64> PIE_TWO_PERCENT  = 85899346;
-const bit<64> PIE_TENTH        = 429496730;
-const bit<64> PIE_FIFTH        = 858993459;
-const bit<64> PIE_DELAY_250MS  = 250000000;
+const bit<32> PIE_TENTH        = 429496730;
+const bit<32> PIE_FIFTH        = 858993459;
+const bit<32> PIE_DELAY_250MS  = 250000000;
 
 #endif
