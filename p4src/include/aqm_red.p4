@@ -67,9 +67,11 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<16> link, in bit<3
             bool up = backlog >= avg;
             bit<32> diff = up ? backlog - avg : avg - backlog;
             int<32> l;
-            bit<32> step;
-            log_diff.apply(diff, l);
-            exp_step.apply(l + (int<32>)cfg.log_wq, step);
+            bit<32> step = 0;
+            if (diff != 0) {   // Log2(0) gives a step of 0 anyway: an idle link's packets skip the lookups
+                log_diff.apply(diff, l);
+                exp_step.apply(l + (int<32>)cfg.log_wq, step);
+            }
             if (up) {
                 avg = (0xFFFFFFFF - avg < step) ? 0xFFFFFFFF : avg + step;
             } else {
