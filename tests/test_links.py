@@ -264,3 +264,25 @@ def test_completed_range_tables_give_every_key_what_the_models_lookup_gives():
 def _lookup(table, key: int) -> int:
     (value,) = [v for lo, hi, v in table if lo <= key <= hi]
     return value
+
+
+# --------------------------------------------------------------------------- the model switch's links
+
+
+def test_the_model_switch_takes_links_sections_and_tunes_each_link_in_its_own_entries():
+    """accessnet.modelswitch builds the model as the controller configures BMv2 ([links.N]: clients and
+    parameters), and its closed loops write a link's tuned knobs to that link only."""
+    from accessnet.modelswitch import apply_tuning, make_pipeline
+    from controller import policy
+    from controller.tuner import LinkLoops
+    cfg = {"link": {"rate_bps": 2e6}, "buffer": {"packets": 48}, "aqm": {"name": "iwa", "iwa": {"target_s": 0.01}},
+           "links": {"1": {"clients": ["10.0.1.2"], "link": {"rate_bps": 1e6}}}}
+    p = make_pipeline(ROUTES, cfg, seed=1)
+    assert p.process(0, audio(0, dst="10.0.1.2"), 1).record.link == 1
+    assert p.process(1000, audio(1), 1).record.link == 0
+    assert p.params_for(1).queue.byte_time_q16 == 2 * p.params_for(0).queue.byte_time_q16
+    loops = LinkLoops(cfg, t0_ns=0)
+    assert apply_tuning(p, loops, 0) == 0  # the first call starts the clocks
+    assert apply_tuning(p, loops, 100_000_000) == 2  # both replace the configured 10 ms
+    assert p.params_for(1).iwa.target_ns == policy.target_for(1e6, 40_000_000)
+    assert p.params_for(0).iwa.target_ns == policy.target_for(2e6, 40_000_000)

@@ -6,10 +6,13 @@ It reads frames from raw sockets on the switch ports, runs each through
 ``refmodel.Pipeline`` (the same decisions, sojourn and telemetry the P4
 program computes), sends admitted frames out of their egress port (where the
 tbf drain shaper does the waiting) and each telemetry record to the monitor
-port. With ``--tune-log`` it also runs the controller's closed loop
-(``controller.tuner.ClosedLoop``) on its own telemetry, exactly as the
-P4Runtime controller does for BMv2. Stops cleanly on SIGTERM/SIGINT and
-prints its counters.
+port. The configuration's ``[links.N]`` sections give access links their
+clients and parameters, as the controller writes them to BMv2. With
+``--tune-log`` it also runs the controller's closed loops
+(``controller.tuner.LinkLoops``: the defaults' and one per link with
+parameters of its own) on its own telemetry, exactly as the P4Runtime
+controller does for BMv2. Stops cleanly on SIGTERM/SIGINT and prints its
+counters.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ import time
 from pathlib import Path
 
 from controller import shaper
-from controller.config import params_from_dict
-from controller.tuner import ClosedLoop, open_log, parse_rate_schedule
+from controller.config import links_from_dict, params_from_dict
+from controller.tuner import LinkLoops, link_log_path, open_log, parse_rate_schedule
 from refmodel.pipeline import Pipeline, Route
 from refmodel.telemetry import encode_frame
 
@@ -48,9 +51,29 @@ def open_port(ifname: str) -> socket.socket:
     return s
 
 
+def make_pipeline(routes: dict[int, Route], cfg: dict, seed: int) -> Pipeline:
+    """The model with the configuration's defaults and its [links.N]: what the controller writes to BMv2."""
+    links, clients = links_from_dict(cfg)
+    return Pipeline(routes, params_from_dict(cfg), seed=seed, links=clients, link_params=links)
+
+
+def apply_tuning(pipeline: Pipeline, loops: LinkLoops, now_ns: int, shaper_dev: str | None = None) -> int:
+    """One turn of the closed loops: what changed goes to the model's defaults (a rate change also to the drain
+    shaper) or to a link's own parameters. Returns how many loops wrote."""
+    acts = loops.tick(now_ns)
+    for link, act in acts:
+        if link is not None:
+            pipeline.configure_link(link, act.params)
+            continue
+        if act.rate_changed and shaper_dev:
+            shaper.set_rate(shaper_dev, act.rate_bps)
+        pipeline.configure(act.params)
+    return len(acts)
+
+
 def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: str | None, seed: int,
-          loop: ClosedLoop | None = None, shaper_dev: str | None = None) -> int:
-    pipeline = Pipeline(routes, params_from_dict(cfg), seed=seed)
+          loop: LinkLoops | None = None, shaper_dev: str | None = None) -> int:
+    pipeline = make_pipeline(routes, cfg, seed)
     socks = {port: open_port(name) for port, name in ifaces.items()}
     mon = open_port(monitor) if monitor else None
     sel = selectors.DefaultSelector()
@@ -67,11 +90,7 @@ def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: 
     n_in = n_out = errors = 0
     while running:
         if loop is not None:
-            act = loop.tick(time.time_ns())
-            if act is not None:
-                if act.rate_changed and shaper_dev:
-                    shaper.set_rate(shaper_dev, act.rate_bps)
-                pipeline.configure(act.params)
+            apply_tuning(pipeline, loop, time.time_ns(), shaper_dev)
         for key, _ in sel.select(timeout=0.01):
             s = key.fileobj
             while True:
@@ -107,9 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--if", dest="ifs", action="append", required=True, help="PORT=IFNAME")
     ap.add_argument("--route", action="append", default=["1>2:down", "2>1:up"], help="IN>OUT:down|up")
     ap.add_argument("--monitor", help="interface of the monitor (telemetry) port")
-    ap.add_argument("--config", required=True, help="JSON file: the switch table ([link], [buffer], [aqm])")
+    ap.add_argument("--config", required=True, help="JSON file: the switch table ([link], [buffer], [aqm], "
+                    "any [links.N])")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--tune-log", type=Path, help="run the controller's closed loop in-process, log it here")
+    ap.add_argument("--tune-log", type=Path, help="run the controller's closed loops in-process, log them here "
+                    "(a link with parameters of its own: beside it, tuning-linkN.csv)")
     ap.add_argument("--jitter-budget-ms", type=float, default=40.0)
     ap.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...] after --t0-ns")
     ap.add_argument("--t0-ns", type=int)
@@ -123,15 +144,20 @@ def main(argv: list[str] | None = None) -> int:
         routes[int(i)] = Route(int(o), d == "down")
     with open(a.config) as f:
         cfg = json.load(f)
-    log = open_log(a.tune_log)
-    loop = None
-    if log is not None:
-        loop = ClosedLoop(cfg, jitter_budget_ns=int(a.jitter_budget_ms * 1e6), t0_ns=a.t0_ns, log=log,
-                          rate_schedule=parse_rate_schedule(a.rate_schedule))
+    logs: list = []
+
+    def log_for(link: int | None):
+        logs.append(open_log(a.tune_log if link is None else link_log_path(a.tune_log, link)))
+        return logs[-1]
+
     try:
+        loop = None
+        if a.tune_log is not None:
+            loop = LinkLoops(cfg, log_for=log_for, jitter_budget_ns=int(a.jitter_budget_ms * 1e6), t0_ns=a.t0_ns,
+                             rate_schedule=parse_rate_schedule(a.rate_schedule))
         return serve(ifaces, routes, cfg, a.monitor, a.seed, loop, a.shaper_dev)
     finally:
-        if log is not None:
+        for log in logs:
             log.close()
 
 
