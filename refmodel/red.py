@@ -109,7 +109,8 @@ class Red:
         if forced or early:
             self.count1 = self.rem = 0
         reason = Reason.LIMIT if q.over_limit else Reason.RED_FORCED if forced else Reason.RED_EARLY
-        return Verdict(forced or early, reason if (forced or early) else Reason.NONE, avg, self.count_bytes(p))
+        return Verdict(forced or early, reason if (forced or early) else Reason.NONE, avg,
+                       (self.count1 << 32) | self.rem)  # count_bytes as quotient and remainder
 
     def _drop_early(self, p: RedParams, avg: int, size: int, rand: int) -> bool:
         u16 = rand >> 16

@@ -148,7 +148,7 @@ control AqmRed(in prediction_t pred, in red_cfg_t cfg, in bit<16> link, in bit<3
             v.reason = REASON_RED_EARLY;
         }
         v.s1 = (bit<64>)avg;
-        v.s2 = (bit<64>)count1 * (bit<64>)mps + (bit<64>)rem;   // count_bytes
+        v.s2 = ((bit<64>)count1 << 32) | (bit<64>)rem;   // count_bytes as quotient and remainder by mps
     }
 }
 
