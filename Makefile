@@ -18,6 +18,7 @@ help:
 	@echo "make setup     install system packages, the pinned .venv, check the P4 toolchain (idempotent)"
 	@echo "make toolchain [PREFIX=/opt/p4] [P4_SOURCES=dir]   build the pinned p4c, BMv2, PI from source (~65 min on 2 cores)"
 	@echo "make toolchain TOFINO=1   also the Tofino compiler bf-p4c (open-source p4c backend) in /opt/p4/tofino, ~70 min"
+	@echo "make toolchain TOFINO=1 TESTGEN=1   also P4Testgen (p4testgen) with its Tofino target, ~30 min more"
 	@echo "make doctor    one line per capability: P4 compiler, BMv2, Mininet, netem, qdiscs, root, namespaces"
 	@echo "make build     compile p4src/ with p4c into build/ (BMv2 JSON + P4Info)"
 	@echo "make build TARGET=tofino|tofino2   the TNA program (p4src/tofino/) with bf-p4c into build/<target>/; docs/tofino.md"
@@ -35,7 +36,7 @@ setup:
 	@bash tools/setup.sh
 
 # The pinned P4 toolchain from source (tools/toolchain.versions); resumable. PREFIX, P4_SOURCES,
-# JOBS, TOOLCHAIN_WORK_DIR, TOFINO reach the script through the environment; ARGS=--dry-run etc.
+# JOBS, TOOLCHAIN_WORK_DIR, TOFINO, TESTGEN reach the script through the environment; ARGS=--dry-run etc.
 toolchain:
 	@bash tools/toolchain.sh $(if $(PREFIX),--prefix $(PREFIX)) $(if $(P4_SOURCES),--sources $(P4_SOURCES)) $(ARGS)
 

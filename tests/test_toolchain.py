@@ -21,7 +21,7 @@ STEPS = ["deps", "sources", "pi", "bmv2", "p4c", "finish"]
 
 
 def tc(*args: str, tmp: Path, fake: bool = True, **env: str) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if k not in ("PREFIX", "P4_SOURCES", "TOFINO", "JOBS")}
+    e = {k: v for k, v in os.environ.items() if k not in ("PREFIX", "P4_SOURCES", "TOFINO", "TESTGEN", "JOBS")}
     e.update(TOOLCHAIN_WORK_DIR=str(tmp / "work"), PREFIX=str(tmp / "prefix"))
     if fake:
         e["TOOLCHAIN_FAKE_STEPS"] = "1"
@@ -275,3 +275,42 @@ def test_ensure_p4_build_compiles_only_when_needed(tmp_path, monkeypatch):
     os.utime(root / "p4src" / "bottleneck.p4", (later, later))
     with pytest.raises(RuntimeError, match="make build"):
         switches.ensure_p4_build(root, run=lambda argv: fake_make(argv, rc=2))
+
+
+# --- TESTGEN=1: P4Testgen with its Tofino target, an eighth step --------------------------------
+
+def test_testgen_needs_tofino_and_adds_the_last_step(tmp_path):
+    r = tc("--dry-run", tmp=tmp_path, fake=False, TESTGEN="1")
+    assert r.returncode == 2 and "TESTGEN=1 needs TOFINO=1" in r.stderr
+    r = tc("--dry-run", tmp=tmp_path, fake=False, TOFINO="1")
+    assert "TESTGEN=1 would add step testgen" in r.stdout and "8/8" not in r.stdout
+    r = tc("--dry-run", tmp=tmp_path, fake=False, TOFINO="1", TESTGEN="1")
+    assert r.returncode == 0, r.stderr
+    assert "7/8 tofino: would run" in r.stdout and "8/8 testgen: would run" in r.stdout
+    cmds = r.stdout.split("8/8 testgen:")[1]
+    for want in ("https://github.com/pantor/inja.git @ 3741c73ba78babd2ed88f2acf2fcd6dafdb878e8",
+                 "-DENABLE_TEST_TOOLS=ON", "-DENABLE_TOOLS_TARGET_TOFINO=ON", "-DENABLE_TOOLS_TARGET_BMV2=OFF",
+                 f"-DFETCHCONTENT_SOURCE_DIR_INJA={tmp_path / 'work' / 'src' / 'inja'}",
+                 "-DENABLE_TOFINO=ON", "make -j2 p4testgen", f"{tmp_path / 'prefix' / 'tofino' / 'bin' / 'p4testgen'}"):
+        assert want in cmds, want
+    r = tc("--dry-run", tmp=tmp_path, fake=False, TOFINO="1", TESTGEN="maybe")
+    assert r.returncode == 2 and "TESTGEN=maybe: want 1" in r.stderr
+
+
+def test_testgen_fake_build_is_stamped_after_tofino_and_its_sources_are_checked(tmp_path):
+    r = tc(tmp=tmp_path, TOFINO="1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = tc(tmp=tmp_path, TOFINO="1", TESTGEN="1")  # only the new step runs
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "7/8 tofino: already done" in r.stdout and any("8/8 testgen: done in" in ln for ln in r.stdout.splitlines())
+    assert (tmp_path / "prefix" / "tofino" / "bin" / "p4testgen").exists()
+    key = (tmp_path / "work" / "stamps" / "testgen").read_text()
+    assert key.startswith("testgen 3741c73ba78babd2ed88f2acf2fcd6dafdb878e8 ") and "[tofino 6b7ec98e" in key
+    assert "p4testgen" in r.stdout.splitlines()[-2] + r.stdout.splitlines()[-1]
+    src = tmp_path / "src"
+    for name in ("p4c", "behavioral-model", "PI", "p4runtime", "gnmi", "uthash", "googletest", "protobuf",
+                 "abseil-cpp", "spdlog"):
+        subprocess.run(["git", "init", "-q", str(src / name)], check=True)
+    assert tc("--dry-run", tmp=tmp_path, P4_SOURCES=str(src), TOFINO="1").returncode == 0
+    r = tc("--dry-run", tmp=tmp_path, P4_SOURCES=str(src), TOFINO="1", TESTGEN="1")
+    assert r.returncode == 2 and f"{src / 'inja'} (a git checkout of https://github.com/pantor/inja.git)" in r.stderr

@@ -2,7 +2,8 @@
 # make toolchain: build the pinned P4 toolchain (PI, BMv2 with simple_switch_grpc,
 # p4c with the bmv2 and p4test backends) from source into a prefix, with the
 # distribution's own protobuf/gRPC/thrift/boost. Versions: tools/toolchain.versions.
-# TOFINO=1 adds a step: p4c's open-source Tofino backend (bf-p4c) into PREFIX/tofino.
+# TOFINO=1 adds a step: p4c's open-source Tofino backend (bf-p4c) into PREFIX/tofino; TESTGEN=1 (with
+# TOFINO=1) another: p4c's P4Testgen with its Tofino target (p4testgen), from the same p4c.
 # Idempotent and resumable: each finished step leaves a stamp keyed by what it
 # built; a rerun skips it. `tools/toolchain.sh --help` says the rest.
 set -euo pipefail
@@ -16,6 +17,7 @@ WORK_DIR=${TOOLCHAIN_WORK_DIR:-/var/tmp/iwlab-toolchain}
 P4_SOURCES=${P4_SOURCES:-}
 JOBS=${JOBS:-2}
 TOFINO=${TOFINO:-0}
+TESTGEN=${TESTGEN:-0}
 FAKE=${TOOLCHAIN_FAKE_STEPS:-0}     # tests: every step's command replaced by a fake
 FAKE_FAIL=${TOOLCHAIN_FAKE_FAIL:-}  # tests: the fake of this step fails
 MODE=build
@@ -28,7 +30,8 @@ STEPS=(deps sources pi bmv2 p4c finish)
 # all 64 minutes. The ETA in the progress lines comes from these.
 # tofino (TOFINO=1 only): 70 min (same VM, 2026-11-25, unity build; for 55 of them BMv2 and p4c were
 # building on the same 2 cores, so alone it is likely shorter), then 8 s make install and 5 s smoke test.
-declare -A TYPICAL=([deps]=60 [sources]=30 [pi]=250 [bmv2]=1700 [p4c]=1880 [finish]=5 [tofino]=4200)
+# testgen (TESTGEN=1 only): 28 min (same VM, 2026-11-25: its own build of protobuf, abseil and p4c's libraries).
+declare -A TYPICAL=([deps]=60 [sources]=30 [pi]=250 [bmv2]=1700 [p4c]=1880 [finish]=5 [tofino]=4200 [testgen]=1700)
 declare -A DESC=(
     [deps]="Debian build dependencies (apt)"
     [sources]="pinned sources (git checkouts, PI's submodules)"
@@ -37,6 +40,7 @@ declare -A DESC=(
     [p4c]="p4c (bmv2 and p4test backends)"
     [finish]="ldconfig, smoke test (compile a P4 program, start the binaries)"
     [tofino]="p4c's open-source Tofino backend, bf-p4c (TOFINO=1 only)"
+    [testgen]="p4c's P4Testgen with its Tofino target, p4testgen (TESTGEN=1 only)"
 )
 
 APT_PACKAGES=(git ca-certificates build-essential g++ autoconf automake libtool libtool-bin pkg-config
@@ -63,6 +67,11 @@ P4C_TOFINO_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DP4C_DRIVER
     -DENABLE_P4FMT=OFF -DENABLE_P4C_GRAPHS=OFF -DENABLE_TEST_TOOLS=OFF -DENABLE_GTESTS=OFF -DENABLE_DOCS=OFF
     -DCMAKE_DISABLE_FIND_PACKAGE_BMV2=ON -DUSE_PREINSTALLED_Z3=ON -DP4C_USE_PREINSTALLED_BDWGC=ON
     -DFETCHCONTENT_FULLY_DISCONNECTED=ON)
+# TESTGEN=1 (step testgen): the same p4c and flags as step tofino, in a build directory of its own, with the test
+# tools on and only P4Testgen's Tofino target; only the p4testgen binary is built and installed.
+TESTGEN_FLAGS=(-DENABLE_TEST_TOOLS=ON -DENABLE_TOOLS_MODULE_TESTGEN=ON -DENABLE_TOOLS_MODULE_SMITH=OFF
+    -DENABLE_TOOLS_TARGET_TOFINO=ON -DENABLE_TOOLS_TARGET_BMV2=OFF -DENABLE_TOOLS_TARGET_EBPF=OFF
+    -DENABLE_TOOLS_TARGET_PNA=OFF -DINJA_EXPORT=OFF -DINJA_INSTALL=OFF)
 P4C_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DENABLE_BMV2=ON -DENABLE_P4TEST=ON -DENABLE_EBPF=OFF -DENABLE_UBPF=OFF
     -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF -DENABLE_P4C_GRAPHS=OFF -DENABLE_TEST_TOOLS=OFF -DENABLE_GTESTS=OFF
     -DENABLE_DOCS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON -DENABLE_PROTOBUF_STATIC=OFF
@@ -102,6 +111,8 @@ Options (each also settable as an environment variable / make variable):
                    protobuf $V_PROTOBUF_REF and abseil $V_ABSEIL_REF (static), Debian's Z3 and
                    libgc, the local fixes in tools/p4c-tofino.patch, and a Python venv
                    (WORK_DIR/venv-tofino, packages from PyPI) for its build tools
+  TESTGEN=1        with TOFINO=1, also build that p4c's P4Testgen with its Tofino target (step
+                   testgen, last): p4testgen in PREFIX/tofino/bin (tests/test_tofino_testgen.py)
 
 Offline machines: P4_SOURCES=DIR names git checkouts (clones; any branch checked
 out; they must contain the pinned commits), one directory per repository:
@@ -116,6 +127,8 @@ With TOFINO=1 also (the p4c checkout must contain tag $V_P4C_TOFINO_REF):
   DIR/protobuf          https://github.com/protocolbuffers/protobuf (tag $V_PROTOBUF_REF)
   DIR/abseil-cpp        https://github.com/abseil/abseil-cpp        (tag $V_ABSEIL_REF)
   DIR/spdlog            https://github.com/gabime/spdlog            (tag $V_SPDLOG_REF)
+With TESTGEN=1 also:
+  DIR/inja              https://github.com/pantor/inja              ($V_INJA_COMMIT)
 PI's submodules are filled from these checkouts; nothing is downloaded from git.
 
 Idempotent and resumable: a finished step leaves \$WORK_DIR/stamps/<step>, keyed by
@@ -138,7 +151,8 @@ read_versions() {
         printf -v "V_${BASH_REMATCH[1]}" '%s' "${BASH_REMATCH[2]}"
     done < "$VERSIONS_FILE"
     local k
-    for k in P4C BMV2 PI P4RUNTIME PI_SUB_P4RUNTIME PI_SUB_GNMI PI_SUB_UTHASH PI_SUB_GOOGLETEST "${TOFINO_KEYS[@]}"; do
+    for k in P4C BMV2 PI P4RUNTIME PI_SUB_P4RUNTIME PI_SUB_GNMI PI_SUB_UTHASH PI_SUB_GOOGLETEST "${TOFINO_KEYS[@]}" \
+             "${TESTGEN_KEYS[@]}"; do
         for f in REPO COMMIT DIR; do
             local v="V_${k}_$f"
             [ -n "${!v:-}" ] || die "$VERSIONS_FILE: ${k}_$f is missing"
@@ -148,14 +162,22 @@ read_versions() {
 }
 PI_SUBS=(PI_SUB_P4RUNTIME PI_SUB_GNMI PI_SUB_UTHASH PI_SUB_GOOGLETEST)
 TOFINO_KEYS=(P4C_TOFINO PROTOBUF ABSEIL P4RUNTIME_TOFINO SPDLOG)
+TESTGEN_KEYS=(INJA)
 
 tofino_on() { [ "$TOFINO" = 1 ]; }
+testgen_on() { [ "$TESTGEN" = 1 ]; }
 # TOFINO=1 appends the step tofino (after finish: the rest of the toolchain is complete even if it fails)
 setup_tofino() {
     case "$TOFINO" in
         ''|0) TOFINO=0 ;;
         1) STEPS+=(tofino) ;;
         *) die "TOFINO=$TOFINO: want 1 (also build the Tofino backend, bf-p4c) or 0" ;;
+    esac
+    case "$TESTGEN" in
+        ''|0) TESTGEN=0 ;;
+        1) tofino_on || die "TESTGEN=1 needs TOFINO=1: P4Testgen's Tofino target is built from the Tofino backend's p4c"
+           STEPS+=(testgen) ;;
+        *) die "TESTGEN=$TESTGEN: want 1 (also build P4Testgen, p4testgen) or 0" ;;
     esac
 }
 
@@ -195,6 +217,7 @@ check_paths() {
         [ -d "$P4_SOURCES" ] || die "P4_SOURCES=$P4_SOURCES: no such directory (see --help for the layout it needs)"
         local missing=() k d keys=(P4C BMV2 PI P4RUNTIME "${PI_SUBS[@]}")
         tofino_on && keys+=("${TOFINO_KEYS[@]}")
+        testgen_on && keys+=("${TESTGEN_KEYS[@]}")
         for k in "${keys[@]}"; do
             d="V_${k}_DIR"; d=$P4_SOURCES/${!d}
             local r="V_${k}_REPO"
@@ -230,6 +253,7 @@ step_key() {
         tofino) echo "tofino $V_P4C_TOFINO_COMMIT $V_PROTOBUF_COMMIT $V_ABSEIL_COMMIT $V_P4RUNTIME_TOFINO_COMMIT" \
                      "$V_SPDLOG_COMMIT patch=$(file_hash "$TOFINO_PATCH") pip=$V_TOFINO_PIP prefix=$PREFIX/tofino" \
                      "${P4C_TOFINO_FLAGS[*]}" ;;
+        testgen) echo "testgen $V_INJA_COMMIT ${TESTGEN_FLAGS[*]} [$(step_key tofino)]" ;;
     esac
 }
 file_hash() { if [ -r "$1" ]; then sha256sum < "$1" | cut -c1-16; else echo missing; fi; }
@@ -242,6 +266,7 @@ step_product() {
         bmv2) echo "$PREFIX/bin/simple_switch_grpc" ;;
         p4c) echo "$PREFIX/bin/p4c-bm2-ss" ;;
         tofino) echo "$PREFIX/tofino/bin/bf-p4c" ;;
+        testgen) echo "$PREFIX/tofino/bin/p4testgen" ;;
         *) echo "" ;;
     esac
 }
@@ -497,8 +522,21 @@ tofino_smoke() { # compile a small program for Tofino (tna) and Tofino 2 (t2na),
     local bf=$PREFIX/tofino/bin/bf-p4c t arch
     t=$(mktemp -d)
     "$bf" --version
-    for arch in tna t2na; do
-        cat > "$t/smoke_$arch.p4" <<P4
+    for arch in tna t2na; do smoke_program "$arch" > "$t/smoke_$arch.p4"; done
+    "$bf" --target tofino --arch tna -g -o "$t/tofino" "$t/smoke_tna.p4"
+    "$bf" --target tofino2 --arch t2na -g -o "$t/tofino2" "$t/smoke_t2na.p4"
+    local f
+    for f in tofino/pipe/logs/table_summary.log tofino/pipe/logs/mau.resources.log tofino/pipe/logs/resources.json \
+             tofino2/pipe/logs/table_summary.log; do
+        [ -s "$t/$f" ] || { ls -R "$t"; echo "bf-p4c -g did not write $f"; return 1; }
+    done
+    rm -rf "$t"
+    echo "tofino smoke test passed: bf-p4c compiled a program for tofino (tna) and tofino2 (t2na)"
+}
+
+smoke_program() { # ARCH (tna or t2na): a small forwarding program
+    local arch=$1
+    cat <<P4
 #include <core.p4>
 #include <$arch.p4>
 header ethernet_t { bit<48> dst; bit<48> src; bit<16> etherType; }
@@ -524,16 +562,41 @@ control ED(packet_out p, inout headers_t h, in meta_t m, in egress_intrinsic_met
 Pipeline(IP(), I(), ID(), EP(), E(), ED()) pipe;
 Switch(pipe) main;
 P4
-    done
-    "$bf" --target tofino --arch tna -g -o "$t/tofino" "$t/smoke_tna.p4"
-    "$bf" --target tofino2 --arch t2na -g -o "$t/tofino2" "$t/smoke_t2na.p4"
-    local f
-    for f in tofino/pipe/logs/table_summary.log tofino/pipe/logs/mau.resources.log tofino/pipe/logs/resources.json \
-             tofino2/pipe/logs/table_summary.log; do
-        [ -s "$t/$f" ] || { ls -R "$t"; echo "bf-p4c -g did not write $f"; return 1; }
+}
+
+# --- TESTGEN=1: P4Testgen with its Tofino target ----------------------------------------------
+testgen_cmake_args() { # one per line: step tofino's, the test tools, and the local inja
+    tofino_cmake_args
+    printf '%s\n' "${TESTGEN_FLAGS[@]}" "-DFETCHCONTENT_SOURCE_DIR_INJA=$WORK_DIR/src/$V_INJA_DIR"
+}
+
+do_testgen() {
+    checkout INJA "$WORK_DIR/src/$V_INJA_DIR"
+    tofino_env
+    local args; mapfile -t args < <(testgen_cmake_args)
+    mkdir -p "$WORK_DIR/build/p4c-testgen"
+    cd "$WORK_DIR/build/p4c-testgen"
+    cmake "$(tofino_src)" "${args[@]}"
+    make -j"$JOBS" p4testgen
+    # only the binary: `make install` here would install this tree's bf-p4c, which it did not build
+    install -D -m0755 backends/p4tools/modules/testgen/p4testgen "$PREFIX/tofino/bin/p4testgen"
+    testgen_smoke
+}
+
+testgen_smoke() { # packet tests for a small program, Tofino 1 and 2 (it needs __TARGET_TOFINO__, as bf-p4c sets it)
+    local tg=$PREFIX/tofino/bin/p4testgen t arch n
+    t=$(mktemp -d)
+    for arch in tna t2na; do
+        smoke_program "$arch" > "$t/smoke_$arch.p4"
+        local target=tofino define=1
+        [ "$arch" = t2na ] && target=tofino2 define=2
+        "$tg" --target "$target" --arch "$arch" "-D__TARGET_TOFINO__=$define" --max-tests 3 --seed 1 \
+            --test-backend STF --out-dir "$t/$arch" "$t/smoke_$arch.p4"
+        n=$(find "$t/$arch" -name '*.stf' | wc -l)
+        ((n > 0)) || { echo "p4testgen wrote no test for $arch"; return 1; }
     done
     rm -rf "$t"
-    echo "tofino smoke test passed: bf-p4c compiled a program for tofino (tna) and tofino2 (t2na)"
+    echo "testgen smoke test passed: p4testgen wrote packet tests for tofino (tna) and tofino2 (t2na)"
 }
 
 fake_step() { # TOOLCHAIN_FAKE_STEPS=1: stands in for each step's commands (tests)
@@ -574,6 +637,11 @@ step_cmds() { # for --dry-run
             echo "cmake $(tofino_src) $(tofino_cmake_args | tr '\n' ' ')&& make -j$JOBS && make install"
             echo "$PREFIX/tofino/bin/bf-p4c -g: a small program," \
                  "--target tofino --arch tna and --target tofino2 --arch t2na" ;;
+        testgen)
+            echo "git clone $(src_url INJA) @ $V_INJA_COMMIT (for its FetchContent)"
+            echo "cmake $(tofino_src) $(testgen_cmake_args | tr '\n' ' ')&& make -j$JOBS p4testgen" \
+                 "(in $WORK_DIR/build/p4c-testgen) && install it as $PREFIX/tofino/bin/p4testgen"
+            echo "$PREFIX/tofino/bin/p4testgen: packet tests for a small program, tna and t2na" ;;
     esac
 }
 
@@ -682,6 +750,7 @@ main() {
             done
             say "would take about $(fmt_dur $todo) on 2 cores"
             tofino_on || say "(TOFINO=1 would add step tofino: p4c's open-source Tofino backend, bf-p4c)"
+            tofino_on && ! testgen_on && say "(TESTGEN=1 would add step testgen: P4Testgen, p4testgen)"
             exit 0 ;;
     esac
     mkdir -p "$WORK_DIR/logs" "$WORK_DIR/stamps" || die "cannot create $WORK_DIR"
@@ -699,6 +768,7 @@ main() {
     done
     say "done in $(fmt_dur $(( $(date +%s) - t0 ))): $PREFIX/bin has p4c-bm2-ss, simple_switch_grpc, simple_switch_CLI."
     tofino_on && say "$PREFIX/tofino/bin has bf-p4c (--target tofino --arch tna, --target tofino2 --arch t2na)."
+    testgen_on && say "$PREFIX/tofino/bin has p4testgen (P4Testgen, --target tofino / tofino2)."
     say "next: make build (compiles p4src/), make doctor, make test"
 }
 
