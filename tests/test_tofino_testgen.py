@@ -84,3 +84,4 @@ def test_p4testgens_tests_agree_with_the_model(tmp_path, target, arch, define, p
     print(f"{target}: {len(tests)} tests, {compared} compared ({forwarded} forwarded, {compared - forwarded} dropped), "
           f"{not_compared} in the queue not compared")
     assert forwarded >= 10 and compared >= 0.9 * len(tests)
+
