@@ -75,9 +75,10 @@ def test_p4testgens_tests_agree_with_the_model(tmp_path, target, arch, define, p
         # the traffic manager drops what goes to a port that is not there (P4Testgen: outside --port-ranges)
         out = res.egress if res.egress is not None and ports[0] <= res.egress <= ports[1] else None
         if out is None:
-            assert not t.expect, f"{t.name}: the model drops ({Decision(res.decision).name}), P4Testgen expects {t.expect}"
+            why = Decision(res.decision).name
+            assert not t.expect, f"{t.name}: the model drops ({why}), P4Testgen expects {t.expect}"
         else:
-            assert [p for p, _ in t.expect] == [out], f"{t.name}: the model sends to {out}, P4Testgen expects {t.expect}"
+            assert [p for p, _ in t.expect] == [out], f"{t.name}: the model sends to {out}, P4Testgen: {t.expect}"
             assert matches(t.expect[0][1], res.frame), f"{t.name}: bytes differ"
             forwarded += 1
         compared += 1
