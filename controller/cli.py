@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from refmodel.constants import COUNTER_SLOTS, Decision, TrafficClass
-from refmodel.params import ConfigError, check_link
+from refmodel.params import ConfigError, PipelineParams, check_link
 from refmodel.pipeline import Route
 
 from . import config
@@ -92,6 +92,11 @@ def make_switch(args, state: DesiredState) -> BottleneckSwitch:
     return TnaBottleneckSwitch(target_from(args), state, access_links(state))
 
 
+def own_links(links: dict[int, PipelineParams]) -> str:
+    """', link N: aqm=...' for every link with parameters of its own."""
+    return "".join(f", link {lk}: aqm={lp.queue.aqm.name.lower()}" for lk, lp in sorted(links.items()))
+
+
 async def cmd_install(args) -> int:
     params = config.load(args.config, args.aqm)
     links, clients = config.load_links(args.config)  # [links.N]: access links of their own
@@ -99,8 +104,8 @@ async def cmd_install(args) -> int:
     ctx, sw = await connect_with_backoff(lambda: make_switch(args, state), args.attempts)
     try:
         await sw.wait_applied()
-        own = "".join(f", link {lk}: aqm={lp.queue.aqm.name.lower()}" for lk, lp in sorted(links.items()))
-        print(f"installed: aqm={params.queue.aqm.name.lower()}{own}, {len(clients)} clients mapped, on {args.address}")
+        print(f"installed: aqm={params.queue.aqm.name.lower()}{own_links(links)}, {len(clients)} clients mapped, "
+              f"on {args.address}")
     finally:
         await ctx.__aexit__(None, None, None)
     return 0
@@ -138,7 +143,7 @@ async def cmd_tune(args) -> int:
     logs: list = []
 
     def log_for(link: int | None):
-        log = tuner.open_log(args.log if link is None or args.log is None else tuner.link_log_path(args.log, link))
+        log = tuner.open_log(tuner.link_log_path(args.log, link))
         logs.append(log)
         return log
 
@@ -151,8 +156,8 @@ async def cmd_tune(args) -> int:
         dev = args.shaper_dev
 
         def ready() -> None:
-            own = "".join(f", link {lk}: aqm={lp.queue.aqm.name.lower()}" for lk, lp in sorted(links.items()))
-            print(f"installed: aqm={loop.params.queue.aqm.name.lower()}{own} on {args.address}; tuning", flush=True)
+            print(f"installed: aqm={loop.params.queue.aqm.name.lower()}{own_links(links)} on {args.address}; tuning",
+                  flush=True)
 
         return await tuner.run_bmv2(BottleneckSwitch(target_from(args), state), loops, args.monitor_if,
                                     connect_timeout_s=5.0 * args.attempts,

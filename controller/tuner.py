@@ -201,9 +201,6 @@ class LinkLoops:
         acts = [(None, self.default.tick(now_ns))] + [(link, lp.tick(now_ns)) for link, lp in self.links.items()]
         return [(link, act) for link, act in acts if act is not None]
 
-    def loops(self) -> list[tuple[int | None, ClosedLoop]]:
-        return [(None, self.default), *self.links.items()]
-
 
 # ----------------------------------------------------------------------------- telemetry source
 
@@ -314,11 +311,7 @@ async def _apply(sw, link: int | None, act: Action, shaper: Callable[[float], No
             await sw.reconfigure(act.params)
         else:
             await sw.set_iwa_knobs(act.params)
-    except Exception as e:  # noqa: BLE001 - kept as desired state; re-applied on reconnect
-        if link is None:
-            sw.state.params = act.params
-        else:
-            sw.state.links[link] = act.params
+    except Exception as e:  # noqa: BLE001 - the switch's methods took it as desired state before writing
         LOG.warning("write failed (%r): kept as desired state, re-applied when the switch is back", e)
 
 
@@ -340,6 +333,7 @@ def open_log(path: Path | None) -> IO[str] | None:
     return open(path, "w", newline="")
 
 
-def link_log_path(path: Path, link: int) -> Path:
-    """Where link N's own loop writes its rows: tuning.csv -> tuning-link3.csv (the same columns)."""
-    return path.with_name(f"{path.stem}-link{link}{path.suffix}")
+def link_log_path(path: Path | None, link: int | None) -> Path | None:
+    """Where a loop writes its rows: the defaults' (link None) to ``path``, link N's beside it, tuning.csv ->
+    tuning-link3.csv (the same columns); no path, no log."""
+    return path if path is None or link is None else path.with_name(f"{path.stem}-link{link}{path.suffix}")

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from refmodel import Pipeline, Route
-from refmodel.params import pipeline_params
+from refmodel.params import PipelineParams, pipeline_params
 
 AQMS = {
     "fifo": {},
@@ -110,6 +110,22 @@ def bmv2_rate(sw, frames: list[bytes], seconds: float, pps: float) -> tuple[floa
     return out / cpu, mon / cpu, out / n, n / cpu
 
 
+def measure(frames: list[bytes], a: argparse.Namespace, params: PipelineParams | None,
+            telemetry: bool = True) -> tuple[float, float, float, float]:
+    """bmv2_rate on a fresh BMv2: the bottleneck program with ``params`` (telemetry on or off), or the plain
+    forwarding program (``params`` None)."""
+    from accessnet.bmv2_veth import Bmv2
+    sw = Bmv2(k=7, program="plain_forward" if params is None else "bottleneck").start()
+    try:
+        if params is None:
+            sw.configure_plain()
+        else:
+            sw.configure(params if telemetry else replace(params, queue=replace(params.queue, telemetry=False)))
+        return bmv2_rate(sw, frames, a.seconds, a.pps)
+    finally:
+        sw.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="make bench", description=__doc__)
     ap.add_argument("--seconds", type=float, default=3.0)
@@ -128,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     fast, slow = parse_rates()
     print(f"  dpkt reader {fast:>10.0f} rec/s   scapy rdpcap {slow:>10.0f} rec/s   ratio {fast / slow:.1f}x")
 
-    from accessnet.bmv2_veth import Bmv2, build_p4, missing_toolchain
+    from accessnet.bmv2_veth import build_p4, missing_toolchain
     why = missing_toolchain()
     if why:
         print(f"== BMv2: skipped: {why}")
@@ -136,24 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     build_p4()
     print(f"== BMv2 packets per second of its own CPU time ({a.pps:.0f} frames/s offered for {a.seconds:.0f} s "
           "per row, 154 B frames)")
-    sw = Bmv2(k=7, program="plain_forward").start()
-    try:
-        sw.configure_plain()
-        plain, _, share, _ = bmv2_rate(sw, frames, a.seconds, a.pps)
-    finally:
-        sw.close()
+    plain, _, share, _ = measure(frames, a, None)
     print(f"  plain_forward        {plain:>10.0f} pkt/cpu-s   (forwarded {share:.0%})   ratio 1.00")
     for aqm in AQMS:
         for telemetry in (False, True):
-            sw = Bmv2(k=7).start()
-            try:
-                p = pipeline_params(1e9, aqm, limit_pkts=1000, **AQMS[aqm])
-                if not telemetry:
-                    p = replace(p, queue=replace(p.queue, telemetry=False))
-                sw.configure(p)
-                r, records, share, _ = bmv2_rate(sw, frames, a.seconds, a.pps)
-            finally:
-                sw.close()
+            p = pipeline_params(1e9, aqm, limit_pkts=1000, **AQMS[aqm])
+            r, records, share, _ = measure(frames, a, p, telemetry)
             tag = f"{aqm}{'+telemetry' if telemetry else ''}"
             rec = f"   records {records:.0f}/cpu-s" if telemetry else ""
             print(f"  bottleneck {tag:<16} {r:>10.0f} pkt/cpu-s   (forwarded {share:.0%})   ratio {r / plain:.2f}{rec}")
@@ -161,13 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"== BMv2 under a standing queue: the same load on a {rate / 1e6:.2f} Mbit/s link (48 packets), "
           "frames offered per CPU-second, no telemetry")
     for aqm in AQMS:
-        sw = Bmv2(k=7).start()
-        try:
-            p = pipeline_params(rate, aqm, limit_pkts=48, **AQMS[aqm])
-            sw.configure(replace(p, queue=replace(p.queue, telemetry=False)))
-            _, _, share, offered = bmv2_rate(sw, frames, a.seconds, a.pps)
-        finally:
-            sw.close()
+        p = pipeline_params(rate, aqm, limit_pkts=48, **AQMS[aqm])
+        _, _, share, offered = measure(frames, a, p, telemetry=False)
         print(f"  bottleneck {aqm:<16} {offered:>10.0f} pkt/cpu-s   (forwarded {share:.0%})   "
               f"ratio {offered / plain:.2f}")
     return 0

@@ -111,6 +111,12 @@ LOG_ROWS = tuple(_log_row(m) for m in range(LOG_ENTRIES))
 EXP_ROWS = tuple(math.floor(2 ** (k / EXP_ENTRIES) * (1 << EXP_FRAC)) for k in range(EXP_ENTRIES))
 
 
+def log_q(x: float) -> int:
+    """log2(x) of a constant, exactly and rounded, in Q12: what the controller writes for a link's factor (RED's
+    w_q, slope and mean packet size), which the data plane adds to a looked-up ``log2_q``."""
+    return round(math.log2(x) * (1 << LOG_FRAC))
+
+
 def log2_q(x: int) -> int:
     """log2(x) in Q12 as the data plane finds it: x's leading one (the same ternary table as ``mantissa``) gives
     e, LOG_ROWS[x >> e] the log of the rest. Exact to 2^-13 for x < 512; above, within 0.0016 (the 10 kept bits

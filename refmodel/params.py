@@ -72,7 +72,7 @@ class RedParams:
     thmax_ns: int = 0
     log_slope: int = 0  # log2(max_p * 2^32 / (th_max - th_min)): log2 of p_b in Q32 = log2(avg - th_min) + this
     mean_pktsize: int = 1500
-    log_mps: int = round(math.log2(1500) * (1 << arith.LOG_FRAC))  # log2(mean_pktsize)
+    log_mps: int = arith.log_q(1500)  # log2(mean_pktsize)
     # (first key, last key, log2 of the factor): idle key = idle ns >> IDLE_KEY_SHIFT
     idle_decay: tuple[tuple[int, int, int], ...] = ()
 
@@ -220,13 +220,11 @@ def red_params(
     thmax_ns = check_field("thmax_ns", drain_ns(round(th_max * mean_pktsize), bt), where=where)
     if thmax_ns == thmin_ns:
         raise ConfigError(f"{where}th_min = {th_min}, th_max = {th_max}: the same drain time at this rate")
-    log = 1 << arith.LOG_FRAC
-    slope = check_signed("log_slope", round(math.log2(max_p * (1 << PROB_FRAC) / (thmax_ns - thmin_ns)) * log),
-                         where=where)
+    slope = check_signed("log_slope", arith.log_q(max_p * (1 << PROB_FRAC) / (thmax_ns - thmin_ns)), where=where)
     ptc = rate_bps / (8.0 * mean_pktsize)  # ns-2: link capacity in mean-size packets per second
     return RedParams(
-        log_wq=round(math.log2(w_q) * log), thmin_ns=thmin_ns, thmax_ns=thmax_ns, log_slope=slope,
-        mean_pktsize=mean_pktsize, log_mps=round(math.log2(mean_pktsize) * log),
+        log_wq=arith.log_q(w_q), thmin_ns=thmin_ns, thmax_ns=thmax_ns, log_slope=slope,
+        mean_pktsize=mean_pktsize, log_mps=arith.log_q(mean_pktsize),
         idle_decay=red_idle_table(w_q, ptc, max_idle_entries),
     )
 

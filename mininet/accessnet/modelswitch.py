@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     logs: list = []
 
     def log_for(link: int | None):
-        logs.append(open_log(a.tune_log if link is None else link_log_path(a.tune_log, link)))
+        logs.append(open_log(link_log_path(a.tune_log, link)))
         return logs[-1]
 
     try:
