@@ -118,7 +118,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
         hdr.bridge.kind = BRIDGE_NORMAL;
 
         if (md.downstream == 1 && md.cfg.configured == 1 && hdr.ipv4.isValid()) {
-            if (md.pass2.isValid()) {
+            if (md.second == 1) {
                 // second pass (queue.p4): add the idle link's frame, or refund a drop
                 if (md.pass2.op == PASS2_ADD) {
                     q_add.execute(md.link);
@@ -131,7 +131,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
                 md.tat = q_admit.execute(md.link);
             }
             predict.apply(md, ig_dprsr_md);   // the buffer: tail drop; a second pass where needed
-            if (!md.pass2.isValid() && md.decision == DECISION_DROP) {
+            if (md.second == 0 && md.decision == DECISION_DROP) {
                 link_drops.count(md.link);   // once per packet: in its first pass
             }
         }
@@ -140,7 +140,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
         } else if (hdr.tcp.isValid()) {
             tcp_class.apply();
         }
-        if (!md.pass2.isValid()) {
+        if (md.second == 0) {
             class_decision.count(md.cls[3:0] ++ md.decision[1:0]);
         }
         // the record, from the pass that ends the packet's way through the switch

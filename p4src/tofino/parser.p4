@@ -16,6 +16,7 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_metadata_t
         md.pass2.setInvalid();
         md.tmirror.setInvalid();
         md.tick = 0;
+        md.second = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1: parse_pass2;
             default: parse_port_metadata;
@@ -24,6 +25,7 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_metadata_t
 
     state parse_pass2 {
         pkt.extract(md.pass2);
+        md.second = 1;
         transition parse_ethernet;
     }
 

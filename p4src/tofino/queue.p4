@@ -99,7 +99,7 @@ control QueuePredictTna(inout tna_metadata_t md, inout ingress_intrinsic_metadat
     }
 
     apply {
-        if (md.pass2.isValid()) {
+        if (md.second == 1) {
             busy_again();                   // the backlog the first pass saw, plus tx
         } else {
             find_busy();
@@ -109,7 +109,7 @@ control QueuePredictTna(inout tna_metadata_t md, inout ingress_intrinsic_metadat
         }
         split();
         clamp();
-        if (md.pass2.isValid()) {
+        if (md.second == 1) {
             // the second pass: the decision was taken in the first
             if (md.pass2.op == PASS2_REFUND) {
                 md.decision = DECISION_DROP;

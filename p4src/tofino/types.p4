@@ -114,6 +114,7 @@ struct codel_cfg_t {
 struct tna_metadata_t {
     bit<1>     downstream;
     bit<1>     tick;
+    bit<1>     second;           // this is a packet's second pass (pass2 holds what its first left)
     link_id_t  link;
     link_cfg_t cfg;
     codel_cfg_t codel;
