@@ -1,8 +1,9 @@
 """P4Runtime entities for the TNA program (p4src/tofino/bottleneck_tna.p4) on a Tofino
 driven through Stratum: the routes, each access link's entry in ``link_of``, its knobs
-(``link_cfg``, ``codel_cfg``), the transmit-time tables of its rate class, the
-telemetry mirror session. (The packet generator's ports are compile-time constants of the
-program, p4src/tofino/types.p4: TICK_PORT.)
+(``link_cfg``, ``codel_cfg``), the transmit-time tables of its rate class, CoDel's control
+law per interval (``codel_law``, where the program has CoDel: Tofino 2), the telemetry mirror
+session. (The packet generator's ports are compile-time constants of the program,
+p4src/tofino/types.p4: TICK_PORT.)
 
 A pure function of the parameters, like ``entries`` for the v1model program: tested
 against the TNA P4Info (tests/test_tofino_controller.py) without a switch. Names are
@@ -17,9 +18,10 @@ from dataclasses import dataclass
 import finsy as fy
 
 from refmodel import arith
-from refmodel.constants import TELEMETRY_SESSION
-from refmodel.params import ConfigError, PipelineParams, client_addr, codel_params
+from refmodel.constants import TELEMETRY_SESSION, Aqm
+from refmodel.params import CodelParams, ConfigError, PipelineParams, client_addr, codel_params
 from refmodel.pipeline import Route
+from refmodel.tofino_codel import codel_knobs
 
 from .rates import tx_entries  # the same transmit-time tables as the v1model program's
 from . import tna_p4info  # declares the Tofino extern types: the TNA P4Info parses after this import
@@ -30,6 +32,8 @@ MIRROR_HEADER_BYTES = 32  # p4src/tofino/types.p4: telemetry_mirror_h, before th
 # The copy is cut after the headers egress reads (Ethernet, IPv4 and TCP without options: 54 bytes); what
 # is left of a shorter header set (UDP: 12 bytes) follows the record, and readers ignore it.
 MIRROR_TRUNCATE = MIRROR_HEADER_BYTES + 54
+CODEL_LAWS = 16  # p4src/tofino/types.p4: the control law's profiles (one per CoDel interval in use)
+LAW_PRIORITY = 1  # codel_law's range entries never overlap
 
 
 @dataclass(frozen=True)
@@ -64,26 +68,66 @@ def _check_link_id(link: int, n_links: int) -> int:
     return link
 
 
-def link_entries(lk: AccessLink, rate_class: int, n_links: int) -> list[fy.P4TableEntry]:
+def u32(x: int) -> int:
+    return x & 0xFFFFFFFF
+
+
+def law_profiles(links: Sequence[AccessLink]) -> dict[tuple, int]:
+    """CoDel's control law (its interval's ranges) -> profile: links of one interval share the rows.
+    Profile 0 is the default parameters' (codel_cfg's default action uses it)."""
+    out = {codel_params().control_law: 0}
+    for lk in links:
+        out.setdefault(lk.params.codel.control_law, len(out))
+    if len(out) > CODEL_LAWS:
+        raise ConfigError(f"{len(out)} distinct CoDel intervals: the TNA program holds {CODEL_LAWS} control laws")
+    return out
+
+
+def law_entries(law: tuple, profile: int) -> list[fy.P4TableEntry]:
+    """One profile's rows of codel_law: interval / sqrt(count) over count ranges (refmodel/params.py:
+    codel_law_table), the same as the v1model program's codel_control_law."""
+    return [fy.P4TableEntry("codel_law", match=fy.P4TableMatch(law=profile, law_count=f"{lo}...{hi}"),
+                            action=fy.P4TableAction("set_step", step_ns=step), priority=LAW_PRIORITY)
+            for lo, hi, step in law]
+
+
+def codel_action(c: CodelParams, bucket_ns: int, limit_ns: int, profile: int) -> fy.P4TableAction:
+    k = codel_knobs(c, bucket_ns, limit_ns, profile)
+    return fy.P4TableAction("set_codel", below_busy=u32(k.below_busy), t_offset=u32(k.t_offset),
+                            fa_offset=u32(k.fa_offset), recent_offset=u32(k.recent_offset), law=k.law)
+
+
+def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None = None) -> list[fy.P4TableEntry]:
     """The link's rows in link_of (its client, and its rate class: p4src/tofino/link.p4 says why it is
-    there), link_cfg and codel_cfg. A link without a client is link_of's default: ``link_of_default``."""
+    there), link_cfg and codel_cfg (its CoDel knobs, with control-law profile ``law``; None: the program
+    has no CoDel). A link without a client is link_of's default: ``link_of_default``."""
     link = _check_link_id(lk.link, n_links)
     q, c = lk.params.queue, lk.params.codel
     if q.limit_pkts:
         raise ConfigError(f"link {link}: a packet limit (pfifo) is not supported on Tofino; give the buffer in bytes")
     if q.limit_ns >= 1 << 31 or q.bucket_ns >= 1 << 31:
         raise ConfigError(f"link {link}: buffer and bucket must drain in under 2^31 ns (serial time)")
+    supported = (Aqm.FIFO, Aqm.CODEL) if law is not None else (Aqm.FIFO,)
+    if q.aqm not in supported:
+        raise ConfigError(f"link {link}: {q.aqm.name.lower()} is not in this TNA program (it has "
+                          f"{', '.join(a.name.lower() for a in supported)}; docs/tofino.md)")
+    limit_ns = q.limit_ns or NO_LIMIT_NS
     match = fy.P4TableMatch(link=link)
     out = []
     if lk.client is not None:
         out.append(fy.P4TableEntry("link_of", match=fy.P4TableMatch(client=client_addr(lk.client)),
                                    action=fy.P4TableAction("set_link", link=link, rate_class=rate_class)))
+    if law is not None:
+        try:
+            out.append(fy.P4TableEntry("codel_cfg", match=match, action=codel_action(c, q.bucket_ns, limit_ns, law)))
+        except ConfigError as e:
+            if q.aqm == Aqm.CODEL:
+                raise ConfigError(f"link {link}: {e}") from None
+            # a link without CoDel keeps codel_cfg's default knobs (they are never used)
     return out + [
-        fy.P4TableEntry("codel_cfg", match=match,
-                        action=fy.P4TableAction("set_codel", target_ns=c.target_ns, interval_ns=c.interval_ns)),
         fy.P4TableEntry("link_cfg", match=match, action=fy.P4TableAction(
             "set_link_cfg", aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry), bucket_ns=q.bucket_ns,
-            limit_ns=q.limit_ns or NO_LIMIT_NS, mtu_ns=q.mtu_ns)),
+            limit_ns=limit_ns, mtu_ns=q.mtu_ns)),
     ]
 
 
@@ -93,20 +137,25 @@ def telemetry_session(monitor_port: int) -> fy.P4CloneSessionEntry:
                                   replicas=[(monitor_port, 1)])
 
 
-def all_entries(routes: Mapping[int, Route], links: Sequence[AccessLink], n_links: int
+def all_entries(routes: Mapping[int, Route], links: Sequence[AccessLink], n_links: int, codel: bool = False
                 ) -> list[fy.P4TableEntry]:
-    """Every table entry to insert for these links, the transmit-time tables before the links that use them.
-    (link_of's default action, for the link without a client, is ``link_of_default``.)"""
+    """Every table entry to insert for these links, the transmit-time tables and control laws before the
+    links that use them (``codel``: the program has CoDel, ``has_codel``). (link_of's default action, for
+    the link without a client, is ``link_of_default``.)"""
     if len({lk.link for lk in links}) != len(links):
         raise ConfigError("two access links with the same id")
     if sum(lk.client is None for lk in links) > 1:
         raise ConfigError("more than one access link without a client: only one can be link_of's default")
     classes = rate_classes(links)
+    laws = law_profiles(links) if codel else {}
     out = forwarding(routes)
     for bt, cls in classes.items():
         out += tx_entries(bt, cls)
+    for law, profile in laws.items():
+        out += law_entries(law, profile)
     for lk in links:
-        out += link_entries(lk, classes[lk.params.queue.byte_time_q16], n_links)
+        out += link_entries(lk, classes[lk.params.queue.byte_time_q16], n_links,
+                            laws[lk.params.codel.control_law] if codel else None)
     return out
 
 
@@ -122,10 +171,15 @@ def link_of_default(links: Sequence[AccessLink]) -> fy.P4TableEntry:
         "set_link", link=default.link, rate_class=classes[default.params.queue.byte_time_q16]))
 
 
-def default_codel() -> tuple[int, int]:
-    """codel_cfg's default action (p4src/tofino/link.p4), as refmodel derives it."""
-    c = codel_params()
-    return c.target_ns, c.interval_ns
+def default_codel() -> fy.P4TableAction:
+    """codel_cfg's default action (p4src/tofino/link.p4), as refmodel derives it: RFC 8289's target and
+    interval, no bucket, law profile 0 (the check of serial time with no buffer)."""
+    return codel_action(codel_params(), 0, 0, 0)
+
+
+def has_codel(p4info) -> bool:
+    """Whether the compiled program has CoDel (Tofino 2's build does; Tofino 1's has the buffer only)."""
+    return any(t.preamble.name.endswith("codel_law") for t in p4info.tables)
 
 
 def n_links(p4info) -> int:
@@ -170,7 +224,8 @@ class TnaBottleneckSwitch(BottleneckSwitch):
         st = self.state
         await sw.delete_all()
         links = self._links()
-        await sw.insert(all_entries(st.routes, links, n_links(sw.p4info.p4info)))
+        p4info = sw.p4info.p4info
+        await sw.insert(all_entries(st.routes, links, n_links(p4info), has_codel(p4info)))
         await sw.modify([link_of_default(links)])
         if st.monitor_port is not None:
             await sw.insert([telemetry_session(st.monitor_port)])

@@ -4,6 +4,7 @@ keeps in controller/p4info/, so a renamed table, key or parameter, or a value to
 where no compiler is installed."""
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import finsy as fy
@@ -28,7 +29,7 @@ def schema(target: str) -> fy.P4Schema:
 
 
 def two_links():
-    return [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.CODEL, limit_bytes=100_000)),
+    return [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.CODEL, limit_bytes=50_000)),
             tofino.AccessLink(1, "10.0.1.2", pipeline_params(10e6, Aqm.FIFO, limit_bytes=200_000)),
             tofino.AccessLink(7, "10.0.1.3", pipeline_params(2e6, Aqm.FIFO, limit_bytes=50_000))]
 
@@ -38,12 +39,17 @@ def test_every_entry_encodes_against_the_tna_p4info(target):
     s = schema(target)
     n = tofino.n_links(s.p4info)
     assert n >= 2 ** 12  # tens of thousands is the aim (docs/tofino.md); a toy size would be a mistake
-    ents = tofino.all_entries(ROUTES, two_links(), n)
-    for e in ents + [tofino.link_of_default(two_links())]:
+    codel = tofino.has_codel(s.p4info)
+    assert codel == (target == "tofino2")  # Tofino 1's 12 stages hold the queue alone (bottleneck_tna.p4)
+    links = two_links() if codel else [replace(lk, params=replace(lk.params, queue=replace(
+        lk.params.queue, aqm=Aqm.FIFO))) for lk in two_links()]
+    ents = tofino.all_entries(ROUTES, links, n, codel)
+    for e in ents + [tofino.link_of_default(links)]:
         e.encode(s)  # raises on an unknown name or a value its field cannot hold
     tofino.telemetry_session(3).encode(s)
     names = {e.table_id for e in ents}
-    assert names == {"forward", "link_of", "link_cfg", "codel_cfg", "tx_time_hi", "tx_time_lo"}
+    assert names == {"forward", "link_of", "link_cfg", "tx_time_hi", "tx_time_lo"} | (
+        {"codel_cfg", "codel_law"} if codel else set())
 
 
 @pytest.mark.parametrize("target", ["tofino", "tofino2"])
@@ -64,7 +70,7 @@ def test_links_of_one_rate_share_a_rate_class_and_its_tables():
     links = two_links()
     classes = tofino.rate_classes(links)
     assert classes == {byte_time_q16(2e6): 0, byte_time_q16(10e6): 1}
-    ents = tofino.all_entries(ROUTES, links, 2 ** 14)
+    ents = tofino.all_entries(ROUTES, links, 2 ** 14, codel=True)
     per_class = arith.TX_HI_ENTRIES + arith.TX_LO_ENTRIES
     assert sum(e.table_id.startswith("tx_time") for e in ents) == 2 * per_class
     clients = [e for e in ents if e.table_id == "link_of"]
@@ -142,3 +148,44 @@ def test_device_config_names_what_is_missing(tmp_path):
     (tmp_path / "bfrt.json").write_text("{}")
     with pytest.raises(stratum.DeviceConfigError, match="context.json"):
         stratum.device_config(stratum.CompilerOutput(tmp_path), "x")
+
+
+def test_codel_runs_only_where_the_program_has_it():
+    links = two_links()  # link 0 runs CoDel
+    with pytest.raises(ConfigError, match="codel is not in this TNA program"):
+        tofino.all_entries(ROUTES, links, 2 ** 14, codel=False)
+    red = [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.RED, limit_bytes=50_000))]
+    with pytest.raises(ConfigError, match="red is not in this TNA program"):
+        tofino.all_entries(ROUTES, red, 2 ** 14, codel=True)
+
+
+def test_codel_links_share_a_control_law_per_interval():
+    links = two_links() + [tofino.AccessLink(9, "10.0.1.9", pipeline_params(
+        5e6, Aqm.CODEL, limit_bytes=50_000, codel={"interval_s": 0.050}))]
+    ents = tofino.all_entries(ROUTES, links, 2 ** 14, codel=True)
+    laws = {e.match["law"] for e in ents if e.table_id == "codel_law"}
+    assert laws == {0, 1}  # RFC 8289's 100 ms (the default, profile 0) and 50 ms
+    knobs = {e.match["link"]: e.action.args for e in ents if e.table_id == "codel_cfg"}
+    assert knobs[9]["law"] == 1 and knobs[0]["law"] == knobs[1]["law"] == 0
+    # offsets are two's complement: t = tat' - bucket
+    bucket = links[0].params.queue.bucket_ns
+    assert knobs[0]["t_offset"] == (1 << 32) - bucket
+
+
+def test_a_codel_link_beyond_serial_time_is_refused():
+    big = [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.CODEL, limit_bytes=200_000))]  # 800 ms of buffer
+    with pytest.raises(ConfigError, match="link 0: codel: .*2\\^31"):
+        tofino.all_entries(ROUTES, big, 2 ** 14, codel=True)
+    # the same buffer without CoDel is fine: its CoDel knobs stay codel_cfg's default
+    fifo = [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.FIFO, limit_bytes=200_000))]
+    assert not any(e.table_id == "codel_cfg" for e in tofino.all_entries(ROUTES, fifo, 2 ** 14, codel=True))
+
+
+def test_codel_cfg_default_is_the_controllers():
+    """link.p4's default codel_cfg action holds the knobs codel_knobs derives for RFC 8289's defaults."""
+    src = (ROOT / "p4src" / "tofino" / "link.p4").read_text()
+    m = re.search(r"default_action = set_codel\(([^)]*)\)", src)
+    assert m, "codel_cfg's default action is gone from link.p4"
+    got = [int(x) for x in m.group(1).split(",")]
+    a = tofino.default_codel().args
+    assert got == [a["below_busy"], a["t_offset"], a["fa_offset"], a["recent_offset"], a["law"]]

@@ -84,5 +84,6 @@ def test_p4testgens_tests_agree_with_the_model(tmp_path, target, arch, define, p
         compared += 1
     print(f"{target}: {len(tests)} tests, {compared} compared ({forwarded} forwarded, {compared - forwarded} dropped), "
           f"{not_compared} in the queue not compared")
-    assert forwarded >= 10 and compared >= 0.9 * len(tests)
+    # (the forwarded paths: upstream, unconfigured links, frames without IPv4, each TCP/UDP/other)
+    assert forwarded >= 5 and compared >= 0.9 * len(tests)
 

@@ -5,16 +5,20 @@
  *   TnaIngressParser        parser.p4: second-pass header or port metadata; a tick, or
  *                           Ethernet / IPv4 / TCP / UDP
  *   TnaIngress
- *     tick                  a packet-generator packet refreshes its link's queue and ends
- *     LinkMap               link.p4: which port; which link (the client's address); the
- *                           link's knobs; the frame's transmit time (two tables, no product)
+ *     LinkMap               link.p4: which port; which link (the client's address, or a
+ *                           tick's number); the link's knobs; the frame's transmit time
+ *                           (two tables, no product)
+ *     tick                  a packet-generator packet refreshes its link's queue and CoDel
+ *                           state (so that no stored time falls behind serial time) and ends
  *   upstream (client -> server): never queued; forwarded
  *   downstream (server -> client): through the link's modelled queue
  *     PHANTOM_QUEUE         queue.p4: q_admit commits the frame and returns tat'
  *     QueuePredictTna       queue.p4: backlog, sojourn, over the buffer? the decision
- *     AQM                   bfifo (the buffer) today; the other AQMs follow (docs/tofino.md)
+ *     AQM                   the buffer (bfifo; every AQM's tail drop), then CoDel when the
+ *                           link's AQM is CoDel (codel.p4); RED, PIE, IWA follow (docs/tofino.md)
  *     second pass           resubmitted when the link was idle (q_add adds the frame's
- *                           time) or the frame is dropped (q_refund takes it back)
+ *                           time) or the frame is dropped (q_refund takes it back); a
+ *                           CoDel drop's second pass also sets its next drop time
  *   counters; TelemetryMirror (telemetry.p4: mirror header, I2E mirror to the monitor)
  *   TnaIngressDeparser      parser.p4
  *   TnaEgressParser         a mirror copy or a forwarded packet (the bridge byte says)
@@ -33,6 +37,16 @@
 #ifndef LINK_BITS
 #define LINK_BITS 16
 #endif
+/* CoDel (codel.p4) makes the dependency chain longer: Tofino 2's 20 stages hold it beside the
+ * queue (16 in all), Tofino 1's 12 hold the queue alone (11; with CoDel it would take 21), so
+ * there the program is the buffer only (docs/tofino.md). -DWITH_CODEL=0 or 1 overrides. */
+#ifndef WITH_CODEL
+#if __TARGET_TOFINO__ == 2
+#define WITH_CODEL 1
+#else
+#define WITH_CODEL 0
+#endif
+#endif
 
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
@@ -47,6 +61,9 @@
 #include "parser.p4"
 #include "link.p4"
 #include "queue.p4"
+#if WITH_CODEL
+#include "codel.p4"
+#endif
 #include "telemetry.p4"
 
 control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
@@ -57,6 +74,13 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
     LinkMap() links;
     PHANTOM_QUEUE(md)
     QueuePredictTna() predict;
+#if WITH_CODEL
+    CODEL_STATE(md)
+    CodelFirstPass() codel_first;
+    CodelSecondPass() codel_second;
+    CodelDecide() codel_decide;
+    CodelTick() codel_tick;
+#endif
     TelemetryMirror() telemetry;
     Random<bit<32>>() rng;
 
@@ -106,23 +130,35 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
         md.sojourn_ns = 0;
         md.tx_ns = 0;
 
+        // A tick ends here, or (with CoDel, which needs the link's knobs for it) after LinkMap.
         if (md.tick == 1) {
-            md.link = (link_id_t)hdr.tick.packet_id;
+            md.link = (link_id_t)hdr.tick.packet_id;   // (a tick has no IPv4 header: link_of leaves it)
+#if !WITH_CODEL
             q_tick.execute(md.link);
             ig_dprsr_md.drop_ctl = 1;
             exit;
+#endif
         }
-
         links.apply(hdr, ig_intr_md.ingress_port, md, ig_tm_md);
+#if WITH_CODEL
+        if (md.tick == 1) {
+            q_tick.execute(md.link);
+            codel_tick.apply(md);
+            fa_tick.execute(md.link);
+            dn_tick.execute(md.link);
+            ig_dprsr_md.drop_ctl = 1;
+            exit;
+        }
+#endif
         hdr.bridge.setValid();
         hdr.bridge.kind = BRIDGE_NORMAL;
 
         if (md.downstream == 1 && md.cfg.configured == 1 && hdr.ipv4.isValid()) {
             if (md.second == 1) {
                 // second pass (queue.p4): add the idle link's frame, or refund a drop
-                if (md.pass2.op == PASS2_ADD) {
+                if (md.pass2.op & PASS2_ADD != 0) {
                     q_add.execute(md.link);
-                } else {
+                } else if (md.pass2.op & PASS2_REFUND != 0) {
                     q_refund.execute(md.link);
                 }
                 md.backlog_ns = md.pass2.base;
@@ -131,6 +167,49 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
                 md.tat = q_admit.execute(md.link);
             }
             predict.apply(md, ig_dprsr_md);   // the buffer: tail drop; a second pass where needed
+#if WITH_CODEL
+            if (md.cfg.aqm == AQM_CODEL) {
+                if (md.second == 1) {
+                    // CoDel's second pass (codel.p4): the drop's new drop_next, from the control law
+                    if (md.pass2.op & (PASS2_CODEL_STEP | PASS2_CODEL_ENTER) != 0) {
+                        codel_second.apply(md);
+                        dn_pass2.execute(md.link);
+                        if (md.pass2.op & PASS2_CODEL_ENTER != 0) {
+                            lc_zero.execute(md.link);
+                        }
+                    }
+                } else {
+                    codel_first.apply(md);
+                    if (md.q_short == 0) {
+                        // the frame fits the buffer (a tail drop never enters the queue: CoDel never
+                        // sees it)
+                        if (md.codel_over == 0) {
+                            md.codel_ok = fa_clear.execute(md.link);
+                        } else {
+                            md.codel_ok = fa_check.execute(md.link);
+                        }
+                        if (md.codel_ok == 1) {
+                            md.codel_was = drop_set.execute(md.link);
+                            if (md.codel_was == 1) {
+                                md.codel_r = (bit<32>)dn_continue.execute(md.link);
+                                if (md.codel_r & CODEL_FRESH != 0) {
+                                    lc_inc.execute(md.link);
+                                }
+                            } else {
+                                md.codel_r = (bit<32>)dn_enter.execute(md.link);
+                                md.codel_lc = lc_read.execute(md.link);
+                            }
+                            codel_decide.apply(hdr.ipv4.ecn, md, ig_dprsr_md);
+                        } else {
+                            drop_clear.execute(md.link);
+                        }
+                    }
+                }
+            }
+#endif
+            if (md.decision == DECISION_MARK) {
+                hdr.ipv4.ecn = 3;   // CE, in the pass that forwards the packet
+            }
             if (md.second == 0 && md.decision == DECISION_DROP) {
                 link_drops.count(md.link);   // once per packet: in its first pass
             }

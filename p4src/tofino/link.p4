@@ -63,16 +63,25 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
         size = LINKS_TABLE_SIZE;
     }
 
-    action set_codel(bit<32> target_ns, bit<32> interval_ns) {
-        md.codel.target_ns = target_ns;
-        md.codel.interval_ns = interval_ns;
+#if WITH_CODEL
+    // (offsets in two's complement: the controller's values are signed)
+    action set_codel(bit<32> below_busy, bit<32> t_offset, bit<32> fa_offset, bit<32> recent_offset,
+                     bit<8> law) {
+        md.codel.below_busy = (int<32>)below_busy;
+        md.codel.t_offset = (int<32>)t_offset;
+        md.codel.fa_offset = (int<32>)fa_offset;
+        md.codel.recent_offset = (int<32>)recent_offset;
+        md.codel.law = law;
     }
+    // CoDel's knobs (types.p4: codel_cfg_t); the default is RFC 8289's (target 5 ms, interval
+    // 100 ms) with no bucket, law profile 0
     table codel_cfg {
         key = { md.link : exact @name("link"); }
         actions = { set_codel; }
-        default_action = set_codel(5000000, 100000000);
+        default_action = set_codel(4999999, 0, 100000000, 2694967296, 0);   // 2^32 - 1.6 s
         size = LINKS_TABLE_SIZE;
     }
+#endif
 
     /* The transmit time len * byte_time without a multiplication: len = 64 * hi + lo,
      * and two tables per rate class hold hi's and lo's share, each floored
@@ -100,7 +109,9 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
             link_of.apply();
         }
         link_cfg.apply();
+#if WITH_CODEL
         codel_cfg.apply();
+#endif
         tx_time_hi.apply();
         tx_time_lo.apply();
     }

@@ -73,7 +73,6 @@ control QueuePredictTna(inout tna_metadata_t md, inout ingress_intrinsic_metadat
     // One dependent step per action: a Tofino action runs in one stage, and the chain must
     // fit in 12. The ALU's signed max and min clamp; a gateway then only tests for zero.
     int<32> busy;
-    int<32> t1;
     int<32> t2;
     bit<1>  idle;
 
@@ -83,11 +82,11 @@ control QueuePredictTna(inout tna_metadata_t md, inout ingress_intrinsic_metadat
     action split() {
         md.backlog_ns = (bit<32>)(busy - (int<32>)md.tx_ns);
         t2 = busy - (int<32>)md.cfg.bucket_ns;                        // beyond the bucket
-        t1 = (int<32>)md.cfg.limit_ns - busy;                         // room left in the buffer
+        md.q_short = (int<32>)md.cfg.limit_ns - busy;                 // room left in the buffer
     }
     action clamp() {
         md.sojourn_ns = (bit<32>)max(t2, 0);
-        t1 = min(t1, 0);                                              // non-zero: it does not fit
+        md.q_short = min(md.q_short, 0);                              // non-zero: it does not fit
     }
     action second_pass(bit<8> op) {
         md.pass2.setValid();
@@ -111,14 +110,16 @@ control QueuePredictTna(inout tna_metadata_t md, inout ingress_intrinsic_metadat
         clamp();
         if (md.second == 1) {
             // the second pass: the decision was taken in the first
-            if (md.pass2.op == PASS2_REFUND) {
+            md.reason = md.pass2.reason;
+            if (md.pass2.op & PASS2_REFUND != 0) {
                 md.decision = DECISION_DROP;
-                md.reason = md.pass2.reason;
                 ig_dprsr_md.drop_ctl = 1;
+            } else if (md.pass2.op & PASS2_MARK != 0) {
+                md.decision = DECISION_MARK;   // bottleneck_tna.p4 sets CE
             } else {
                 md.decision = DECISION_PASS;
             }
-        } else if (t1 != 0) {
+        } else if (md.q_short != 0) {
             md.decision = DECISION_DROP;
             md.reason = REASON_LIMIT;
             if (idle == 1) {

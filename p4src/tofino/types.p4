@@ -43,14 +43,18 @@ header telemetry_mirror_h {
     bit<32>   s2;
 }
 
-/* A packet's second pass (resubmission, 64 bits on both targets; queue.p4 says why). */
-const bit<8> PASS2_ADD    = 1;   // the link was idle: add the frame's time, forward it
-const bit<8> PASS2_REFUND = 2;   // dropped after the queue committed it: take its time back
+/* A packet's second pass (resubmission, 64 bits on both targets; queue.p4 and codel.p4 say
+ * why). op is a set of flags: what the second pass does to the queue and to CoDel. */
+const bit<8> PASS2_ADD         = 1;    // the link was idle: add the frame's time, forward it
+const bit<8> PASS2_REFUND      = 2;    // dropped after the queue committed it: take its time back
+const bit<8> PASS2_MARK        = 4;    // an ECN mark instead of a drop: set CE, forward it
+const bit<8> PASS2_CODEL_STEP  = 8;    // CoDel dropped while dropping: drop_next += law(count)
+const bit<8> PASS2_CODEL_ENTER = 16;   // CoDel's entry drop: drop_next = t + law(count), count
 header pass2_h {
     bit<8>  op;
     bit<8>  reason;
-    bit<16> count;               // reserved for CoDel's count
-    bit<32> base;                // the backlog the first pass saw (for the record)
+    bit<16> count;               // CoDel's count (saturated): the control law's key
+    bit<32> base;                // the backlog the first pass saw (the second pass's sojourn, the record)
 }
 
 /* The tick: a packet-generator packet refreshes one link's state (bottleneck_tna.p4).
@@ -106,10 +110,19 @@ struct link_cfg_t {
     bit<32> mtu_ns;
 }
 
+/* CoDel's knobs as codel.p4 uses them (controller/tofino.py: codel_knobs): offsets from the
+ * queue's tat' = now + busy, so that no stage waits for the sojourn. */
 struct codel_cfg_t {
-    bit<32> target_ns;
-    bit<32> interval_ns;
+    int<32> below_busy;          // target + bucket - 1: below target while busy <= this
+    int<32> t_offset;            // -bucket: t = tat' - bucket
+    int<32> fa_offset;           // interval - bucket: first_above = t + interval
+    int<32> recent_offset;       // -(16 intervals + bucket): "recent" looks back to t - 16 intervals
+    bit<8>  law;                 // the control law's profile: links of one interval share it
 }
+
+/* The control law's table (codel.p4): CODEL_LAWS profiles of CODEL_LAW_ENTRIES count ranges. */
+#define CODEL_LAWS 16
+#define CODEL_LAW_ENTRIES 256
 
 struct tna_metadata_t {
     bit<1>     downstream;
@@ -129,7 +142,17 @@ struct tna_metadata_t {
     time_t     tat;              // the link's tat after admitting this packet (queue.p4)
     bit<32>    backlog_ns;
     bit<32>    sojourn_ns;
-    /* CoDel (codel.p4) */
+    int<32>    q_short;          // how much the buffer lacks for the frame (0: it fits; queue.p4)
+    /* CoDel (codel.p4): the words its registers read, and what they return */
+    time_t     codel_a;
+    bit<32>    codel_b;
+    time_t     codel_tfa;
+    int<32>    codel_over;       // busy beyond CoDel's below-target bound (0: below)
+    bit<1>     codel_ok;
+    bit<8>     codel_was;
+    bit<32>    codel_r;
+    bit<32>    codel_lc;
+    /* the record's AQM state (telemetry.p4) */
     bit<32>    s1;
     bit<32>    s2;
     pass2_h    pass2;
