@@ -10,8 +10,8 @@ from refmodel.params import FIELD_BITS
 P4 = Path(__file__).resolve().parent.parent / "p4src"
 
 
-def p4_consts():
-    text = (P4 / "include" / "constants.p4").read_text()
+def p4_consts(*files: str):
+    text = "".join((P4 / f).read_text() for f in files or ("include/constants.p4",))
     # bit<N> and int<N> alike (PIE_TWO_PERCENT is an int<64>: a bit<N>-only pattern skipped it silently)
     out = {m[1]: int(m[2], 0) for m in re.finditer(r"const\s+(?:bit|int)<\d+>\s+(\w+)\s*=\s*(-?\w+);", text)}
     out.update({m[1]: int(m[2], 0) for m in re.finditer(r"#define\s+(\w+)\s+(\d+)", text)})
@@ -96,3 +96,15 @@ def test_pie_constants_and_scaling_ladder_match():
     assert len(ladder) == len(pie.SCALE_STEPS), ladder  # every step of RFC 8033's table, in order
     steps = tuple((c[b] if b in c else int(b), int(s)) for b, s in ladder)
     assert steps == pie.SCALE_STEPS
+
+
+def test_tna_codel_matches_its_twin():
+    """p4src/tofino/codel.p4's flags and the control law's size, as refmodel/tofino_codel.py and the
+    controller (controller/tofino.py) use them."""
+    from controller import tofino
+    from refmodel import tofino_codel as T
+    c = p4_consts("tofino/codel.p4", "tofino/types.p4")
+    for name in ("PENDING", "FRESH", "NOT_RECENT", "FLAGS"):
+        assert c["CODEL_" + name] == getattr(T, name), name
+    assert c["CODEL_LAWS"] == tofino.CODEL_LAWS
+    assert c["CODEL_LAW_ENTRIES"] >= max(len(law) for law in tofino.law_profiles([]))
