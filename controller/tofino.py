@@ -21,6 +21,7 @@ from refmodel import arith
 from refmodel.constants import TELEMETRY_SESSION, Aqm
 from refmodel.params import CodelParams, ConfigError, PipelineParams, client_addr, codel_params
 from refmodel.pipeline import Route
+from refmodel.codel import coarse
 from refmodel.tofino_codel import codel_knobs
 
 from .rates import tx_entries  # the same transmit-time tables as the v1model program's
@@ -85,16 +86,16 @@ def law_profiles(links: Sequence[AccessLink]) -> dict[tuple, int]:
 
 def law_entries(law: tuple, profile: int) -> list[fy.P4TableEntry]:
     """One profile's rows of codel_law: interval / sqrt(count) over count ranges (refmodel/params.py:
-    codel_law_table), the same as the v1model program's codel_control_law."""
+    codel_law_table), the same as the v1model program's codel_control_law, in CoDel's 16 ns units."""
     return [fy.P4TableEntry("codel_law", match=fy.P4TableMatch(law=profile, law_count=f"{lo}...{hi}"),
-                            action=fy.P4TableAction("set_step", step_ns=step), priority=LAW_PRIORITY)
+                            action=fy.P4TableAction("set_step", step=coarse(step)), priority=LAW_PRIORITY)
             for lo, hi, step in law]
 
 
 def codel_action(c: CodelParams, bucket_ns: int, limit_ns: int, profile: int) -> fy.P4TableAction:
     k = codel_knobs(c, bucket_ns, limit_ns, profile)
-    return fy.P4TableAction("set_codel", below_busy=u32(k.below_busy), t_offset=u32(k.t_offset),
-                            fa_offset=u32(k.fa_offset), recent_offset=u32(k.recent_offset), law=k.law)
+    return fy.P4TableAction("set_codel", below_busy=u32(k.below_busy), fa_offset=u32(k.fa_offset),
+                            recent_offset=u32(k.recent_offset), law=k.law)
 
 
 def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None = None) -> list[fy.P4TableEntry]:

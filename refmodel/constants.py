@@ -15,6 +15,7 @@ RING_SIZE = 1024  # slots of the packet-limit ring (max packet limit is RING_SIZ
 FLOW_SLOTS = 4096  # slots of the starting-flow tracker (shared by all links: its slots are per flow)
 N_LINKS = 16  # access links in one pipeline (a power of two): per-link registers, config keys and counters
 IDLE_KEY_SHIFT = 10  # RED idle-decay table key: idle time in units of 1024 ns
+CODEL_TIME_SHIFT = 4  # CoDel's times are in units of 2^4 ns (codel.py)
 
 TELEMETRY_ETHERTYPE = 0x88B5  # IEEE 802 local experimental ethertype
 TELEMETRY_VERSION = 1

@@ -15,8 +15,8 @@ What makes the cut possible:
   entry's new count needs no difference of two registers;
 * the control law (a table) runs in the drop's second pass (the resubmission that takes the
   frame's time back from the queue); meanwhile ``codel_dn`` is PENDING;
-* times are 32-bit and compared serially: ticks pull a stale ``first_above`` or ``drop_next``
-  up (``tick``), so no stored time falls 2^31 ns behind.
+* times are 32-bit, in codel.py's 16 ns units, and compared serially: ticks pull a stale
+  ``first_above`` or ``drop_next`` up (``tick``), so no stored time falls 2^31 units behind.
 
 The second pass follows the first at once here, as in BMv2; on a Tofino a packet of the
 same link could come between them (codel.p4 says what then differs).
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .codel import control_law_step
+from .codel import coarse, control_law_step
 from .params import CodelParams, ConfigError
 
 MASK = 0xFFFFFFFF
@@ -35,8 +35,8 @@ FRESH = 0x40000000  # ... and this packet is that drop (in what dn_* return)
 NOT_RECENT = 0x20000000  # an entry long after the last drop: count 1
 FLAGS = PENDING | FRESH | NOT_RECENT
 COUNT_MAX = 0xFFFF  # pass2_h.count: 16 bits
-TICK_PERIOD_MAX = 100_000_000  # the packet generator's period per link, at most (ns)
-SERIAL_MAX = (1 << 31) - 1  # the farthest apart two serial times may be
+TICK_PERIOD_MAX = 1_000_000_000  # the packet generator's period per link, at most (ns)
+SERIAL_MAX = (1 << 31) - 1  # the farthest apart two serial times may be (CoDel's 16 ns units: 34 s)
 
 
 def s32(x: int) -> int:
@@ -47,27 +47,27 @@ def s32(x: int) -> int:
 
 @dataclass(frozen=True)
 class CodelKnobs:
-    """codel_cfg's action data for one link (p4src/tofino/types.p4: codel_cfg_t): CoDel's target and
-    interval as offsets from the queue's tat' = now + busy, so that no stage waits for the sojourn."""
+    """codel_cfg's action data for one link (p4src/tofino/types.p4: codel_cfg_t): CoDel's target as a
+    bound on the queue's busy time (ns), so that no stage waits for the sojourn, and its interval in
+    CoDel's 16 ns units (codel.py: coarse)."""
 
-    below_busy: int  # target + bucket - 1: below target while busy <= this
-    t_offset: int  # -bucket: t = tat' - bucket
-    fa_offset: int  # interval - bucket: first_above = t + interval
-    recent_offset: int  # -(16 intervals + bucket): "recent" looks back to t - 16 intervals
+    below_busy: int  # target + bucket - 1 (ns): below target while busy <= this
+    fa_offset: int  # interval: first_above = t + interval
+    recent_offset: int  # -16 intervals: "recent" looks back to t - 16 intervals
     law: int  # the control law's profile
 
 
 def codel_knobs(p: CodelParams, bucket_ns: int, limit_ns: int, law: int) -> CodelKnobs:
-    """The knobs of a link with this bucket and buffer (``limit_ns``). Its stored times span from
-    16 intervals, the bucket and a tick period before now (ticks keep older ones there) to the buffer
-    and an interval after it: serial time must hold that."""
-    back = 16 * p.interval_ns + bucket_ns
-    span = back + TICK_PERIOD_MAX + limit_ns + p.interval_ns
+    """The knobs of a link with this bucket and buffer (``limit_ns``). Its stored times span from 16
+    intervals and a tick period before now (ticks keep older ones there) to the buffer and an interval
+    after it: 2^31 of CoDel's units must hold that."""
+    interval = coarse(p.interval_ns)
+    span = 17 * interval + coarse(bucket_ns + limit_ns + TICK_PERIOD_MAX)
     if span > SERIAL_MAX:
-        raise ConfigError(f"codel: 17 intervals, the bucket, the buffer and a tick period ({span} ns) must stay "
-                          "under 2^31 ns on Tofino (serial time, p4src/tofino/codel.p4): a shorter interval or "
-                          "a smaller buffer")
-    return CodelKnobs(p.target_ns + bucket_ns - 1, -bucket_ns, p.interval_ns - bucket_ns, -back, law)
+        raise ConfigError(f"codel: 17 intervals, the buffer and a tick period ({span << 4} ns) must stay under "
+                          "2^35 ns on Tofino (serial time in 16 ns units, p4src/tofino/codel.p4): a shorter "
+                          "interval")
+    return CodelKnobs(p.target_ns + bucket_ns - 1, interval, -16 * interval, law)
 
 
 @dataclass(frozen=True)
@@ -141,15 +141,18 @@ class TnaCodel:
         self.since = 0
 
     # --- a packet
-    def first_pass(self, k: CodelKnobs, tat: int, now: int, tx: int, mtu_ns: int) -> Pass2 | None:
-        """A frame that fits the buffer, judged: ``tat`` is what q_admit returned (tat', or now when
-        the link was idle), ``now`` the 32-bit clock. Returns the second pass of a drop, or None."""
-        t = (tat + k.t_offset) & MASK
-        tfa = (tat + k.fa_offset) & MASK
-        t16 = (tat + k.recent_offset) & MASK
-        busy = s32(tat - now)
+    def first_pass(self, k: CodelKnobs, tat: int, now: int, tx: int, mtu_ns: int, bucket_ns: int) -> Pass2 | None:
+        """A frame that fits the buffer, judged: ``tat`` is what q_admit returned (tat', or now when the
+        link was idle, 32 bits), ``now`` the switch's clock (ns, its 48 bits). Returns the second pass of
+        a drop, or None."""
+        now32, now_c = now & MASK, coarse(now) & MASK
+        busy = s32(tat - now32)
         limit = max(s32(tx + mtu_ns), k.below_busy)
         over = max(s32(busy - limit), 0)
+        sojourn = s32(tat - (now32 + bucket_ns)) >> 4  # (arithmetic shift, as int<32> >> 4)
+        t = (now_c + sojourn) & MASK
+        tfa = (t + k.fa_offset) & MASK
+        t16 = (t + k.recent_offset) & MASK
         ok = self.fa_clear() if over == 0 else self.fa_check(tfa, t)
         if not ok:
             self.drop_clear()
@@ -166,12 +169,12 @@ class TnaCodel:
         return Pass2(True, min(count, COUNT_MAX))
 
     def second_pass(self, p: CodelParams, p2: Pass2) -> None:
-        self.dn_pass2(control_law_step(p, p2.count), p2.count)
+        self.dn_pass2(coarse(control_law_step(p, p2.count)), p2.count)
         if p2.enter:
             self.lc_zero()
 
     def tick(self, k: CodelKnobs, now: int) -> None:
-        """A packet-generator tick for the link (``now`` the 32-bit clock)."""
-        back = (now + k.recent_offset) & MASK
-        self.fa_tick(back)
+        """A packet-generator tick for the link (``now`` the switch's clock, ns)."""
+        back = (coarse(now) + k.recent_offset) & MASK
+        self.fa_tick(back | 1)  # never 0: first_above 0 means "none"
         self.dn_tick(back)

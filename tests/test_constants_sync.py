@@ -47,6 +47,7 @@ def test_scalars_match():
     assert c["TELEMETRY_VERSION"] == C.TELEMETRY_VERSION
     assert c["BYTE_TIME_FRAC"] == C.BYTE_TIME_FRAC
     assert c["IDLE_KEY_SHIFT"] == C.IDLE_KEY_SHIFT
+    assert c["CODEL_TIME_SHIFT"] == C.CODEL_TIME_SHIFT
     assert c["PIE_COEF_TO_PROB"] == C.PIE_COEF_FRAC - C.PROB_FRAC
     # the transmit-time tables (queue_model.p4, refmodel/arith.py)
     assert c["RATE_CLASSES"] == arith.RATE_CLASSES

@@ -27,7 +27,7 @@ def run(seed: int, rate_bps: float, bucket_bytes: int, seconds: float, codel: di
     knobs = codel_knobs(c, q.bucket_ns, q.limit_ns, law=0)
     rng = random.Random(seed)
     queue, ref, tna = QueueModel(), Codel(), TnaCodel()
-    now = WRAP - 1_500_000_000          # the 32-bit clock wraps 1.5 s in, then every 4.3 s
+    now = 5 * WRAP * 16 - 3_000_000_000      # the 32-bit clocks wrap: CoDel's 16 ns one 3 s in, the ns one too
     end = now + int(seconds * 1e9)
     seen = {"drops": 0, "entries": 0, "recent_entries": 0, "continuing": 0, "tail": 0}
     n = 0
@@ -40,9 +40,9 @@ def run(seed: int, rate_bps: float, bucket_bytes: int, seconds: float, codel: di
         size = rng.choice((1514, 1514, 1514, 600, 90))
         now += int(rng.expovariate(load * rate_bps / (8 * size)) * 1e9) + 1
         while tick_ms and next_tick < now:
-            tna.tick(knobs, next_tick & MASK)
-            back = (next_tick + knobs.recent_offset) & MASK     # what the tick does to the expected state
-            want_fa = back if want_fa != 0 and s32(want_fa - back) < 0 else want_fa
+            tna.tick(knobs, next_tick)
+            back = ((next_tick >> 4) + knobs.recent_offset) & MASK     # what the tick does to the expected state
+            want_fa = back | 1 if want_fa != 0 and s32(want_fa - (back | 1)) < 0 else want_fa
             want_dn = back if s32(want_dn - back) < 0 else want_dn
             next_tick += tick_ms * 1_000_000
         pred = queue.predict(q, now, size)
@@ -54,7 +54,7 @@ def run(seed: int, rate_bps: float, bucket_bytes: int, seconds: float, codel: di
             continue
         tat = pred.tat_new if pred.tat > now else now          # what q_admit returns
         tx = pred.tat_new - max(pred.tat, now)
-        p2 = tna.first_pass(knobs, tat & MASK, now & MASK, tx, q.mtu_ns)
+        p2 = tna.first_pass(knobs, tat & MASK, now, tx, q.mtu_ns, q.bucket_ns)
         if (p2 is not None) != v.drop:
             return n, seen
         if p2 is not None:
@@ -91,11 +91,11 @@ def test_tna_codel_decides_as_the_v1model_codel(seed, rate, bucket):
 
 
 def test_ticks_keep_a_long_quiet_link_within_serial_time():
-    """After 4 s at half the rate (no drops), the last drop_next is about 2^32 ns old: without ticks its
-    serial comparison says "recent" again on some entry, and CoDel's decisions go wrong."""
-    where, seen = run(6, 2e6, 1514, seconds=60, off_ms=4000)
-    assert where is None and seen["entries"] >= 5, (where, seen)
-    untick, _ = run(6, 2e6, 1514, seconds=60, off_ms=4000, tick_ms=None)
+    """After 45 s at half the rate (no drops), the last drop_next is more than 2^31 of CoDel's 16 ns units
+    old: without ticks its serial comparison says "recent" again on some entry, and decisions differ."""
+    where, seen = run(6, 2e6, 1514, seconds=150, off_ms=45_000)
+    assert where is None and seen["entries"] >= 3, (where, seen)
+    untick, _ = run(6, 2e6, 1514, seconds=150, off_ms=45_000, tick_ms=None)
     assert untick is not None
 
 
@@ -119,8 +119,6 @@ def test_a_broken_step_is_caught():
 
 
 def test_links_beyond_serial_time_are_refused():
-    codel_knobs(codel_params(interval_s=0.100), bucket_ns=1_000_000, limit_ns=300_000_000, law=0)
-    with pytest.raises(ConfigError, match="2\\^31"):
-        codel_knobs(codel_params(interval_s=0.100), bucket_ns=1_000_000, limit_ns=400_000_000, law=0)
-    with pytest.raises(ConfigError, match="2\\^31"):
-        codel_knobs(codel_params(interval_s=0.125), bucket_ns=0, limit_ns=0, law=0)
+    codel_knobs(codel_params(interval_s=1.8), bucket_ns=1_000_000, limit_ns=300_000_000, law=0)
+    with pytest.raises(ConfigError, match="2\\^35"):
+        codel_knobs(codel_params(interval_s=2.0), bucket_ns=0, limit_ns=0, law=0)

@@ -167,17 +167,19 @@ def test_codel_links_share_a_control_law_per_interval():
     assert laws == {0, 1}  # RFC 8289's 100 ms (the default, profile 0) and 50 ms
     knobs = {e.match["link"]: e.action.args for e in ents if e.table_id == "codel_cfg"}
     assert knobs[9]["law"] == 1 and knobs[0]["law"] == knobs[1]["law"] == 0
-    # offsets are two's complement: t = tat' - bucket
-    bucket = links[0].params.queue.bucket_ns
-    assert knobs[0]["t_offset"] == (1 << 32) - bucket
+    # in CoDel's 16 ns units; negative offsets are two's complement
+    assert knobs[9]["fa_offset"] == 50_000_000 >> 4 and knobs[9]["recent_offset"] == (1 << 32) - 16 * (50_000_000 >> 4)
 
 
 def test_a_codel_link_beyond_serial_time_is_refused():
-    big = [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.CODEL, limit_bytes=200_000))]  # 800 ms of buffer
-    with pytest.raises(ConfigError, match="link 0: codel: .*2\\^31"):
-        tofino.all_entries(ROUTES, big, 2 ** 14, codel=True)
-    # the same buffer without CoDel is fine: its CoDel knobs stay codel_cfg's default
-    fifo = [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.FIFO, limit_bytes=200_000))]
+    # EDGE with twice its BDP (1.06 s of buffer) fits: CoDel's times are in 16 ns units
+    edge = [tofino.AccessLink(0, None, pipeline_params(160e3, Aqm.CODEL, limit_bytes=21_196))]
+    assert any(e.table_id == "codel_cfg" for e in tofino.all_entries(ROUTES, edge, 2 ** 14, codel=True))
+    slow = [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.CODEL, limit_bytes=50_000, codel={"interval_s": 2.0}))]
+    with pytest.raises(ConfigError, match="link 0: codel: .*2\\^35"):
+        tofino.all_entries(ROUTES, slow, 2 ** 14, codel=True)
+    # a link without CoDel keeps codel_cfg's default knobs, whatever its own CoDel parameters
+    fifo = [tofino.AccessLink(0, None, pipeline_params(2e6, Aqm.FIFO, limit_bytes=50_000, codel={"interval_s": 2.0}))]
     assert not any(e.table_id == "codel_cfg" for e in tofino.all_entries(ROUTES, fifo, 2 ** 14, codel=True))
 
 
@@ -188,4 +190,4 @@ def test_codel_cfg_default_is_the_controllers():
     assert m, "codel_cfg's default action is gone from link.p4"
     got = [int(x) for x in m.group(1).split(",")]
     a = tofino.default_codel().args
-    assert got == [a["below_busy"], a["t_offset"], a["fa_offset"], a["recent_offset"], a["law"]]
+    assert got == [a["below_busy"], a["fa_offset"], a["recent_offset"], a["law"]]

@@ -4,7 +4,10 @@
  * dequeue-side state machine (refmodel/codel.py explains the two deviations).
  * One state per access link (registers indexed by the packet's link); the
  * control law's entries are a link's own (link exact, higher priority) or
- * every other link's (link wildcarded). */
+ * every other link's (link wildcarded).
+ * Its times (t, first_above, drop_next, interval, steps) are in units of
+ * 2^CODEL_TIME_SHIFT ns, t = (now >> 4) + (sojourn >> 4): the TNA program
+ * (../tofino/codel.p4) keeps them in 32 bits, which then span 34 s. */
 #ifndef _AQM_CODEL_P4_
 #define _AQM_CODEL_P4_
 
@@ -24,7 +27,7 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in
     bit<64> law_step = 0;
 
     // interval / sqrt(count), precomputed by the controller (within +-1 %).
-    action set_step(bit<32> step_ns) { law_step = (bit<64>)step_ns; }
+    action set_step(bit<32> step_ns) { law_step = (bit<64>)(step_ns >> CODEL_TIME_SHIFT); }
     table codel_control_law {
         key = { link : ternary; law_count : range; }
         actions = { set_step; }
@@ -58,12 +61,13 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in
             v.drop = true;
             v.reason = REASON_LIMIT;
         } else {
-            bit<64> t = pred.release_ns;
+            bit<64> t = (pred.now >> CODEL_TIME_SHIFT) + (pred.sojourn_ns >> CODEL_TIME_SHIFT);
+            bit<64> interval = (bit<64>)(cfg.interval_ns >> CODEL_TIME_SHIFT);
             bool ok_to_drop = false;
             if (pred.sojourn_ns < (bit<64>)cfg.target_ns || pred.backlog_ns <= (bit<64>)mtu_ns) {
                 first_above = 0;
             } else if (first_above == 0) {
-                first_above = t + (bit<64>)cfg.interval_ns;
+                first_above = t + interval;
             } else {
                 ok_to_drop = t >= first_above;
             }
@@ -82,7 +86,7 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in
                 v.drop = true;
                 dropping = 1;
                 bit<32> delta = count - lastcount;
-                bool recent = t < drop_next + 16 * (bit<64>)cfg.interval_ns;
+                bool recent = t < drop_next + 16 * interval;
                 if (delta > 1 && delta < 0x80000000 && recent) {
                     count = delta;
                 } else {
@@ -107,7 +111,7 @@ control AqmCodel(in prediction_t pred, in codel_cfg_t cfg, in bit<32> mtu_ns, in
             codel_lastcount.write(at, lastcount);
         }
         v.s1 = ((bit<64>)dropping << 32) | (bit<64>)count;
-        v.s2 = drop_next;
+        v.s2 = drop_next << CODEL_TIME_SHIFT;   // ns (to 16 ns)
     }
 }
 

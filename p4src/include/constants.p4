@@ -15,6 +15,7 @@ const bit<8>  PROTO_UDP = 17;
 // Fixed-point scales (fractional bits)
 #define BYTE_TIME_FRAC 16
 #define IDLE_KEY_SHIFT 10
+#define CODEL_TIME_SHIFT 4     /* CoDel's times in units of 2^4 ns (aqm_codel.p4) */
 #define PIE_COEF_TO_PROB 16    /* Q48 coefficient * ns -> Q32 probability */
 
 const bit<32> RING_SIZE     = 1024;   // packet-limit ring, per link

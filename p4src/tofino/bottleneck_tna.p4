@@ -37,9 +37,9 @@
 #ifndef LINK_BITS
 #define LINK_BITS 16
 #endif
-/* CoDel (codel.p4) makes the dependency chain longer: Tofino 2's 20 stages hold it beside the
- * queue (16 in all), Tofino 1's 12 hold the queue alone (11; with CoDel it would take 21), so
- * there the program is the buffer only (docs/tofino.md). -DWITH_CODEL=0 or 1 overrides. */
+/* CoDel (codel.p4) lengthens the chain: Tofino 2's 20 stages hold it beside the queue (15 in all),
+ * Tofino 1's 12 the queue alone (11; with CoDel its PHV cannot be allocated), so there the program
+ * is the buffer only (docs/tofino.md). -DWITH_CODEL=0 or 1 overrides. */
 #ifndef WITH_CODEL
 #if __TARGET_TOFINO__ == 2
 #define WITH_CODEL 1
@@ -120,6 +120,7 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
         // through the hash unit: a plain move would tie the 48-bit intrinsic field's layout to
         // every field the queue's arithmetic touches, which PHV allocation cannot satisfy
         @in_hash { md.now = (time_t)ig_prsr_md.global_tstamp[31:0]; }
+        @in_hash { md.now_c = (time_t)ig_prsr_md.global_tstamp[35:4]; }   // CODEL_TIME_SHIFT
         md.length = 0;
         md.cls = CLASS_OTHER;
         md.decision = DECISION_BYPASS;

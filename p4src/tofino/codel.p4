@@ -5,6 +5,8 @@
  *
  * As there, a packet is judged once, at t = now + sojourn (its predicted dequeue), with
  * below = sojourn < target or backlog <= one MTU (both from the queue's tat': CodelFirstPass).
+ * CoDel's times are in 16 ns units (CODEL_TIME_SHIFT, as there): 2^31 of them (34 s) hold
+ * 16 intervals of look-back beside any buffer the queue takes (under 2^31 ns).
  * Four registers per link:
  *   codel_fa     first_above (0: none)             fa_clear (below) / fa_check: returns ok;
  *                                                  fa_tick (tick)
@@ -27,14 +29,14 @@
  * (t < drop_next + 16 intervals), else 1. codel_lc keeps count - lastcount itself (+1 per
  * continuing drop, 0 after an entry), so no difference of two registers is needed; dn_enter
  * flags NOT_RECENT.
- * Serial time: a tick pulls a first_above or drop_next older than 16 intervals and the bucket
- * up to that bound (ok stays ok, not recent stays not recent, for every later packet), so that
- * stored times stay between now - 16 intervals - bucket - a tick period and now + the buffer
- * + an interval, which the controller keeps within 2^31 ns (refmodel/tofino_codel.py).
+ * Serial time: a tick pulls a first_above or drop_next older than 16 intervals up to that
+ * bound (ok stays ok, not recent stays not recent, for every later packet), so that stored
+ * times stay between now - 16 intervals - a tick period and now + the buffer + an interval:
+ * within 2^31 units (refmodel/tofino_codel.py: codel_knobs).
  *
  * Differences from the v1model program, all bounded:
- *   - the controller refuses links where 17 intervals, the bucket, the buffer and a tick period
- *     (100 ms at most) exceed 2^31 ns: with RFC 8289's 100 ms interval, a buffer of 340 ms;
+ *   - the controller refuses a link whose 17 intervals, buffer and tick period (1 s at most)
+ *     exceed 2^31 units of 16 ns (34 s): intervals up to about 1.8 s;
  *   - the second pass carries count in 16 bits: a count above 65535 is 65535 (where the
  *     control law's table ends anyway);
  *   - a packet of the same link between a drop's two passes is not dropped by continuing
@@ -81,8 +83,8 @@ struct codel_dn_t {
     }; \
     RegisterAction<time_t, link_id_t, bit<1>>(codel_fa) fa_tick = { \
         void apply(inout time_t fa) { \
-            if (fa != 0 && fa - md.codel_a < 0) { \
-                fa = md.codel_a; \
+            if (fa != 0 && fa - md.codel_tfa < 0) { \
+                fa = md.codel_tfa; \
             } \
         } \
     }; \
@@ -156,54 +158,63 @@ control CodelFirstPass(inout tna_metadata_t md) {
      *   below = sojourn < target or backlog <= MTU
      *         = busy - bucket < target or busy - tx <= MTU
      *         = busy <= max(target + bucket - 1, tx + MTU)
-     * and, when not below, t = now + sojourn = tat' - bucket. (An idle link's packet is
-     * always below: busy <= 0 there.) The controller writes the per-link offsets of t,
-     * t + interval and t - 16 intervals from tat' (codel_cfg). */
+     * and, when not below, sojourn = busy - bucket = tat' - (now + bucket), so CoDel's
+     * t = (now >> 4) + (sojourn >> 4) (../include/aqm_codel.p4: 16 ns units). (An idle
+     * link's packet is always below: busy <= 0 there.) The controller writes the per-link
+     * offsets of t + interval and t - 16 intervals from t, in 16 ns units (codel_cfg). */
     int<32> busy;
     int<32> limit;
-    /* CoDel's own copies of the queue's tat', now and tx, made by the hash unit: an ALU
+    int<32> sojourn;
+    /* CoDel's own copies of the queue's tat', now, tx and bucket, made by the hash unit: an ALU
      * operation between two fields ties them to one group of PHV containers, and the queue's
      * and CoDel's together are too many for one (bf-p4c: "PHV allocation was not successful"). */
     time_t tat;
     time_t now1;
     bit<32> tx;
+    bit<32> bucket;
+    time_t now_c;       // now >> 4: the global timestamp's bits 35..4
+    time_t ends;        // now + bucket
     action first_steps() {
         busy = tat - now1;
         limit = (int<32>)(tx + md.cfg.mtu_ns);
+        ends = now1 + (time_t)bucket;
     }
     action threshold() {
         limit = max(limit, md.codel.below_busy);
+        sojourn = tat - ends;
     }
     action beyond() {
         md.codel_over = busy - limit;
+        sojourn = sojourn >> CODEL_TIME_SHIFT;
     }
     // a signed max, so the gateway tests for zero only (a sign test splits the field: queue.p4)
     action clamp() {
         md.codel_over = max(md.codel_over, 0);   // zero: below
+        md.codel_a = now_c + sojourn;            // t
     }
     action times() {
-        md.codel_a = tat + md.codel.t_offset;                        // t
-        md.codel_tfa = tat + md.codel.fa_offset;                     // t + interval
-        md.codel_b = (bit<32>)(tat + md.codel.recent_offset);        // t - 16 intervals
+        md.codel_tfa = md.codel_a + md.codel.fa_offset;                 // t + interval
+        md.codel_b = (bit<32>)(md.codel_a + md.codel.recent_offset);    // t - 16 intervals
     }
 
     apply {
         @in_hash { tat = md.tat; }
         @in_hash { now1 = md.now; }
         @in_hash { tx = md.tx_ns; }
-        times();
+        @in_hash { now_c = md.now_c; }
+        @in_hash { bucket = md.cfg.bucket_ns; }
         first_steps();
         threshold();
         beyond();
         clamp();
+        times();
     }
 }
-
 
 /* ... and in a CoDel second pass: the control law's step (what dn_pass2 adds to drop_next) and
  * the count it writes. */
 control CodelSecondPass(inout tna_metadata_t md) {
-    action set_step(bit<32> step_ns) { md.codel_a = (time_t)step_ns; }
+    action set_step(bit<32> step) { md.codel_a = (time_t)step; }   // in 16 ns units
     // interval / sqrt(count) by the link's law profile (the controller gives links of one
     // interval one profile), the v1model program's ranges (refmodel/params.py: codel_law_table)
     table codel_law {
@@ -223,17 +234,21 @@ control CodelSecondPass(inout tna_metadata_t md) {
     }
 }
 
-/* A tick: the oldest first_above and drop_next fa_tick and dn_tick let stand, 16 intervals and
- * the bucket before now. A later packet's t - 16 intervals is past it: still not recent, and
+/* A tick: the oldest first_above and drop_next fa_tick and dn_tick let stand, 16 intervals
+ * before now. A later packet's t - 16 intervals is past it: still not recent, and
  * still ok. */
 control CodelTick(inout tna_metadata_t md) {
-    time_t now;   // CoDel's copy (CodelFirstPass says why)
+    time_t now_c;   // CoDel's copy (CodelFirstPass says why)
     action back() {
-        md.codel_a = now + md.codel.recent_offset;
+        md.codel_a = now_c + md.codel.recent_offset;
+    }
+    action back_fa() {
+        md.codel_tfa = md.codel_a | 1;   // never 0: first_above 0 means "none"
     }
     apply {
-        @in_hash { now = md.now; }
+        @in_hash { now_c = md.now_c; }
         back();
+        back_fa();
     }
 }
 

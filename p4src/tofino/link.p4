@@ -65,10 +65,8 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
 
 #if WITH_CODEL
     // (offsets in two's complement: the controller's values are signed)
-    action set_codel(bit<32> below_busy, bit<32> t_offset, bit<32> fa_offset, bit<32> recent_offset,
-                     bit<8> law) {
+    action set_codel(bit<32> below_busy, bit<32> fa_offset, bit<32> recent_offset, bit<8> law) {
         md.codel.below_busy = (int<32>)below_busy;
-        md.codel.t_offset = (int<32>)t_offset;
         md.codel.fa_offset = (int<32>)fa_offset;
         md.codel.recent_offset = (int<32>)recent_offset;
         md.codel.law = law;
@@ -78,7 +76,7 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
     table codel_cfg {
         key = { md.link : exact @name("link"); }
         actions = { set_codel; }
-        default_action = set_codel(4999999, 0, 100000000, 2694967296, 0);   // 2^32 - 1.6 s
+        default_action = set_codel(4999999, 6250000, 4194967296, 0);   // 100 ms, 2^32 - 1.6 s (16 ns units)
         size = LINKS_TABLE_SIZE;
     }
 #endif

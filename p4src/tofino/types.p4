@@ -110,13 +110,11 @@ struct link_cfg_t {
     bit<32> mtu_ns;
 }
 
-/* CoDel's knobs as codel.p4 uses them (controller/tofino.py: codel_knobs): offsets from the
- * queue's tat' = now + busy, so that no stage waits for the sojourn. */
+/* CoDel's knobs as codel.p4 uses them (refmodel/tofino_codel.py: codel_knobs). */
 struct codel_cfg_t {
-    int<32> below_busy;          // target + bucket - 1: below target while busy <= this
-    int<32> t_offset;            // -bucket: t = tat' - bucket
-    int<32> fa_offset;           // interval - bucket: first_above = t + interval
-    int<32> recent_offset;       // -(16 intervals + bucket): "recent" looks back to t - 16 intervals
+    int<32> below_busy;          // target + bucket - 1 (ns): below target while busy <= this
+    int<32> fa_offset;           // interval (16 ns units): first_above = t + interval
+    int<32> recent_offset;       // -16 intervals (16 ns units): "recent" looks back to t - 16 intervals
     bit<8>  law;                 // the control law's profile: links of one interval share it
 }
 
@@ -138,6 +136,7 @@ struct tna_metadata_t {
     bit<32>    rand;
     /* the queue model (queue.p4) */
     time_t     now;
+    time_t     now_c;            // the clock in CoDel's 16 ns units (codel.p4)
     bit<32>    tx_ns;
     time_t     tat;              // the link's tat after admitting this packet (queue.p4)
     bit<32>    backlog_ns;
