@@ -43,7 +43,7 @@
  *     (PENDING); an entry in that window (the link's dropping state ended and began again
  *     within a microsecond) drops, and the later second pass sets the state. A lost second
  *     pass would leave the link PENDING;
- *   - first_above = t + interval is 0 (no interval running) once in 2^32 ns. */
+ *   - first_above = t + interval is 0 (no interval running) once in 2^32 units. */
 #ifndef _TNA_CODEL_P4_
 #define _TNA_CODEL_P4_
 
