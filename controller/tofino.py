@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import finsy as fy
 
@@ -215,6 +216,17 @@ class TnaBottleneckSwitch(BottleneckSwitch):
     def __init__(self, target: SwitchTarget, state: DesiredState, links: Sequence[AccessLink] = ()) -> None:
         super().__init__(target, state)
         self.links = tuple(links)
+        self.check()
+
+    def check(self) -> None:
+        """Every entry this switch will write, built against the compiled program's P4Info (its N_LINKS and
+        whether it has CoDel) before connecting: a link out of range or an AQM the program lacks fails
+        here with a ConfigError naming the link, not later inside the connection's task."""
+        path = Path(self.target.p4info)
+        if self.state.params is None or not path.is_file():
+            return
+        p4info = tna_p4info.load(path)
+        all_entries(self.state.routes, self._links(), n_links(p4info), has_codel(p4info))
 
     def _links(self) -> list[AccessLink]:
         p = self.state.params

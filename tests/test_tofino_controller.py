@@ -191,3 +191,14 @@ def test_codel_cfg_default_is_the_controllers():
     got = [int(x) for x in m.group(1).split(",")]
     a = tofino.default_codel().args
     assert got == [a["below_busy"], a["fa_offset"], a["recent_offset"], a["law"]]
+
+
+def test_the_switch_refuses_what_its_program_lacks_before_connecting():
+    """TnaBottleneckSwitch checks its entries against the P4Info it will push: CoDel on Tofino 1 (whose
+    program has none) is a ConfigError at construction, not a failed task after connecting."""
+    from controller.switch import DesiredState, SwitchTarget
+    codel = pipeline_params(2e6, Aqm.CODEL, limit_bytes=50_000)
+    state = DesiredState(codel, ROUTES, None)
+    with pytest.raises(ConfigError, match="link 0: codel is not in this TNA program"):
+        tofino.TnaBottleneckSwitch(SwitchTarget(p4info=P4INFO["tofino"]), state)
+    tofino.TnaBottleneckSwitch(SwitchTarget(p4info=P4INFO["tofino2"]), state)   # Tofino 2's has CoDel
