@@ -55,7 +55,7 @@ def telemetry_session(monitor_port: int) -> fy.P4CloneSessionEntry:
 
 
 def u32(v: int) -> int:
-    """A signed value (RED's logs) as the 32-bit two's complement its P4 field holds."""
+    """A signed value (RED's logs, the TNA CoDel's offsets) as the 32-bit two's complement its P4 field holds."""
     return v & 0xFFFFFFFF
 
 

@@ -21,10 +21,11 @@ import finsy as fy
 from refmodel import arith
 from refmodel.constants import TELEMETRY_SESSION, Aqm
 from refmodel.params import CodelParams, ConfigError, PipelineParams, client_addr, codel_params
-from refmodel.pipeline import Route
 from refmodel.codel import coarse
+from refmodel.pipeline import Route
 from refmodel.tofino_codel import codel_knobs
 
+from .entries import u32  # two's complement, as the v1model program's signed knobs
 from .rates import tx_entries  # the same transmit-time tables as the v1model program's
 from . import tna_p4info  # declares the Tofino extern types: the TNA P4Info parses after this import
 from .switch import BottleneckSwitch, DesiredState, SwitchTarget
@@ -68,10 +69,6 @@ def _check_link_id(link: int, n_links: int) -> int:
     if not isinstance(link, int) or isinstance(link, bool) or not 0 <= link < n_links:
         raise ConfigError(f"link = {link!r} is out of range: allowed 0..{n_links - 1} (the TNA program's N_LINKS)")
     return link
-
-
-def u32(x: int) -> int:
-    return x & 0xFFFFFFFF
 
 
 def law_profiles(links: Sequence[AccessLink]) -> dict[tuple, int]:

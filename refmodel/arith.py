@@ -49,10 +49,15 @@ def tx_split(byte_time_q16: int) -> TxSplit:
     return TxSplit(hi, lo)
 
 
+def s32(x: int) -> int:
+    """x as the TNA program's int<32> (two's complement of its low 32 bits)."""
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
 def serial_gt(a: int, b: int) -> bool:
     """a > b for 32-bit times that wrap (the TNA program's time_t): the sign of a - b."""
-    d = (a - b) & 0xFFFFFFFF
-    return 0 < d < 1 << 31
+    return s32(a - b) > 0
 
 
 # --------------------------------------------------------------------------- products by a per-link constant

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .arith import s32
 from .codel import coarse, control_law_step
 from .params import CodelParams, ConfigError
 
@@ -37,12 +38,6 @@ FLAGS = PENDING | FRESH | NOT_RECENT
 COUNT_MAX = 0xFFFF  # pass2_h.count: 16 bits
 TICK_PERIOD_MAX = 1_000_000_000  # the packet generator's period per link, at most (ns)
 SERIAL_MAX = (1 << 31) - 1  # the farthest apart two serial times may be (CoDel's 16 ns units: 34 s)
-
-
-def s32(x: int) -> int:
-    """x as the P4 program's int<32>."""
-    x &= MASK
-    return x - (1 << 32) if x & 0x80000000 else x
 
 
 @dataclass(frozen=True)
@@ -149,7 +144,7 @@ class TnaCodel:
         busy = s32(tat - now32)
         limit = max(s32(tx + mtu_ns), k.below_busy)
         over = max(s32(busy - limit), 0)
-        sojourn = s32(tat - (now32 + bucket_ns)) >> 4  # (arithmetic shift, as int<32> >> 4)
+        sojourn = coarse(s32(tat - (now32 + bucket_ns)))  # (an arithmetic shift, as int<32> >> 4)
         t = (now_c + sojourn) & MASK
         tfa = (t + k.fa_offset) & MASK
         t16 = (t + k.recent_offset) & MASK
