@@ -1,9 +1,9 @@
 """P4Runtime entities for the TNA program (p4src/tofino/bottleneck_tna.p4) on a Tofino
 driven through Stratum: the routes, each access link's entry in ``link_of``, its knobs
-(``link_cfg``, ``codel_cfg``), the transmit-time tables of its rate class, CoDel's control
-law per interval (``codel_law``, where the program has CoDel: Tofino 2), the telemetry mirror
-session. (The packet generator's ports are compile-time constants of the program,
-p4src/tofino/types.p4: TICK_PORT.)
+(``link_cfg``, ``codel_cfg``, ``pie_cfg``), the transmit-time tables of its rate class, CoDel's
+control law per interval (``codel_law``) and PIE's term tables per (alpha, beta) (``pie_term_a``,
+``pie_term_b``) where the program has them (Tofino 2), the telemetry mirror session. (The packet
+generator's ports are compile-time constants of the program, p4src/tofino/types.p4: TICK_PORT.)
 
 A pure function of the parameters, like ``entries`` for the v1model program: tested
 against the TNA P4Info (tests/test_tofino_controller.py) without a switch. Names are
@@ -20,10 +20,12 @@ import finsy as fy
 
 from refmodel import arith
 from refmodel.constants import TELEMETRY_SESSION, Aqm
-from refmodel.params import CodelParams, ConfigError, PipelineParams, client_addr, codel_params
+from refmodel.params import (CodelParams, ConfigError, PieParams, PipelineParams, client_addr, codel_params,
+                             pie_params)
 from refmodel.codel import coarse
 from refmodel.pipeline import Route
 from refmodel.tofino_codel import codel_knobs
+from refmodel.tofino_pie import pie_knobs, scale_rows, term_keys, term_row
 
 from .entries import u32  # two's complement, as the v1model program's signed knobs
 from .rates import tx_entries  # the same transmit-time tables as the v1model program's
@@ -37,6 +39,8 @@ MIRROR_HEADER_BYTES = 32  # p4src/tofino/types.p4: telemetry_mirror_h, before th
 MIRROR_TRUNCATE = MIRROR_HEADER_BYTES + 54
 CODEL_LAWS = 16  # p4src/tofino/types.p4: the control law's profiles (one per CoDel interval in use)
 LAW_PRIORITY = 1  # codel_law's range entries never overlap
+PIE_PROFILES = 8  # p4src/tofino/types.p4: PIE's term tables' profiles (one per alpha and beta in use)
+SCALE_PRIORITY = 1  # pie_scale's prefixes never overlap
 
 
 @dataclass(frozen=True)
@@ -96,17 +100,60 @@ def codel_action(c: CodelParams, bucket_ns: int, limit_ns: int, profile: int) ->
                             recent_offset=u32(k.recent_offset), law=k.law)
 
 
-def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None = None) -> list[fy.P4TableEntry]:
+def pie_profiles(links: Sequence[AccessLink]) -> dict[tuple[int, int], int]:
+    """PIE's (alpha, beta) -> profile of the term tables: links of the same coefficients share the rows.
+    Profile 0 is the default parameters' (pie_cfg's default action uses it)."""
+    d = pie_params()
+    out = {(d.alpha_q48, d.beta_q48): 0}
+    for lk in links:
+        if lk.params.queue.aqm == Aqm.PIE:
+            out.setdefault((lk.params.pie.alpha_q48, lk.params.pie.beta_q48), len(out))
+    if len(out) > PIE_PROFILES:
+        raise ConfigError(f"{len(out)} distinct PIE alpha/beta pairs: the TNA program holds {PIE_PROFILES}")
+    return out
+
+
+def term_entries(alpha_q48: int, beta_q48: int, profile: int) -> list[fy.P4TableEntry]:
+    """One profile's rows of pie_term_a and pie_term_b (refmodel/tofino_pie.py: term_row): the scaled
+    product of every sign, exponent and mantissa a delay difference can take; a row of 0 is the default."""
+    out = []
+    for table, action, k in (("pie_term_a", "set_ta", alpha_q48), ("pie_term_b", "set_tb", beta_q48)):
+        for e_key, m in term_keys():
+            for neg in (0, 1):
+                v = term_row(k, neg, e_key, m)
+                if v:
+                    out.append(fy.P4TableEntry(table, match=fy.P4TableMatch(profile=profile, neg=neg, e=e_key, m=m),
+                                               action=fy.P4TableAction(action, t=u32(v))))
+    return out
+
+
+def scale_entries() -> list[fy.P4TableEntry]:
+    """pie_scale's rows, the same for every link: p's ranges (the RFC's scale of the step, and the 2 % cap
+    from p = 0.1) as ternary prefixes (refmodel/tofino_pie.py: scale_rows)."""
+    return [fy.P4TableEntry("pie_scale", match=fy.P4TableMatch(p=f"{value}/&{mask}"), priority=SCALE_PRIORITY,
+                            action=fy.P4TableAction("set_scale", sh_key=key, cap_q31=cap))
+            for value, mask, key, cap in scale_rows()]
+
+
+def pie_action(p: PieParams, mtu_ns: int, profile: int) -> fy.P4TableAction:
+    k = pie_knobs(p, mtu_ns)
+    return fy.P4TableAction("set_pie", target=k.target_ns, half=k.half_ns, tupdate=k.tupdate_ns,
+                            max_burst=k.max_burst_ns, mtu2=k.mtu2_ns, profile=profile)
+
+
+def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None = None,
+                 pie: int | None = None) -> list[fy.P4TableEntry]:
     """The link's rows in link_of (its client, and its rate class: p4src/tofino/link.p4 says why it is
-    there), link_cfg and codel_cfg (its CoDel knobs, with control-law profile ``law``; None: the program
-    has no CoDel). A link without a client is link_of's default: ``link_of_default``."""
+    there), link_cfg, codel_cfg (its CoDel knobs, with control-law profile ``law``; None: the program
+    has no CoDel) and pie_cfg (a PIE link's knobs, with term profile ``pie``; None: the program has no
+    PIE). A link without a client is link_of's default: ``link_of_default``."""
     link = _check_link_id(lk.link, n_links)
     q, c = lk.params.queue, lk.params.codel
     if q.limit_pkts:
         raise ConfigError(f"link {link}: a packet limit (pfifo) is not supported on Tofino; give the buffer in bytes")
     if q.limit_ns >= 1 << 31 or q.bucket_ns >= 1 << 31:
         raise ConfigError(f"link {link}: buffer and bucket must drain in under 2^31 ns (serial time)")
-    supported = (Aqm.FIFO, Aqm.CODEL) if law is not None else (Aqm.FIFO,)
+    supported = (Aqm.FIFO,) + ((Aqm.CODEL,) if law is not None else ()) + ((Aqm.PIE,) if pie is not None else ())
     if q.aqm not in supported:
         raise ConfigError(f"link {link}: {q.aqm.name.lower()} is not in this TNA program (it has "
                           f"{', '.join(a.name.lower() for a in supported)}; docs/tofino.md)")
@@ -123,6 +170,11 @@ def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None 
             if q.aqm == Aqm.CODEL:
                 raise ConfigError(f"link {link}: {e}") from None
             # a link without CoDel keeps codel_cfg's default knobs (they are never used)
+    if pie is not None and q.aqm == Aqm.PIE:
+        try:
+            out.append(fy.P4TableEntry("pie_cfg", match=match, action=pie_action(lk.params.pie, q.mtu_ns, pie)))
+        except ConfigError as e:
+            raise ConfigError(f"link {link}: {e}") from None
     return out + [
         fy.P4TableEntry("link_cfg", match=match, action=fy.P4TableAction(
             "set_link_cfg", aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry), bucket_ns=q.bucket_ns,
@@ -136,25 +188,32 @@ def telemetry_session(monitor_port: int) -> fy.P4CloneSessionEntry:
                                   replicas=[(monitor_port, 1)])
 
 
-def all_entries(routes: Mapping[int, Route], links: Sequence[AccessLink], n_links: int, codel: bool = False
-                ) -> list[fy.P4TableEntry]:
-    """Every table entry to insert for these links, the transmit-time tables and control laws before the
-    links that use them (``codel``: the program has CoDel, ``has_codel``). (link_of's default action, for
-    the link without a client, is ``link_of_default``.)"""
+def all_entries(routes: Mapping[int, Route], links: Sequence[AccessLink], n_links: int, codel: bool = False,
+                pie: bool = False) -> list[fy.P4TableEntry]:
+    """Every table entry to insert for these links, the transmit-time tables, control laws and PIE's term
+    tables before the links that use them (``codel``, ``pie``: the program has CoDel, PIE: ``has_codel``,
+    ``has_pie``). (link_of's default action, for the link without a client, is ``link_of_default``.)"""
     if len({lk.link for lk in links}) != len(links):
         raise ConfigError("two access links with the same id")
     if sum(lk.client is None for lk in links) > 1:
         raise ConfigError("more than one access link without a client: only one can be link_of's default")
     classes = rate_classes(links)
     laws = law_profiles(links) if codel else {}
+    terms = pie_profiles(links) if pie else {}
     out = forwarding(routes)
     for bt, cls in classes.items():
         out += tx_entries(bt, cls)
     for law, profile in laws.items():
         out += law_entries(law, profile)
+    if pie:
+        out += scale_entries()
+    for (alpha, beta), profile in terms.items():
+        out += term_entries(alpha, beta, profile)
     for lk in links:
+        pp = lk.params.pie
         out += link_entries(lk, classes[lk.params.queue.byte_time_q16], n_links,
-                            laws[lk.params.codel.control_law] if codel else None)
+                            laws[lk.params.codel.control_law] if codel else None,
+                            terms.get((pp.alpha_q48, pp.beta_q48), 0) if pie else None)
     return out
 
 
@@ -179,6 +238,11 @@ def default_codel() -> fy.P4TableAction:
 def has_codel(p4info) -> bool:
     """Whether the compiled program has CoDel (Tofino 2's build does; Tofino 1's has the buffer only)."""
     return any(t.preamble.name.endswith("codel_law") for t in p4info.tables)
+
+
+def has_pie(p4info) -> bool:
+    """Whether the compiled program has PIE (Tofino 2's build does)."""
+    return any(t.preamble.name.endswith("pie_cfg") for t in p4info.tables)
 
 
 def n_links(p4info) -> int:
@@ -217,13 +281,13 @@ class TnaBottleneckSwitch(BottleneckSwitch):
 
     def check(self) -> None:
         """Every entry this switch will write, built against the compiled program's P4Info (its N_LINKS and
-        whether it has CoDel) before connecting: a link out of range or an AQM the program lacks fails
+        whether it has CoDel and PIE) before connecting: a link out of range or an AQM the program lacks fails
         here with a ConfigError naming the link, not later inside the connection's task."""
         path = Path(self.target.p4info)
         if self.state.params is None or not path.is_file():
             return
         p4info = tna_p4info.load(path)
-        all_entries(self.state.routes, self._links(), n_links(p4info), has_codel(p4info))
+        all_entries(self.state.routes, self._links(), n_links(p4info), has_codel(p4info), has_pie(p4info))
 
     def _links(self) -> list[AccessLink]:
         p = self.state.params
@@ -235,7 +299,7 @@ class TnaBottleneckSwitch(BottleneckSwitch):
         await sw.delete_all()
         links = self._links()
         p4info = sw.p4info.p4info
-        await sw.insert(all_entries(st.routes, links, n_links(p4info), has_codel(p4info)))
+        await sw.insert(all_entries(st.routes, links, n_links(p4info), has_codel(p4info), has_pie(p4info)))
         await sw.modify([link_of_default(links)])
         if st.monitor_port is not None:
             await sw.insert([telemetry_session(st.monitor_port)])

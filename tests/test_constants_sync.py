@@ -109,3 +109,23 @@ def test_tna_codel_matches_its_twin():
         assert c["CODEL_" + name] == getattr(T, name), name
     assert c["CODEL_LAWS"] == tofino.CODEL_LAWS
     assert c["CODEL_LAW_ENTRIES"] >= max(len(law) for law in tofino.law_profiles([]))
+
+
+def test_tna_pie_matches_its_twin():
+    """p4src/tofino/pie.p4's constants, its scale table and the term tables' size, as
+    refmodel/tofino_pie.py and the controller use them."""
+    from controller import tofino
+    from refmodel import tofino_pie as T
+    c = p4_consts("tofino/pie.p4", "tofino/types.p4")
+    assert (c["PIE_GATE_BURST"], c["PIE_Q31_TWO"], c["PIE_Q31_FIFTH"]) == (T.BURST, T.TWO_PERCENT, T.FIFTH)
+    assert (c["PIE_QLOW"], c["PIE_OLDLOW"], c["PIE_PLOW"], c["PIE_E_OFFSET"]) == (T.QLOW, T.OLDLOW, T.PLOW,
+                                                                                T.E_OFFSET)
+    assert c["PIE_GATE_OPEN"] == T.OPEN
+    assert c["PIE_250MS"] == T.DELAY_250MS
+    assert c["PIE_PROFILES"] == tofino.PIE_PROFILES
+    assert c["PIE_TERM_ENTRIES"] == 2 * len(T.term_keys())
+    assert c["PIE_SCALE_ROWS"] >= len(T.scale_rows())
+    # pie_scale's default action (no row matches: p >= 2^31 cannot happen) is no shift and no cap
+    text = (P4 / "tofino" / "pie.p4").read_text()
+    assert re.search(r"default_action = set_scale\((\d+), (\d+)\);", text).groups() == (str(T.E_OFFSET),
+                                                                                     str(T.CAP_NONE))

@@ -33,12 +33,14 @@ def test_without_bf_p4c_the_build_is_skipped_with_its_reason(tmp_path):
 
 @pytest.mark.skipif(bf_p4c() is None, reason="bf-p4c not found (make toolchain TOFINO=1): the TNA program "
                     "is not compiled here; its committed P4Info is still checked by test_tofino_controller.py")
-@pytest.mark.parametrize("target,arch", [("tofino", "tna"), ("tofino2", "t2na")])
-def test_the_tna_program_compiles_to_the_committed_p4info(tmp_path, target, arch):
+@pytest.mark.parametrize("target,chip,arch,defines", [
+    ("tofino", "tofino", "tna", []), ("tofino2", "tofino2", "t2na", []),
+    ("tofino2-pie", "tofino2", "t2na", ["-DWITH_CODEL=0", "-DWITH_PIE=1"])])
+def test_the_tna_program_compiles_to_the_committed_p4info(tmp_path, target, chip, arch, defines):
     out = tmp_path / target  # the flags of tools/build_tofino.sh (-g adds snapshot externs to the P4Info)
-    r = subprocess.run([bf_p4c(), "--target", target, "--arch", arch, "-g", "-o", str(out), "--p4runtime-files",
-                        str(tmp_path / "p4info.txtpb"), str(ROOT / "p4src" / "tofino" / "bottleneck_tna.p4")],
-                       capture_output=True, text=True)
+    r = subprocess.run([bf_p4c(), "--target", chip, "--arch", arch, *defines, "-g", "-o", str(out),
+                        "--p4runtime-files", str(tmp_path / "p4info.txtpb"),
+                        str(ROOT / "p4src" / "tofino" / "bottleneck_tna.p4")], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert (out / "pipe" / "context.json").exists()
     kept = ROOT / "controller" / "p4info" / f"{target}.p4info.txtpb"

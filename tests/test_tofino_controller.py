@@ -12,13 +12,14 @@ import pytest
 from google.protobuf import empty_pb2, unknown_fields
 
 from controller import stratum, tna_p4info, tofino
+from refmodel.tofino_pie import scale_rows
 from refmodel import arith
 from refmodel.constants import Aqm
 from refmodel.params import ConfigError, byte_time_q16, pipeline_params
 from refmodel.pipeline import Route
 
 ROOT = Path(__file__).resolve().parent.parent
-P4INFO = {t: ROOT / "controller" / "p4info" / f"{t}.p4info.txtpb" for t in ("tofino", "tofino2")}
+P4INFO = {t: ROOT / "controller" / "p4info" / f"{t}.p4info.txtpb" for t in ("tofino", "tofino2", "tofino2-pie")}
 ROUTES = {1: Route(2, True), 2: Route(1, False)}
 
 
@@ -34,25 +35,31 @@ def two_links():
             tofino.AccessLink(7, "10.0.1.3", pipeline_params(2e6, Aqm.FIFO, limit_bytes=50_000))]
 
 
-@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+def pie_link(link=8, client="10.0.1.8", **pie):
+    return tofino.AccessLink(link, client, pipeline_params(5e6, Aqm.PIE, limit_bytes=100_000, pie=pie or None))
+
+
+@pytest.mark.parametrize("target", ["tofino", "tofino2", "tofino2-pie"])
 def test_every_entry_encodes_against_the_tna_p4info(target):
     s = schema(target)
     n = tofino.n_links(s.p4info)
     assert n >= 2 ** 12  # tens of thousands is the aim (docs/tofino.md); a toy size would be a mistake
-    codel = tofino.has_codel(s.p4info)
-    assert codel == (target == "tofino2")  # Tofino 1's 12 stages hold the queue alone (bottleneck_tna.p4)
-    links = two_links() if codel else [replace(lk, params=replace(lk.params, queue=replace(
-        lk.params.queue, aqm=Aqm.FIFO))) for lk in two_links()]
-    ents = tofino.all_entries(ROUTES, links, n, codel)
+    codel, pie = tofino.has_codel(s.p4info), tofino.has_pie(s.p4info)
+    # Tofino 1's 12 stages hold the queue alone; Tofino 2 holds it with CoDel or with PIE (bottleneck_tna.p4)
+    assert (codel, pie) == {"tofino": (False, False), "tofino2": (True, False), "tofino2-pie": (False, True)}[target]
+    fifo = [replace(lk, params=replace(lk.params, queue=replace(lk.params.queue, aqm=Aqm.FIFO))) for lk in two_links()]
+    links = two_links() if codel else fifo + [pie_link()] if pie else fifo
+    ents = tofino.all_entries(ROUTES, links, n, codel, pie)
     for e in ents + [tofino.link_of_default(links)]:
         e.encode(s)  # raises on an unknown name or a value its field cannot hold
     tofino.telemetry_session(3).encode(s)
     names = {e.table_id for e in ents}
     assert names == {"forward", "link_of", "link_cfg", "tx_time_hi", "tx_time_lo"} | (
-        {"codel_cfg", "codel_law"} if codel else set())
+        {"codel_cfg", "codel_law"} if codel else set()) | (
+        {"pie_cfg", "pie_scale", "pie_term_a", "pie_term_b"} if pie else set())
 
 
-@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+@pytest.mark.parametrize("target", ["tofino", "tofino2", "tofino2-pie"])
 def test_a_renamed_parameter_fails_the_encoding(target):
     s = schema(target)
     bad = fy.P4TableEntry("link_cfg", match=fy.P4TableMatch(link=0),
@@ -197,8 +204,60 @@ def test_the_switch_refuses_what_its_program_lacks_before_connecting():
     """TnaBottleneckSwitch checks its entries against the P4Info it will push: CoDel on Tofino 1 (whose
     program has none) is a ConfigError at construction, not a failed task after connecting."""
     from controller.switch import DesiredState, SwitchTarget
+    def target(t):   # (the device config is only read, not checked, before connecting: any file does)
+        return SwitchTarget(p4info=P4INFO[t], p4blob=P4INFO[t])
     codel = pipeline_params(2e6, Aqm.CODEL, limit_bytes=50_000)
     state = DesiredState(codel, ROUTES, None)
     with pytest.raises(ConfigError, match="link 0: codel is not in this TNA program"):
-        tofino.TnaBottleneckSwitch(SwitchTarget(p4info=P4INFO["tofino"]), state)
-    tofino.TnaBottleneckSwitch(SwitchTarget(p4info=P4INFO["tofino2"]), state)   # Tofino 2's has CoDel
+        tofino.TnaBottleneckSwitch(target("tofino"), state)
+    tofino.TnaBottleneckSwitch(target("tofino2"), state)   # Tofino 2's has CoDel
+    pie = DesiredState(pipeline_params(2e6, Aqm.PIE, limit_bytes=50_000), ROUTES, None)
+    with pytest.raises(ConfigError, match="link 0: pie is not in this TNA program"):
+        tofino.TnaBottleneckSwitch(target("tofino2"), pie)
+    tofino.TnaBottleneckSwitch(target("tofino2-pie"), pie)     # Tofino 2's PIE build has PIE
+    with pytest.raises(ConfigError, match="link 0: codel is not in this TNA program"):
+        tofino.TnaBottleneckSwitch(target("tofino2-pie"), state)
+
+
+def test_pie_runs_only_where_the_program_has_it():
+    with pytest.raises(ConfigError, match="link 8: pie is not in this TNA program"):
+        tofino.all_entries(ROUTES, [pie_link()], 2 ** 14, codel=True, pie=False)
+    ents = tofino.all_entries(ROUTES, [pie_link()], 2 ** 14, codel=False, pie=True)
+    scale = [e for e in ents if e.table_id == "pie_scale"]
+    assert len(scale) == len(scale_rows()) <= 160    # p4src/tofino/types.p4: PIE_SCALE_ROWS
+    cfg = [e for e in ents if e.table_id == "pie_cfg"]
+    assert [e.match["link"] for e in cfg] == [8]
+    assert cfg[0].action.args["half"] == 7_500_000 and cfg[0].action.args["mtu2"] == 2 * 1514 * 1600
+
+
+def test_pie_links_share_term_tables_per_alpha_and_beta():
+    links = [pie_link(), pie_link(9, "10.0.1.9"), pie_link(10, "10.0.1.10", alpha=0.25, beta=2.5)]
+    ents = tofino.all_entries(ROUTES, links, 2 ** 14, codel=False, pie=True)
+    profiles = {e.match["link"]: e.action.args["profile"] for e in ents if e.table_id == "pie_cfg"}
+    assert profiles == {8: 0, 9: 0, 10: 1}     # RFC 8033's alpha and beta are profile 0
+    rows = [e for e in ents if e.table_id == "pie_term_b" and e.match["profile"] == 1]
+    # beta * 100 ns of delay (exact below 128), unscaled (shift 0: exponent key 11), Q31 from Q48
+    beta = pipeline_params(5e6, Aqm.PIE, pie={"beta": 2.5}).pie.beta_q48
+    row = next(e for e in rows if (e.match["neg"], e.match["e"], e.match["m"]) == (0, 11, 100))
+    assert row.action.args["t"] == (100 * beta) >> 17
+    neg = next(e for e in rows if (e.match["neg"], e.match["e"], e.match["m"]) == (1, 11, 100))
+    assert neg.action.args["t"] == (1 << 32) - (((100 * beta) >> 17) + 1)   # floored, two's complement
+    many = [pie_link(20 + i, f"10.0.2.{i}", alpha=0.1 + 0.01 * i) for i in range(tofino.PIE_PROFILES)]
+    with pytest.raises(ConfigError, match="alpha/beta"):
+        tofino.all_entries(ROUTES, many, 2 ** 14, codel=False, pie=True)
+
+
+def test_a_pie_link_beyond_serial_time_is_refused():
+    with pytest.raises(ConfigError, match="link 8: pie: .*2\\^31"):
+        tofino.all_entries(ROUTES, [pie_link(max_burst_s=3.0)], 2 ** 14, codel=False, pie=True)
+
+
+def test_pie_cfg_default_is_the_controllers():
+    """link.p4's default pie_cfg action holds the knobs pie_knobs derives for RFC 8033's defaults with
+    1514 B frames at 2 Mbit/s, term profile 0."""
+    src = (ROOT / "p4src" / "tofino" / "link.p4").read_text()
+    m = re.search(r"default_action = set_pie\(([^)]*)\)", src)
+    assert m, "pie_cfg's default action is gone from link.p4"
+    got = [int(x) for x in m.group(1).split(",")]
+    a = tofino.pie_action(pipeline_params(2e6).pie, pipeline_params(2e6).queue.mtu_ns, 0).args
+    assert got == [a["target"], a["half"], a["tupdate"], a["max_burst"], a["mtu2"], a["profile"]]

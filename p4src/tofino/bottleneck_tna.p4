@@ -9,13 +9,15 @@
  *                           tick's number); the link's knobs; the frame's transmit time
  *                           (two tables, no product)
  *     tick                  a packet-generator packet refreshes its link's queue and CoDel
- *                           state (so that no stored time falls behind serial time) and ends
+ *                           state (so that no stored time falls behind serial time) and ends;
+ *                           a PIE link's tick is PIE's update (pie.p4), in two passes
  *   upstream (client -> server): never queued; forwarded
  *   downstream (server -> client): through the link's modelled queue
  *     PHANTOM_QUEUE         queue.p4: q_admit commits the frame and returns tat'
  *     QueuePredictTna       queue.p4: backlog, sojourn, over the buffer? the decision
  *     AQM                   the buffer (bfifo; every AQM's tail drop), then CoDel when the
- *                           link's AQM is CoDel (codel.p4); RED, PIE, IWA follow (docs/tofino.md)
+ *                           link's AQM is CoDel (codel.p4), PIE's gate when it is PIE (pie.p4);
+ *                           RED and IWA follow (docs/tofino.md)
  *     second pass           resubmitted when the link was idle (q_add adds the frame's
  *                           time) or the frame is dropped (q_refund takes it back); a
  *                           CoDel drop's second pass also sets its next drop time
@@ -47,6 +49,12 @@
 #define WITH_CODEL 0
 #endif
 #endif
+/* PIE (pie.p4) updates on the packet generator's ticks, in a chain of its own. Tofino 2 holds it
+ * without CoDel: -DWITH_PIE=1 -DWITH_CODEL=0 (with both, PHV allocation fails: docs/tofino.md). */
+#ifndef WITH_PIE
+#define WITH_PIE 0
+#endif
+#define WITH_TICK_STATE (WITH_CODEL || WITH_PIE)
 
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
@@ -64,6 +72,9 @@
 #if WITH_CODEL
 #include "codel.p4"
 #endif
+#if WITH_PIE
+#include "pie.p4"
+#endif
 #include "telemetry.p4"
 
 control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
@@ -80,6 +91,13 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
     CodelSecondPass() codel_second;
     CodelDecide() codel_decide;
     CodelTick() codel_tick;
+#endif
+#if WITH_PIE
+    PIE_STATE(md)
+    PieUpdate() pie_update;
+    PieGate() pie_gate_of;
+    PieDecide() pie_decide;
+    bit<32> pie_used;
 #endif
     TelemetryMirror() telemetry;
     Random<bit<32>>() rng;
@@ -131,25 +149,54 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
         md.sojourn_ns = 0;
         md.tx_ns = 0;
 
-        // A tick ends here, or (with CoDel, which needs the link's knobs for it) after LinkMap.
+        // A tick ends here, or (with CoDel or PIE, which need the link's knobs for it) after LinkMap.
         if (md.tick == 1) {
             md.link = (link_id_t)hdr.tick.packet_id;   // (a tick has no IPv4 header: link_of leaves it)
-#if !WITH_CODEL
+#if !WITH_TICK_STATE
             q_tick.execute(md.link);
             ig_dprsr_md.drop_ctl = 1;
             exit;
 #endif
         }
         links.apply(hdr, ig_intr_md.ingress_port, md, ig_tm_md);
-#if WITH_CODEL
+#if WITH_TICK_STATE
+        // A tick and a packet take exclusive branches (an exit would make every later table wait for the
+        // tick's chain: bf-p4c then places the two one after the other)
         if (md.tick == 1) {
-            q_tick.execute(md.link);
+#if WITH_PIE
+            if (md.second == 1) {
+                // a PIE tick's second pass (pie.p4): the burst allowance, p and the gate
+                if (md.pass2.base == 0 && md.pass2.count & (PIE_QLOW | PIE_OLDLOW) == (PIE_QLOW | PIE_OLDLOW)) {
+                    pie_used = burst_reset.execute(md.link);
+                } else {
+                    pie_used = burst_add.execute(md.link);
+                }
+                pie_gate_of.apply(md, pie_used);
+                pie_write.execute(md.link);
+                gate_write.execute(md.link);
+                ig_dprsr_md.drop_ctl = 1;
+            } else {
+#endif
+            md.pie_q = (bit<32>)q_tick.execute(md.link);     // the queue's delay, tat' - now
+#if WITH_CODEL
             codel_tick.apply(md);
             fa_tick.execute(md.link);
             dn_tick.execute(md.link);
+#endif
+#if WITH_PIE
+            if (md.cfg.aqm == AQM_PIE) {
+                // PIE's update (pie.p4: every tick is one): its first pass, resubmitted
+                md.pie_p = pie_read.execute(md.link);
+                md.pie_old = pie_swap.execute(md.link);
+                pie_update.apply(md, ig_dprsr_md);
+            } else {
+                ig_dprsr_md.drop_ctl = 1;
+            }
+            }
+#else
             ig_dprsr_md.drop_ctl = 1;
-            exit;
-        }
+#endif
+        } else {
 #endif
         hdr.bridge.setValid();
         hdr.bridge.kind = BRIDGE_NORMAL;
@@ -208,6 +255,13 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
                 }
             }
 #endif
+#if WITH_PIE
+            if (md.cfg.aqm == AQM_PIE && md.second == 0 && md.q_short == 0) {
+                // a frame that fits the buffer: tested against the gate (pie.p4)
+                md.pie_gate = gate_read.execute(md.link);
+                pie_decide.apply(hdr.ipv4.ecn, md, ig_dprsr_md);
+            }
+#endif
             if (md.decision == DECISION_MARK) {
                 hdr.ipv4.ecn = 3;   // CE, in the pass that forwards the packet
             }
@@ -227,6 +281,9 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
         if (md.decision != DECISION_BYPASS && md.cfg.telemetry == 1 && ig_dprsr_md.resubmit_type == 0) {
             telemetry.apply(md, ig_dprsr_md);
         }
+#if WITH_TICK_STATE
+        }
+#endif
     }
 }
 

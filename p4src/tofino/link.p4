@@ -80,6 +80,25 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
         size = LINKS_TABLE_SIZE;
     }
 #endif
+#if WITH_PIE
+    action set_pie(bit<32> target, bit<32> half, bit<32> tupdate, bit<32> max_burst, bit<32> mtu2,
+                   bit<8> profile) {
+        md.pie.target = (int<32>)target;
+        md.pie.half = (int<32>)half;
+        md.pie.tupdate = (int<32>)tupdate;
+        md.pie.max_burst = max_burst;
+        md.pie.mtu2 = (int<32>)mtu2;
+        md.pie.profile = profile;
+    }
+    // PIE's knobs (types.p4: pie_cfg_t); the default is RFC 8033's (target 15 ms, tupdate 15 ms, max_burst
+    // 150 ms) with 1514 B frames at 2 Mbit/s, term profile 0
+    table pie_cfg {
+        key = { md.link : exact @name("link"); }
+        actions = { set_pie; }
+        default_action = set_pie(15000000, 7500000, 15000000, 150000000, 12112000, 0);
+        size = LINKS_TABLE_SIZE;
+    }
+#endif
 
     /* The transmit time len * byte_time without a multiplication: len = 64 * hi + lo,
      * and two tables per rate class hold hi's and lo's share, each floored
@@ -109,6 +128,9 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
         link_cfg.apply();
 #if WITH_CODEL
         codel_cfg.apply();
+#endif
+#if WITH_PIE
+        pie_cfg.apply();
 #endif
         tx_time_hi.apply();
         tx_time_lo.apply();

@@ -26,7 +26,10 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_metadata_t
     state parse_pass2 {
         pkt.extract(md.pass2);
         md.second = 1;
-        transition parse_ethernet;
+        transition select(ig_intr_md.ingress_port[6:0]) {
+            TICK_PORT: parse_tick;          // a tick's second pass (PIE's update: pie.p4)
+            default: parse_ethernet;
+        }
     }
 
     state parse_port_metadata {

@@ -8,7 +8,8 @@
  *   q_add     a second pass: tat' = tat + tx (the link was idle)
  *   q_refund  a second pass: tat' = tat - tx (the frame was dropped)
  *   q_tick    the packet generator: tat' = max(tat, now), so that an idle link's
- *             tat never falls 2^31 ns behind now (serial time, types.p4)
+ *             tat never falls 2^31 ns behind now (serial time, types.p4); returns
+ *             tat' - now, the queue's delay (PIE's update: pie.p4)
  * IWA's upstream read of the backlog will need a fifth: it takes q_tick's place and ticks
  * move to a second register (docs/tofino.md).
  *
@@ -52,10 +53,11 @@
         } \
     }; \
     RegisterAction<time_t, link_id_t, time_t>(q_tat) q_tick = { \
-        void apply(inout time_t tat) { \
+        void apply(inout time_t tat, out time_t delay) { \
             if (tat - md.now < 0) { \
                 tat = md.now; \
             } \
+            delay = tat - md.now; \
         } \
     };
 

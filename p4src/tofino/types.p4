@@ -50,11 +50,13 @@ const bit<8> PASS2_REFUND      = 2;    // dropped after the queue committed it: 
 const bit<8> PASS2_MARK        = 4;    // an ECN mark instead of a drop: set CE, forward it
 const bit<8> PASS2_CODEL_STEP  = 8;    // CoDel dropped while dropping: drop_next += law(count)
 const bit<8> PASS2_CODEL_ENTER = 16;   // CoDel's entry drop: drop_next = t + law(count), count
+const bit<8> PASS2_PIE         = 32;   // a PIE tick's update: p (base, before the decay) and flags (count)
 header pass2_h {
     bit<8>  op;
     bit<8>  reason;
-    bit<16> count;               // CoDel's count (saturated): the control law's key
-    bit<32> base;                // the backlog the first pass saw (the second pass's sojourn, the record)
+    bit<16> count;               // CoDel's count (saturated): the control law's key; PIE's flags
+    bit<32> base;                // the backlog the first pass saw (the second pass's sojourn, the record);
+                                 // PIE's new p
 }
 
 /* The tick: a packet-generator packet refreshes one link's state (bottleneck_tna.p4).
@@ -122,6 +124,21 @@ struct codel_cfg_t {
 #define CODEL_LAWS 16
 #define CODEL_LAW_ENTRIES 256
 
+/* PIE's knobs as pie.p4 uses them (refmodel/tofino_pie.py: pie_knobs), ns */
+struct pie_cfg_t {
+    int<32> target;
+    int<32> half;                // target / 2: the low-delay rule's bound
+    int<32> tupdate;
+    bit<32> max_burst;
+    int<32> mtu2;                // two frames: a shorter queue never drops
+    bit<8>  profile;             // the term tables' rows: links of one alpha and beta share them
+}
+
+/* The term tables (pie.p4): PIE_PROFILES profiles of PIE_TERM_ENTRIES rows (sign, exponent, mantissa). */
+#define PIE_PROFILES 8
+#define PIE_TERM_ENTRIES 5504
+#define PIE_SCALE_ROWS 160         /* pie_scale: p's seven ranges as ternary prefixes (131) */
+
 struct tna_metadata_t {
     bit<1>     downstream;
     bit<1>     tick;
@@ -151,6 +168,13 @@ struct tna_metadata_t {
     bit<8>     codel_was;
     bit<32>    codel_r;
     bit<32>    codel_lc;
+    /* PIE (pie.p4): the words its registers read, and what they return */
+    pie_cfg_t  pie;
+    bit<32>    pie_p;            // p (Q31) as the tick's first pass read it
+    bit<32>    pie_q;            // qdelay (ns): what q_tick returns
+    bit<32>    pie_old;          // the previous update's qdelay
+    bit<32>    pie_wg;           // the second pass: the gate it writes (or PIE_GATE_OPEN: p)
+    bit<32>    pie_gate;         // what a data packet read: the probability its draw is tested against
     /* the record's AQM state (telemetry.p4) */
     bit<32>    s1;
     bit<32>    s2;
