@@ -12,9 +12,9 @@ The tick's update, pie.py's ``_update`` in 32-bit steps:
 
 * ``qdelay`` = tat' - now, what q_tick returns; ``qdelay_old`` swapped in ``pie_old``;
 * each of ``alpha * (qdelay - target)`` and ``beta * (qdelay - qdelay_old)`` from one exact
-  table per coefficient (``term_rows``), keyed by the difference's sign, its 7 leading bits and
-  their place (``arith.mantissa``) less the RFC's scale shift for the current ``p`` (a range
-  table, ``scale``): the row is already the scaled term in Q31, floored, saturated at ±1;
+  table per coefficient (``term_row``), keyed by the difference's sign, its 7 leading bits and
+  their place (``arith.mantissa``) less the RFC's scale shift for the current ``p`` (p's
+  ranges as ternary prefixes, ``scale_rows``): the row is already the scaled term in Q31, floored, saturated at ±1;
 * the sum (saturating), the 2 % cap above p = 10 %, the +2 % above 250 ms, the clamp to [0, 1)
   and the 1/64 decay, as pie.py;
 * the tick's second pass (a resubmission: ``p`` was read in the first) takes the burst
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .arith import mantissa, s32
+from .arith import mantissa
 from .params import ConfigError, PieParams
 from .pie import DELAY_250MS, SCALE_STEPS
 
@@ -54,7 +54,7 @@ CAP_NONE = (1 << 31) - 1  # no cap below p = 10 %
 
 
 def scale(p: int) -> tuple[int, int]:
-    """pie_scale, a range table on p: (the step's shift, its cap)."""
+    """What pie_scale (ternary prefixes of p's ranges, scale_rows) gives p: (the step's shift, its cap)."""
     for bound, sh in SCALE:
         if p < bound:
             return sh, CAP_NONE
