@@ -65,8 +65,16 @@ def start_smoke_run(out, *extra: str, **popen) -> tuple[subprocess.Popen, list[s
     return p, lines, lab_of(p.pid)
 
 
+def interruptible() -> None:
+    """In the child before exec: SIGINT's default action, as in a terminal. A shell starts background jobs
+    with SIGINT ignored (CI runs the suite so) and Python keeps an ignored SIGINT: the run would never see
+    the Ctrl-C and would finish its replication."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_leaves_nothing_behind_and_resume_completes(tmp_path):
-    p, lines, prefix = start_smoke_run(tmp_path, start_new_session=True)  # its own process group, as in a terminal
+    # its own process group with Ctrl-C live, as in a terminal
+    p, lines, prefix = start_smoke_run(tmp_path, start_new_session=True, preexec_fn=interruptible)
     time.sleep(8)  # mid-run: switch, delay lines, captures, audio and web traffic all running
     assert lab_hosts(prefix), "the lab should be up at this point"
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group gets SIGINT
