@@ -29,7 +29,6 @@ REASON = missing_toolchain()
 pytestmark = [pytest.mark.bmv2, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 
 RED_HSPA = dict(w_q=0.002, max_p=0.1, th_min=5, th_max=20)
-DIRECTION_GAP_S = 0.005  # between frames sent on different ports (run_mixed)
 REDOK_HSPA = dict(w_q=0.02, max_p=0.65, th_min=3, th_max=50)
 
 
@@ -75,27 +74,33 @@ def run_mixed(sw, params, items, gap_s=0.002, links=None, clients=None):
     ``clients`` as in run_differential."""
     sw.configure(params, links=links, clients=clients)
     sw.listen()
-    last_port = None
+    frames = [it for it in items if it[0] != "sleep"]
+    # What each frame leaves behind, from the model with any timestamps: whether it yields a record, and,
+    # upstream, whether it is forwarded (neither depends on the time; a downstream frame's fate does).
+    probe = Pipeline(ROUTES, params, links=clients, link_params=links)
+    marks = []
+    for i, (port, f) in enumerate(frames):
+        r = probe.process(i * 1_000_000, f, port)
+        marks.append((r.record is not None, port == 2 and r.egress == 1))
+    n = sum(rec for rec, _ in marks)
+    last_port, sent = None, 0
     for it in items:
         if it[0] == "sleep":  # ("sleep", seconds): time passes, e.g. an RTT before the client's ACK
             time.sleep(it[1])
             continue
         if last_port is not None and it[0] != last_port:
-            # BMv2 reads its ports in turn: frames on two ports within a few ms of each other can be processed
-            # in either order, and the model must see them in BMv2's order
-            time.sleep(DIRECTION_GAP_S)
+            # BMv2 reads its ports in turn: frames on two ports sent close together can be processed in either
+            # order, and the model must see them in BMv2's order. So the direction changes only once BMv2 has
+            # shown everything sent so far: its records and its upstream output.
+            sw.wait_for(records=sum(m[0] for m in marks[:sent]), upstream=sum(m[1] for m in marks[:sent]))
         sw.send([it[1]], port=it[0], gap_s=gap_s)
-        last_port = it[0]
-    items = [it for it in items if it[0] != "sleep"]
+        last_port, sent = it[0], sent + 1
     model = Pipeline(ROUTES, params, links=clients, link_params=links)
-    # how many records to expect: the model says, with any timestamps (record-ness does not depend on time)
-    probe = Pipeline(ROUTES, params, links=clients, link_params=links)
-    n = sum(probe.process(i * 1_000_000, f, port).record is not None for i, (port, f) in enumerate(items))
-    out, records = sw.collect(n, timeout=10 + len(items) * gap_s)
+    out, records = sw.collect(n, timeout=10 + len(frames) * gap_s)
     assert len(records) == n, f"{len(records)} telemetry records, the model expects {n}"
     expected = {1: [], 2: []}
     k = 0
-    for i, (port, f) in enumerate(items):
+    for i, (port, f) in enumerate(frames):
         rec = records[min(k, len(records) - 1)]
         res = model.process(rec.ts_ns, f, port, rand=rec.rand if port == 1 else None)
         if res.record is not None:
@@ -126,7 +131,9 @@ def test_audio_behind_ten_segments(sw):
 
 
 def test_fifo_drops_exactly_beyond_the_limit(sw):
-    params = pipeline_params(2e6, "fifo", limit_pkts=5, bucket_bytes=0)
+    # 200 kbit/s: a frame leaves every 60.6 ms, so the eight are all in before the first has gone even on a
+    # loaded machine (at 2 Mbit/s a 6 ms stall of the sender let one leave and a sixth one in)
+    params = pipeline_params(0.2e6, "fifo", limit_pkts=5, bucket_bytes=0)
     records, _ = run_differential(sw, params, [tcp(seq=1 + k * MSS) for k in range(8)])
     assert [r.decision for r in records] == [Decision.PASS] * 5 + [Decision.DROP] * 3
 

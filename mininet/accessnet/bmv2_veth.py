@@ -227,6 +227,16 @@ class Bmv2:
             if gap_s:
                 time.sleep(gap_s)
 
+    def wait_for(self, records: int, upstream: int, timeout: float = 2.0) -> bool:
+        """Until at least ``records`` telemetry frames (port 3) and ``upstream`` frames out of port 1 have been
+        seen since ``listen()``, or ``timeout`` s; whether they were."""
+        deadline = time.monotonic() + timeout
+        while len(self.sniffers[3].frames) < records or len(self.sniffers[1].frames) < upstream:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0002)
+        return True
+
     def collect(self, expect_records: int, timeout: float = 10.0) -> tuple[dict[int, list[bytes]], list[Record]]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and len(self.sniffers[3].frames) < expect_records:
