@@ -130,7 +130,8 @@ def test_delay_accuracy_at_1000_pps(line, tmp_path):
         p50, p99, mx = np.percentile(err_ms, 50), np.percentile(err_ms, 99), err_ms.max()
         print(f"delay line {name} {delay_ms} ms at 1000 pps, at the wire: |error| p50 {p50:.3f} ms, "
               f"p99 {p99:.3f} ms, max {mx:.3f} ms; application OWD |error| p50 {np.median(app_err):.3f} ms, "
-              f"p99 {np.percentile(app_err, 99):.3f} ms; {(err_ms > 0.5).sum()} over 0.5 ms, host steal {stolen:.0f} ms")
+              f"p99 {np.percentile(app_err, 99):.3f} ms; {(err_ms > 0.5).sum()} over 0.5 ms, "
+              f"host steal {stolen:.0f} ms")
         # The host's stalls (the hypervisor stops a CPU for ms: steal time) make packets late that no program
         # in the VM could have sent on time, and they come any time: the line is judged in the quietest half
         # second (500 packets), where 99 % must be within 0.5 ms, and on the median of all. A line with a
