@@ -91,7 +91,8 @@ def summary(rep: Path) -> dict:
                 "over_1ms": int((x > 1_000_000).sum())}
 
     return {"all": stats(e), "queued": stats(e[queued]), "idle": stats(e[~queued]),
-            "wire_late_max_ms": wire_lateness_ms(rep), "case": meta.get("case"), "switch": meta.get("switch"),
+            "wire_late_max_ms": wire_lateness_ms(rep), "host_steal_ms": meta.get("host_steal_ms"),
+            "case": meta.get("case"), "switch": meta.get("switch"),
             "records_missing": meta["records_missing"]}
 
 

@@ -29,7 +29,7 @@ import pytest
 from nslab import three_namespaces
 
 from accessnet.audio import parse
-from accessnet.keepawake import KeepAwake
+from accessnet.keepawake import KeepAwake, steal_ms
 from accessnet.workloads import REALTIME
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,13 +55,6 @@ def _line():
         yield proc
         proc.terminate()
         proc.wait(timeout=5)
-
-
-def steal_ms() -> float:
-    """CPU time the hypervisor took from this VM's CPUs since boot (/proc/stat's steal column), in ms."""
-    with open("/proc/stat") as f:
-        fields = f.readline().split()
-    return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def run_in(ns, *args, realtime=False, **kw):

@@ -6,6 +6,9 @@ here, the delay line was up to 4.6 ms late on an idle machine and under
 Like disabling deep C-states on a testbed, one spinner per CPU at
 ``SCHED_IDLE`` keeps each CPU running; ``SCHED_IDLE`` means any other task
 preempts it at once, so it takes no CPU time from the experiment.
+
+What no program in the VM can prevent is the host taking a CPU away (steal
+time): ``steal_ms`` reads how much it took, so that a run can say so.
 """
 
 from __future__ import annotations
@@ -14,6 +17,14 @@ import os
 import subprocess
 
 SPIN = ["sh", "-c", "while :; do :; done"]
+
+
+def steal_ms() -> float:
+    """CPU time the hypervisor took from this VM's CPUs since boot, in ms (/proc/stat's steal column,
+    summed over the CPUs; 0 on bare metal)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
 class KeepAwake:

@@ -27,6 +27,7 @@ from refmodel.params import ConfigError
 from . import scenario as scen
 from .irto import InitialRto
 from .irto import unavailable as irto_unavailable
+from .keepawake import steal_ms
 from .leftovers import Lease
 from .switches import (KERNEL_QDISCS, Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available,
                        toolchain_versions)
@@ -222,8 +223,10 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             lab = start_lab(sc, case, net, switch, loads, tmp, meta, irto)
             for w in loads:
                 w.start(lab)
+            steal0 = steal_ms()
             wait_for_end(lab, switch, loads, float(case.spec.get("run", {}).get("audio_only_s", 15.0)))
             finish(loads, lab, case)
+            meta["host_steal_ms"] = round(steal_ms() - steal0, 1)   # what the hypervisor took meanwhile
             meta["status"] = "ok"
         except (Interrupted, KeyboardInterrupt):
             meta["error"] = "interrupted"  # not kept: the replication is redone on --resume
