@@ -40,9 +40,6 @@ TARGET_FILES = {
     "bmv2": (Path("build/bottleneck.p4info.txtpb"), Path("build/bottleneck.json")),
     "tofino": (Path("build/tofino/bottleneck_tna.p4info.txtpb"), Path("build/tofino/device_config.pb.bin")),
     "tofino2": (Path("build/tofino2/bottleneck_tna.p4info.txtpb"), Path("build/tofino2/device_config.pb.bin")),
-    # Tofino 2 with PIE instead of CoDel (make build TARGET=tofino2-pie)
-    "tofino2-pie": (Path("build/tofino2-pie/bottleneck_tna.p4info.txtpb"),
-                    Path("build/tofino2-pie/device_config.pb.bin")),
 }
 
 
@@ -51,7 +48,7 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device-id", type=int, default=1)
     p.add_argument("--election-id", type=int, default=10)
     p.add_argument("--target", choices=sorted(TARGET_FILES), default="bmv2",
-                   help="bmv2 (simple_switch_grpc, the v1model program) or tofino / tofino2 / tofino2-pie (Stratum, "
+                   help="bmv2 (simple_switch_grpc, the v1model program) or tofino / tofino2 (Stratum, "
                    "the TNA program p4src/tofino/); picks the default --p4info and --p4blob")
     p.add_argument("--p4info", type=Path, help="P4Info (default: the --target's, from make build)")
     p.add_argument("--p4blob", type=Path, help="device config (default: the --target's, from make build)")

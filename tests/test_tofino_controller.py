@@ -19,7 +19,7 @@ from refmodel.params import ConfigError, byte_time_q16, pipeline_params
 from refmodel.pipeline import Route
 
 ROOT = Path(__file__).resolve().parent.parent
-P4INFO = {t: ROOT / "controller" / "p4info" / f"{t}.p4info.txtpb" for t in ("tofino", "tofino2", "tofino2-pie")}
+P4INFO = {t: ROOT / "controller" / "p4info" / f"{t}.p4info.txtpb" for t in ("tofino", "tofino2")}
 ROUTES = {1: Route(2, True), 2: Route(1, False)}
 
 
@@ -39,16 +39,16 @@ def pie_link(link=8, client="10.0.1.8", **pie):
     return tofino.AccessLink(link, client, pipeline_params(5e6, Aqm.PIE, limit_bytes=100_000, pie=pie or None))
 
 
-@pytest.mark.parametrize("target", ["tofino", "tofino2", "tofino2-pie"])
+@pytest.mark.parametrize("target", ["tofino", "tofino2"])
 def test_every_entry_encodes_against_the_tna_p4info(target):
     s = schema(target)
     n = tofino.n_links(s.p4info)
     assert n >= 2 ** 12  # tens of thousands is the aim (docs/tofino.md); a toy size would be a mistake
     codel, pie = tofino.has_codel(s.p4info), tofino.has_pie(s.p4info)
-    # Tofino 1's 12 stages hold the queue alone; Tofino 2 holds it with CoDel or with PIE (bottleneck_tna.p4)
-    assert (codel, pie) == {"tofino": (False, False), "tofino2": (True, False), "tofino2-pie": (False, True)}[target]
+    # Tofino 1's 12 stages hold the queue alone; Tofino 2 holds it with CoDel and PIE (bottleneck_tna.p4)
+    assert (codel, pie) == {"tofino": (False, False), "tofino2": (True, True)}[target]
     fifo = [replace(lk, params=replace(lk.params, queue=replace(lk.params.queue, aqm=Aqm.FIFO))) for lk in two_links()]
-    links = two_links() if codel else fifo + [pie_link()] if pie else fifo
+    links = (two_links() if codel else fifo) + ([pie_link()] if pie else [])
     ents = tofino.all_entries(ROUTES, links, n, codel, pie)
     for e in ents + [tofino.link_of_default(links)]:
         e.encode(s)  # raises on an unknown name or a value its field cannot hold
@@ -59,7 +59,7 @@ def test_every_entry_encodes_against_the_tna_p4info(target):
         {"pie_cfg", "pie_scale", "pie_term_a", "pie_term_b"} if pie else set())
 
 
-@pytest.mark.parametrize("target", ["tofino", "tofino2", "tofino2-pie"])
+@pytest.mark.parametrize("target", ["tofino", "tofino2"])
 def test_a_renamed_parameter_fails_the_encoding(target):
     s = schema(target)
     bad = fy.P4TableEntry("link_cfg", match=fy.P4TableMatch(link=0),
@@ -210,13 +210,14 @@ def test_the_switch_refuses_what_its_program_lacks_before_connecting():
     state = DesiredState(codel, ROUTES, None)
     with pytest.raises(ConfigError, match="link 0: codel is not in this TNA program"):
         tofino.TnaBottleneckSwitch(target("tofino"), state)
-    tofino.TnaBottleneckSwitch(target("tofino2"), state)   # Tofino 2's has CoDel
+    tofino.TnaBottleneckSwitch(target("tofino2"), state)   # Tofino 2's has CoDel ...
     pie = DesiredState(pipeline_params(2e6, Aqm.PIE, limit_bytes=50_000), ROUTES, None)
     with pytest.raises(ConfigError, match="link 0: pie is not in this TNA program"):
-        tofino.TnaBottleneckSwitch(target("tofino2"), pie)
-    tofino.TnaBottleneckSwitch(target("tofino2-pie"), pie)     # Tofino 2's PIE build has PIE
-    with pytest.raises(ConfigError, match="link 0: codel is not in this TNA program"):
-        tofino.TnaBottleneckSwitch(target("tofino2-pie"), state)
+        tofino.TnaBottleneckSwitch(target("tofino"), pie)
+    tofino.TnaBottleneckSwitch(target("tofino2"), pie)     # ... and PIE
+    red = DesiredState(pipeline_params(2e6, Aqm.RED, limit_bytes=50_000), ROUTES, None)
+    with pytest.raises(ConfigError, match="link 0: red is not in this TNA program"):
+        tofino.TnaBottleneckSwitch(target("tofino2"), red)
 
 
 def test_pie_runs_only_where_the_program_has_it():

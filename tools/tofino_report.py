@@ -27,10 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "p4src" / "tofino" / "bottleneck_tna.p4"
 CAPACITY = ROOT / "docs" / "tofino-capacity.json"
-TARGETS = {"tofino": "tna", "tofino2": "t2na", "tofino2-pie": "t2na"}
-# a build's chip and the program's variant (p4src/tofino/bottleneck_tna.p4: WITH_CODEL, WITH_PIE)
-CHIP = {"tofino": "tofino", "tofino2": "tofino2", "tofino2-pie": "tofino2"}
-DEFINES = {"tofino2-pie": ["-DWITH_CODEL=0", "-DWITH_PIE=1"]}
+TARGETS = {"tofino": "tna", "tofino2": "t2na"}
 BEGIN = "<!-- tools/tofino_report.py writes what follows, from the compiler's reports -->"
 END = "<!-- end of tools/tofino_report.py's part -->"
 
@@ -117,7 +114,7 @@ def render(build_dir: Path) -> str:
     lines = []
     built = [t for t in TARGETS if (build_dir / t / "pipe" / "logs" / "resources.json").exists()]
     if not built:
-        return "(no build found: `make build TARGET=tofino`, `tofino2` and `tofino2-pie` write this part)\n"
+        return "(no build found: `make build TARGET=tofino` and `tofino2` write this part)\n"
     rows = {t: dict(target_rows(build_dir / t)) for t in built}
     keys = list(next(iter(rows.values())))
     lines.append("| | " + " | ".join(f"{t} (`--arch {TARGETS[t]}`)" for t in built) + " |")
@@ -130,7 +127,7 @@ def render(build_dir: Path) -> str:
     lines.append("")
     cap = json.loads(CAPACITY.read_text()) if CAPACITY.exists() else {}
     if cap:
-        lines.append("Access links per pipe (`python tools/tofino_report.py --capacity tofino tofino2 tofino2-pie`: "
+        lines.append("Access links per pipe (`python tools/tofino_report.py --capacity tofino tofino2`: "
                      "N_LINKS = 2^k compiled for growing k until bf-p4c fails):")
         lines.append("")
         lines.append("| target | largest N_LINKS that compiles | the next one fails with |")
@@ -153,8 +150,8 @@ def write_doc(build_dir: Path, doc: Path) -> None:
 
 def compiles(target: str, k: int, scratch: Path) -> tuple[bool, str]:
     out = scratch / f"{target}-{k}"
-    r = subprocess.run(["bf-p4c", "--target", CHIP[target], "--arch", TARGETS[target], "-o", str(out),
-                        *DEFINES.get(target, []), f"-DN_LINKS={1 << k}", f"-DLINK_BITS={k}", str(PROGRAM)],
+    r = subprocess.run(["bf-p4c", "--target", target, "--arch", TARGETS[target], "-o", str(out),
+                        f"-DN_LINKS={1 << k}", f"-DLINK_BITS={k}", str(PROGRAM)],
                        capture_output=True, text=True)
     errors = [ln.strip().replace(f"{ROOT}/", "") for ln in (r.stdout + r.stderr).splitlines()
               if "error" in ln.lower() and not re.match(r"\d+ errors?, \d+ warnings? generated", ln.strip())]

@@ -50,9 +50,13 @@
 #endif
 #endif
 /* PIE (pie.p4) updates on the packet generator's ticks, in a chain of its own. Tofino 2 holds it
- * without CoDel: -DWITH_PIE=1 -DWITH_CODEL=0 (with both, PHV allocation fails: docs/tofino.md). */
+ * beside CoDel (20 of 20 stages); -DWITH_PIE=0 or 1 overrides. */
 #ifndef WITH_PIE
+#if __TARGET_TOFINO__ == 2
+#define WITH_PIE 1
+#else
 #define WITH_PIE 0
+#endif
 #endif
 #define WITH_TICK_STATE (WITH_CODEL || WITH_PIE)
 
@@ -159,12 +163,14 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
 #endif
         }
         links.apply(hdr, ig_intr_md.ingress_port, md, ig_tm_md);
-#if WITH_TICK_STATE
         // A tick and a packet take exclusive branches (an exit would make every later table wait for the
-        // tick's chain: bf-p4c then places the two one after the other)
+        // tick's chain: bf-p4c then places the two one after the other), and so do the AQMs: a link runs
+        // one, and PHV allocation overlays what the others' fields would hold (CoDel and PIE fit Tofino 2
+        // together only so).
         if (md.tick == 1) {
-#if WITH_PIE
+#if WITH_TICK_STATE
             if (md.second == 1) {
+#if WITH_PIE
                 // a PIE tick's second pass (pie.p4): the burst allowance, p and the gate
                 if (md.pass2.base == 0 && md.pass2.count & (PIE_QLOW | PIE_OLDLOW) == (PIE_QLOW | PIE_OLDLOW)) {
                     pie_used = burst_reset.execute(md.link);
@@ -174,116 +180,114 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
                 pie_gate_of.apply(md, pie_used);
                 pie_write.execute(md.link);
                 gate_write.execute(md.link);
+#endif
                 ig_dprsr_md.drop_ctl = 1;
             } else {
-#endif
-            md.pie_q = (bit<32>)q_tick.execute(md.link);     // the queue's delay, tat' - now
-#if WITH_CODEL
-            codel_tick.apply(md);
-            fa_tick.execute(md.link);
-            dn_tick.execute(md.link);
-#endif
+                md.pie_q = (bit<32>)q_tick.execute(md.link);     // the queue's delay, tat' - now
+                if (md.cfg.aqm == AQM_PIE) {
 #if WITH_PIE
-            if (md.cfg.aqm == AQM_PIE) {
-                // PIE's update (pie.p4: every tick is one): its first pass, resubmitted
-                md.pie_p = pie_read.execute(md.link);
-                md.pie_old = pie_swap.execute(md.link);
-                pie_update.apply(md, ig_dprsr_md);
-            } else {
-                ig_dprsr_md.drop_ctl = 1;
-            }
-            }
+                    // PIE's update (pie.p4: every tick is one): its first pass, resubmitted
+                    md.pie_p = pie_read.execute(md.link);
+                    md.pie_old = pie_swap.execute(md.link);
+                    pie_update.apply(md, ig_dprsr_md);
 #else
-            ig_dprsr_md.drop_ctl = 1;
+                    ig_dprsr_md.drop_ctl = 1;
+#endif
+                } else {
+#if WITH_CODEL
+                    // CoDel's stored times kept within serial time (codel.p4); a PIE link's are never read
+                    codel_tick.apply(md);
+                    fa_tick.execute(md.link);
+                    dn_tick.execute(md.link);
+#endif
+                    ig_dprsr_md.drop_ctl = 1;
+                }
+            }
 #endif
         } else {
-#endif
-        hdr.bridge.setValid();
-        hdr.bridge.kind = BRIDGE_NORMAL;
+            hdr.bridge.setValid();
+            hdr.bridge.kind = BRIDGE_NORMAL;
 
-        if (md.downstream == 1 && md.cfg.configured == 1 && hdr.ipv4.isValid()) {
-            if (md.second == 1) {
-                // second pass (queue.p4): add the idle link's frame, or refund a drop
-                if (md.pass2.op & PASS2_ADD != 0) {
-                    q_add.execute(md.link);
-                } else if (md.pass2.op & PASS2_REFUND != 0) {
-                    q_refund.execute(md.link);
-                }
-                md.backlog_ns = md.pass2.base;
-            } else {
-                md.rand = rng.get();
-                md.tat = q_admit.execute(md.link);
-            }
-            predict.apply(md, ig_dprsr_md);   // the buffer: tail drop; a second pass where needed
-#if WITH_CODEL
-            if (md.cfg.aqm == AQM_CODEL) {
+            if (md.downstream == 1 && md.cfg.configured == 1 && hdr.ipv4.isValid()) {
                 if (md.second == 1) {
-                    // CoDel's second pass (codel.p4): the drop's new drop_next, from the control law
-                    if (md.pass2.op & (PASS2_CODEL_STEP | PASS2_CODEL_ENTER) != 0) {
-                        codel_second.apply(md);
-                        dn_pass2.execute(md.link);
-                        if (md.pass2.op & PASS2_CODEL_ENTER != 0) {
-                            lc_zero.execute(md.link);
-                        }
+                    // second pass (queue.p4): add the idle link's frame, or refund a drop
+                    if (md.pass2.op & PASS2_ADD != 0) {
+                        q_add.execute(md.link);
+                    } else if (md.pass2.op & PASS2_REFUND != 0) {
+                        q_refund.execute(md.link);
                     }
+                    md.backlog_ns = md.pass2.base;
                 } else {
-                    codel_first.apply(md);
-                    if (md.q_short == 0) {
-                        // the frame fits the buffer (a tail drop never enters the queue: CoDel never
-                        // sees it)
-                        if (md.codel_over == 0) {
-                            md.codel_ok = fa_clear.execute(md.link);
-                        } else {
-                            md.codel_ok = fa_check.execute(md.link);
-                        }
-                        if (md.codel_ok == 1) {
-                            md.codel_was = drop_set.execute(md.link);
-                            if (md.codel_was == 1) {
-                                md.codel_r = (bit<32>)dn_continue.execute(md.link);
-                                if (md.codel_r & CODEL_FRESH != 0) {
-                                    lc_inc.execute(md.link);
-                                }
-                            } else {
-                                md.codel_r = (bit<32>)dn_enter.execute(md.link);
-                                md.codel_lc = lc_read.execute(md.link);
+                    md.rand = rng.get();
+                    md.tat = q_admit.execute(md.link);
+                }
+                predict.apply(md, ig_dprsr_md);   // the buffer: tail drop; a second pass where needed
+                if (md.cfg.aqm == AQM_CODEL) {
+#if WITH_CODEL
+                    if (md.second == 1) {
+                        // CoDel's second pass (codel.p4): the drop's new drop_next, from the control law
+                        if (md.pass2.op & (PASS2_CODEL_STEP | PASS2_CODEL_ENTER) != 0) {
+                            codel_second.apply(md);
+                            dn_pass2.execute(md.link);
+                            if (md.pass2.op & PASS2_CODEL_ENTER != 0) {
+                                lc_zero.execute(md.link);
                             }
-                            codel_decide.apply(hdr.ipv4.ecn, md, ig_dprsr_md);
-                        } else {
-                            drop_clear.execute(md.link);
+                        }
+                    } else {
+                        codel_first.apply(md);
+                        if (md.q_short == 0) {
+                            // the frame fits the buffer (a tail drop never enters the queue: CoDel never
+                            // sees it)
+                            if (md.codel_over == 0) {
+                                md.codel_ok = fa_clear.execute(md.link);
+                            } else {
+                                md.codel_ok = fa_check.execute(md.link);
+                            }
+                            if (md.codel_ok == 1) {
+                                md.codel_was = drop_set.execute(md.link);
+                                if (md.codel_was == 1) {
+                                    md.codel_r = (bit<32>)dn_continue.execute(md.link);
+                                    if (md.codel_r & CODEL_FRESH != 0) {
+                                        lc_inc.execute(md.link);
+                                    }
+                                } else {
+                                    md.codel_r = (bit<32>)dn_enter.execute(md.link);
+                                    md.codel_lc = lc_read.execute(md.link);
+                                }
+                                codel_decide.apply(hdr.ipv4.ecn, md, ig_dprsr_md);
+                            } else {
+                                drop_clear.execute(md.link);
+                            }
                         }
                     }
+#endif
+                } else if (md.cfg.aqm == AQM_PIE && md.second == 0 && md.q_short == 0) {
+#if WITH_PIE
+                    // a frame that fits the buffer: tested against the gate (pie.p4)
+                    md.pie_gate = gate_read.execute(md.link);
+                    pie_decide.apply(hdr.ipv4.ecn, md, ig_dprsr_md);
+#endif
+                }
+                if (md.decision == DECISION_MARK) {
+                    hdr.ipv4.ecn = 3;   // CE, in the pass that forwards the packet
+                }
+                if (md.second == 0 && md.decision == DECISION_DROP) {
+                    link_drops.count(md.link);   // once per packet: in its first pass
                 }
             }
-#endif
-#if WITH_PIE
-            if (md.cfg.aqm == AQM_PIE && md.second == 0 && md.q_short == 0) {
-                // a frame that fits the buffer: tested against the gate (pie.p4)
-                md.pie_gate = gate_read.execute(md.link);
-                pie_decide.apply(hdr.ipv4.ecn, md, ig_dprsr_md);
+            if (hdr.udp.isValid()) {
+                md.cls = CLASS_UDP;
+            } else if (hdr.tcp.isValid()) {
+                tcp_class.apply();
             }
-#endif
-            if (md.decision == DECISION_MARK) {
-                hdr.ipv4.ecn = 3;   // CE, in the pass that forwards the packet
+            if (md.second == 0) {
+                class_decision.count(md.cls[3:0] ++ md.decision[1:0]);
             }
-            if (md.second == 0 && md.decision == DECISION_DROP) {
-                link_drops.count(md.link);   // once per packet: in its first pass
+            // the record, from the pass that ends the packet's way through the switch
+            if (md.decision != DECISION_BYPASS && md.cfg.telemetry == 1 && ig_dprsr_md.resubmit_type == 0) {
+                telemetry.apply(md, ig_dprsr_md);
             }
         }
-        if (hdr.udp.isValid()) {
-            md.cls = CLASS_UDP;
-        } else if (hdr.tcp.isValid()) {
-            tcp_class.apply();
-        }
-        if (md.second == 0) {
-            class_decision.count(md.cls[3:0] ++ md.decision[1:0]);
-        }
-        // the record, from the pass that ends the packet's way through the switch
-        if (md.decision != DECISION_BYPASS && md.cfg.telemetry == 1 && ig_dprsr_md.resubmit_type == 0) {
-            telemetry.apply(md, ig_dprsr_md);
-        }
-#if WITH_TICK_STATE
-        }
-#endif
     }
 }
 

@@ -167,9 +167,13 @@ control CodelFirstPass(inout tna_metadata_t md) {
     int<32> sojourn;
     /* CoDel's own copies of the queue's tat', now, tx and bucket, made by the hash unit: an ALU
      * operation between two fields ties them to one group of PHV containers, and the queue's
-     * and CoDel's together are too many for one (bf-p4c: "PHV allocation was not successful"). */
+     * and CoDel's together are too many for one (bf-p4c: "PHV allocation was not successful").
+     * The two chains (below? from busy, and t from the sojourn) have a pair each: one group for
+     * all of CoDel's fields has no room beside PIE's on Tofino 2. */
     time_t tat;
     time_t now1;
+    time_t tat_t;       // the t chain's
+    time_t now_t;
     bit<32> tx;
     bit<32> bucket;
     time_t now_c;       // now >> 4: the global timestamp's bits 35..4
@@ -177,11 +181,11 @@ control CodelFirstPass(inout tna_metadata_t md) {
     action first_steps() {
         busy = tat - now1;
         limit = (int<32>)(tx + md.cfg.mtu_ns);
-        ends = now1 + (time_t)bucket;
+        ends = now_t + (time_t)bucket;
     }
     action threshold() {
         limit = max(limit, md.codel.below_busy);
-        sojourn = tat - ends;
+        sojourn = tat_t - ends;
     }
     action beyond() {
         md.codel_over = busy - limit;
@@ -200,6 +204,8 @@ control CodelFirstPass(inout tna_metadata_t md) {
     apply {
         @in_hash { tat = md.tat; }
         @in_hash { now1 = md.now; }
+        @in_hash { tat_t = md.tat; }
+        @in_hash { now_t = md.now; }
         @in_hash { tx = md.tx_ns; }
         @in_hash { now_c = md.now_c; }
         @in_hash { bucket = md.cfg.bucket_ns; }
