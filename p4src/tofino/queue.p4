@@ -23,7 +23,8 @@
  * A packet dropped after q_admit (the AQMs need the backlog q_admit gives, and decide
  * after it) takes its tx back in its second pass. The refunded tat equals the tat the
  * v1model program keeps (it never commits a dropped packet); a packet arriving between
- * the two passes sees at most one frame's tx too much. */
+ * the two passes sees at most one frame's tx too much. refmodel/tofino_queue.py is the executable
+ * twin; tests/test_tofino_queue.py shows both bounds and the v1model queue's decisions. */
 #ifndef _TNA_QUEUE_P4_
 #define _TNA_QUEUE_P4_
 
