@@ -78,11 +78,11 @@ def run_mixed(sw, params, items, gap_s=0.002, links=None, clients=None):
     # What each frame leaves behind, from the model with any timestamps: whether it yields a record, and,
     # upstream, whether it is forwarded (neither depends on the time; a downstream frame's fate does).
     probe = Pipeline(ROUTES, params, links=clients, link_params=links)
-    marks = []
+    shown = [(0, 0)]  # before frame k: (records, upstream frames out) the frames before it leave
     for i, (port, f) in enumerate(frames):
         r = probe.process(i * 1_000_000, f, port)
-        marks.append((r.record is not None, port == 2 and r.egress == 1))
-    n = sum(rec for rec, _ in marks)
+        shown.append((shown[-1][0] + (r.record is not None), shown[-1][1] + (port == 2 and r.egress == 1)))
+    n = shown[-1][0]
     last_port, sent = None, 0
     for it in items:
         if it[0] == "sleep":  # ("sleep", seconds): time passes, e.g. an RTT before the client's ACK
@@ -92,7 +92,7 @@ def run_mixed(sw, params, items, gap_s=0.002, links=None, clients=None):
             # BMv2 reads its ports in turn: frames on two ports sent close together can be processed in either
             # order, and the model must see them in BMv2's order. So the direction changes only once BMv2 has
             # shown everything sent so far: its records and its upstream output.
-            sw.wait_for(records=sum(m[0] for m in marks[:sent]), upstream=sum(m[1] for m in marks[:sent]))
+            sw.wait_for(*shown[sent])
         sw.send([it[1]], port=it[0], gap_s=gap_s)
         last_port, sent = it[0], sent + 1
     model = Pipeline(ROUTES, params, links=clients, link_params=links)
