@@ -26,13 +26,13 @@ from refmodel.codel import coarse
 from refmodel.pipeline import Route
 from refmodel.tofino_codel import codel_knobs
 from refmodel.tofino_pie import pie_knobs, scale_rows, term_keys, term_row
+from refmodel.tofino_queue import NO_LIMIT_NS  # link_cfg's limit_ns for "no buffer limit"
 
 from .entries import u32  # two's complement, as the v1model program's signed knobs
 from .rates import tx_entries  # the same transmit-time tables as the v1model program's
 from . import tna_p4info  # declares the Tofino extern types: the TNA P4Info parses after this import
 from .switch import BottleneckSwitch, DesiredState, SwitchTarget
 
-NO_LIMIT_NS = (1 << 31) - 1  # link_cfg's limit_ns for "no buffer limit" (serial time: the largest)
 MIRROR_HEADER_BYTES = 32  # p4src/tofino/types.p4: telemetry_mirror_h, before the copy's own headers
 # The copy is cut after the headers egress reads (Ethernet, IPv4 and TCP without options: 54 bytes); what
 # is left of a shorter header set (UDP: 12 bytes) follows the record, and readers ignore it.

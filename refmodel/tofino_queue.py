@@ -25,7 +25,7 @@ from .arith import s32
 from .constants import Decision, Reason
 
 MASK = 0xFFFFFFFF
-NO_LIMIT_NS = (1 << 31) - 1  # what the controller writes for a link without a byte limit
+NO_LIMIT_NS = (1 << 31) - 1  # a link without a byte limit (serial time's largest): the controller writes it
 PASS2_ADD = 1  # types.p4's pass2_h.op flags
 PASS2_REFUND = 2
 

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from experiments.onoff import next_arrival
 from refmodel.codel import Codel
 from refmodel.constants import Aqm
 from refmodel.params import ConfigError, codel_params, pipeline_params
@@ -37,10 +38,7 @@ def run(seed: int, rate_bps: float, bucket_bytes: int, seconds: float, codel: di
     want_fa = want_dn = 0
     ref_fa = ref_dn = 0
     while now < end:
-        phase = (now // 1_000_000) % (2000 + off_ms)
-        load = 1.3 if phase < 2000 else 0.5
-        size = rng.choice((1514, 1514, 1514, 600, 90))
-        now += int(rng.expovariate(load * rate_bps / (8 * size)) * 1e9) + 1
+        now, size = next_arrival(rng, now, rate_bps, off_ms=off_ms)
         while tick_ms and next_tick < now:
             tna.tick(knobs, next_tick)
             back = (coarse(next_tick) + knobs.recent_offset) & MASK     # what the tick does to the expected state

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from experiments.onoff import next_arrival
 from refmodel.constants import Aqm, Reason
 from refmodel.params import ConfigError, pie_params, pipeline_params
 from refmodel.pie import Pie
@@ -50,10 +51,7 @@ def run(seed: int, rate_bps: float, seconds: float, off_ms: int = 1500, load_on:
     n = 0
     next_tick = now
     while now < end:
-        phase = (now // 1_000_000) % (2000 + off_ms)
-        load = load_on if phase < 2000 else 0.5
-        size = rng.choice((1514, 1514, 1514, 600, 90))
-        now += int(rng.expovariate(load * rate_bps / (8 * size)) * 1e9) + 1
+        now, size = next_arrival(rng, now, rate_bps, load_on, off_ms=off_ms)
         while next_tick < now:
             qdelay = max(queue.tat, next_tick) - next_tick     # what q_tick returns
             before = ref.last_update

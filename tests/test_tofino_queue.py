@@ -8,12 +8,13 @@ import random
 
 import pytest
 
+from experiments.onoff import next_arrival
 from refmodel.constants import Aqm, Decision, Reason
 from refmodel.params import pipeline_params
 from refmodel.queue import QueueModel, tx_ns
 from refmodel.tofino_queue import MASK, NO_LIMIT_NS, PASS2_ADD, PASS2_REFUND, TnaQueue
 
-MSS_FRAME, AUDIO_FRAME = 1514, 94
+MSS_FRAME = 1514
 
 
 def params(rate_bps: float, bucket_bytes: int, limit_bytes: int | None):
@@ -22,9 +23,9 @@ def params(rate_bps: float, bucket_bytes: int, limit_bytes: int | None):
 
 def run(seed: int, rate_bps: float, bucket_bytes: int, limit_bytes: int | None, seconds: float,
         aqm_drop: float = 0.1, tick_ms: int = 100) -> tuple[int, dict]:
-    """An on/off load (2 s at 1.3 times the rate, 1.5 s at half of it) of full and audio-sized frames
-    through both queues; a share ``aqm_drop`` of the frames that fit a busy link is dropped after the
-    queue (as an AQM does: the v1model program does not commit them, queue.p4 refunds them). Returns
+    """The on/off load of the other twins' tests (experiments/onoff.py) through both queues; a share
+    ``aqm_drop`` of the frames that fit a busy link is dropped after the queue (as an AQM does: the
+    v1model program does not commit them, queue.p4 refunds them). Returns
     the number of frames compared and what the run exercised; asserts at the first difference."""
     q = params(rate_bps, bucket_bytes, limit_bytes)
     limit_tna = q.limit_ns or NO_LIMIT_NS
@@ -33,9 +34,7 @@ def run(seed: int, rate_bps: float, bucket_bytes: int, limit_bytes: int | None, 
     now, next_tick, n = 1_000, 0, 0
     seen = {"limit": 0, "aqm": 0, "idle": 0, "wraps": 0}
     while now < seconds * 1e9:
-        load = 1.3 if (now / 1e9) % 3.5 < 2.0 else 0.5
-        length = MSS_FRAME if rng.random() < 0.8 else AUDIO_FRAME
-        now += int(rng.expovariate(load * rate_bps / 8 / length / 1e9))
+        now, length = next_arrival(rng, now, rate_bps)
         while next_tick <= now:  # the packet generator's ticks of this link, in between
             tna.q_tick(next_tick & MASK)
             next_tick += tick_ms * 1_000_000

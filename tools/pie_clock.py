@@ -17,14 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from experiments.onoff import next_arrival  # noqa: E402
 from refmodel.constants import Aqm  # noqa: E402
 from refmodel.params import pipeline_params  # noqa: E402
 from refmodel.pie import Pie  # noqa: E402
 from refmodel.queue import QueueModel  # noqa: E402
 from refmodel.tofino_pie import TnaPie, pie_knobs  # noqa: E402
-
-SIZES = (1514, 1514, 1514, 600, 90)
-
 
 def run(seed: int, rate_bps: float, seconds: float) -> dict[str, tuple[int, float]]:
     p = pipeline_params(rate_bps, Aqm.PIE, limit_bytes=int(0.4 * rate_bps / 8))
@@ -36,9 +34,7 @@ def run(seed: int, rate_bps: float, seconds: float) -> dict[str, tuple[int, floa
     end, tick = now + int(seconds * 1e9), now
     drops, backlog, n = {"v1model": 0, "tna": 0}, {"v1model": 0, "tna": 0}, 0
     while now < end:
-        load = 1.3 if (now // 1_000_000) % 3500 < 2000 else 0.5
-        size = rng.choice(SIZES)
-        now += int(rng.expovariate(load * rate_bps / (8 * size)) * 1e9) + 1
+        now, size = next_arrival(rng, now, rate_bps)
         while tick < now:
             tna.second_pass(k, tna.tick(k, max(q_tna.tat, tick) - tick))   # q_tick's tat' - now
             tick += pp.tupdate_ns
