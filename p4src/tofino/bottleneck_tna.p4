@@ -39,7 +39,7 @@
 #ifndef LINK_BITS
 #define LINK_BITS 16
 #endif
-/* CoDel (codel.p4) lengthens the chain: Tofino 2's 20 stages hold it beside the queue (15 in all),
+/* CoDel (codel.p4) lengthens the chain: Tofino 2's 20 stages hold it beside the queue (15 in all; 20 with PIE),
  * Tofino 1's 12 the queue alone (11; with CoDel its PHV cannot be allocated), so there the program
  * is the buffer only (docs/tofino.md). -DWITH_CODEL=0 or 1 overrides. */
 #ifndef WITH_CODEL
