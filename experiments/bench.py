@@ -8,6 +8,9 @@
   rows offers the same frames to a link 20 % slower than the load, where a
   queue stands and the AQMs act, and counts frames offered per CPU-second.
 * The reference model's packet rate per AQM (what the model switch can carry).
+* What BMv2 executes per packet for each program (experiments/bmv2_work.py): tables, conditions, action
+  primitives and expressions counted with uprobes, and the metadata fields zeroed per packet. These
+  counts do not depend on the machine's load: they say why the rates above differ.
 
 Numbers depend on this shared machine's load: compare ratios within one run.
 """
@@ -17,10 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from experiments.bmv2_work import Work, count, metadata_fields, missing, uprobes
 from refmodel import Pipeline, Route
 from refmodel.params import PipelineParams, pipeline_params
 
@@ -51,8 +57,6 @@ def model_rate(aqm: str, frames: list[bytes]) -> float:
 
 
 def parse_rates(n: int = 20000) -> tuple[float, float]:
-    import tempfile
-
     import dpkt
 
     from experiments.telemetry_reader import read_telemetry, read_telemetry_scapy
@@ -110,10 +114,10 @@ def bmv2_rate(sw, frames: list[bytes], seconds: float, pps: float) -> tuple[floa
     return out / cpu, mon / cpu, out / n, n / cpu
 
 
-def measure(frames: list[bytes], a: argparse.Namespace, params: PipelineParams | None,
-            telemetry: bool = True) -> tuple[float, float, float, float]:
-    """bmv2_rate on a fresh BMv2: the bottleneck program with ``params`` (telemetry on or off), or the plain
-    forwarding program (``params`` None)."""
+@contextmanager
+def bmv2_with(params: PipelineParams | None, telemetry: bool = True):
+    """A fresh BMv2 running the bottleneck program with ``params`` (telemetry on or off), or the plain
+    forwarding program (``params`` None); closed on exit."""
     from accessnet.bmv2_veth import Bmv2
     sw = Bmv2(k=7, program="plain_forward" if params is None else "bottleneck").start()
     try:
@@ -121,17 +125,71 @@ def measure(frames: list[bytes], a: argparse.Namespace, params: PipelineParams |
             sw.configure_plain()
         else:
             sw.configure(params if telemetry else replace(params, queue=replace(params.queue, telemetry=False)))
-        return bmv2_rate(sw, frames, a.seconds, a.pps)
+        yield sw
     finally:
         sw.close()
+
+
+def measure(frames: list[bytes], a: argparse.Namespace, params: PipelineParams | None,
+            telemetry: bool = True) -> tuple[float, float, float, float]:
+    """bmv2_rate on a fresh BMv2 (``bmv2_with``)."""
+    with bmv2_with(params, telemetry) as sw:
+        return bmv2_rate(sw, frames, a.seconds, a.pps)
+
+
+def work(frames: list[bytes], params: PipelineParams | None, telemetry: bool = True, n: int = 400) -> Work:
+    """What BMv2 executes per packet for ``n`` frames (experiments/bmv2_work.py), on a fresh BMv2 set up
+    as in ``measure``."""
+    from accessnet.bmv2_veth import find_tool
+    with bmv2_with(params, telemetry) as sw:
+        out_if = sw.ifs[2][0]
+
+        def drive() -> None:
+            out0 = rx_packets(out_if)
+            for i in range(n):
+                sw.tx[1].send(frames[i % len(frames)])
+                time.sleep(0.002)   # a trap per event slows BMv2: offer frames slowly
+            deadline = time.monotonic() + 20
+            while rx_packets(out_if) - out0 < n and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if rx_packets(out_if) - out0 < n:
+                raise RuntimeError(f"BMv2 forwarded {rx_packets(out_if) - out0} of {n} frames")
+            time.sleep(0.3)   # the last frames' telemetry records
+
+        with tempfile.TemporaryDirectory() as d, uprobes(find_tool("simple_switch_grpc")) as events:
+            return count(sw.proc.pid, events, n, drive, Path(d) / "stat.txt")
+
+
+def print_work(frames: list[bytes]) -> None:
+    from accessnet.bmv2_veth import ROOT
+    why = missing()
+    if why:
+        print(f"== BMv2 work per packet: skipped: {why}")
+        return
+    print("== BMv2 work per packet (uprobes; exact, whatever the load): tables applied, conditions, action "
+          "primitives, expressions; metadata fields zeroed per packet")
+    for name, params, telemetry in [("plain_forward", None, False)] + [
+            (f"bottleneck {aqm}{'+telemetry' if telemetry else ''}",
+             pipeline_params(1e9, aqm, limit_pkts=1000, **AQMS[aqm]), telemetry)
+            for aqm in AQMS for telemetry in (False, True)]:
+        w = work(frames, params, telemetry)
+        fields = metadata_fields(ROOT / "build" / f"{'plain_forward' if params is None else 'bottleneck'}.json")
+        print(f"  {name:<27} tables {w.tables:5.1f}   ifs {w.conditions:5.1f}   primitives {w.primitives:6.1f}   "
+              f"expressions {w.expressions:6.1f}   fields {fields}")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="make bench", description=__doc__)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--pps", type=float, default=2000.0, help="offered frames per second (BMv2 must carry it)")
+    ap.add_argument("--work", action="store_true", help="only the work per packet (exact counts, no timing)")
     a = ap.parse_args(argv)
     frames = bench_frames(2000)
+    if a.work:
+        from accessnet.bmv2_veth import build_p4
+        build_p4()
+        print_work(frames)
+        return 0
 
     print("== reference model (packets/s, one core)")
     base = None
@@ -169,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         _, _, share, offered = measure(frames, a, p, telemetry=False)
         print(f"  bottleneck {aqm:<16} {offered:>10.0f} pkt/cpu-s   (forwarded {share:.0%})   "
               f"ratio {offered / plain:.2f}")
+    print_work(frames)
     return 0
 
 

@@ -11,7 +11,8 @@ say() { printf '[setup] %s\n' "$*"; }
 
 APT_PACKAGES=(mininet iproute2 iputils-ping tcpdump ethtool python3-venv python3-dev python3-thrift
               build-essential procps psmisc
-              clang libbpf-dev)  # clang, libbpf-dev: the BPF programs (irto_s, client_window_bytes)
+              clang libbpf-dev   # clang, libbpf-dev: the BPF programs (irto_s, client_window_bytes)
+              linux-perf binutils)  # make bench's exact work per packet (uprobes on BMv2: experiments/bmv2_work.py)
 
 # --- 1. Debian/Ubuntu packages --------------------------------------------------
 missing=()
