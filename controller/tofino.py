@@ -12,6 +12,7 @@ the P4Info aliases of the TNA program.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +27,14 @@ from refmodel.codel import coarse
 from refmodel.pipeline import Route
 from refmodel.tofino_codel import codel_knobs
 from refmodel.tofino_pie import pie_knobs, scale_rows, term_keys, term_row
-from refmodel.tofino_queue import NO_LIMIT_NS  # link_cfg's limit_ns for "no buffer limit"
+from refmodel.tofino_queue import link_limit_ns  # link_cfg's limit_ns: bytes, none, or a packet limit's equivalent
 
 from .entries import u32  # two's complement, as the v1model program's signed knobs
 from .rates import tx_entries  # the same transmit-time tables as the v1model program's
 from . import tna_p4info  # declares the Tofino extern types: the TNA P4Info parses after this import
 from .switch import BottleneckSwitch, DesiredState, SwitchTarget
 
+LOG = logging.getLogger("iwlab.controller")
 MIRROR_HEADER_BYTES = 32  # p4src/tofino/types.p4: telemetry_mirror_h, before the copy's own headers
 # The copy is cut after the headers egress reads (Ethernet, IPv4 and TCP without options: 54 bytes); what
 # is left of a shorter header set (UDP: 12 bytes) follows the record, and readers ignore it.
@@ -149,15 +151,20 @@ def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None 
     PIE). A link without a client is link_of's default: ``link_of_default``."""
     link = _check_link_id(lk.link, n_links)
     q, c = lk.params.queue, lk.params.codel
-    if q.limit_pkts:
-        raise ConfigError(f"link {link}: a packet limit (pfifo) is not supported on Tofino; give the buffer in bytes")
     if q.limit_ns >= 1 << 31 or q.bucket_ns >= 1 << 31:
         raise ConfigError(f"link {link}: buffer and bucket must drain in under 2^31 ns (serial time)")
+    try:
+        limit_ns = link_limit_ns(q)
+    except ConfigError as e:
+        raise ConfigError(f"link {link}: {e}") from None
+    if q.limit_pkts:
+        LOG.warning("link %d: a buffer of %d packets becomes %d ns (the TNA program has byte limits only: it "
+                    "decides as the packet limit while frames are full-size; docs/tofino.md)", link, q.limit_pkts,
+                    limit_ns)
     supported = (Aqm.FIFO,) + ((Aqm.CODEL,) if law is not None else ()) + ((Aqm.PIE,) if pie is not None else ())
     if q.aqm not in supported:
         raise ConfigError(f"link {link}: {q.aqm.name.lower()} is not in this TNA program (it has "
                           f"{', '.join(a.name.lower() for a in supported)}; docs/tofino.md)")
-    limit_ns = q.limit_ns or NO_LIMIT_NS
     match = fy.P4TableMatch(link=link)
     out = []
     if lk.client is not None:

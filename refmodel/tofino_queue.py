@@ -11,6 +11,10 @@ QueuePredictTna decides, on 32-bit serial times.
 * ``q_tick``: the packet generator pulls an idle link's tat up to now (so that it never falls 2^31
   ns behind) and returns the queue's delay.
 
+A packet limit (pfifo: ``queue.py``'s ring of release times, RING_SIZE cells per link) is not in
+queue.p4: ``link_limit_ns`` gives the byte limit the controller writes instead, the one that decides as
+the packet limit while every frame is full-size (docs/tofino-design.md §3.3).
+
 When the second pass follows the first at once (as here, by default, and on BMv2), the decisions,
 backlog and sojourn are ``queue.py``'s for the bfifo limit (``tests/test_tofino_queue.py``). On a
 Tofino another packet of the link may come between the passes; queue.p4 states what that costs, and
@@ -23,11 +27,35 @@ from dataclasses import dataclass
 
 from .arith import s32
 from .constants import Decision, Reason
+from .params import ConfigError, QueueParams
+from .queue import tx_ns
 
 MASK = 0xFFFFFFFF
 NO_LIMIT_NS = (1 << 31) - 1  # a link without a byte limit (serial time's largest): the controller writes it
+MTU_FRAME = 1514  # the full-size frame a packet limit is counted in
 PASS2_ADD = 1  # types.p4's pass2_h.op flags
 PASS2_REFUND = 2
+
+
+def link_limit_ns(q: QueueParams, mtu_frame: int = MTU_FRAME) -> int:
+    """link_cfg's limit_ns for this buffer: its byte limit, NO_LIMIT_NS for none, and for a packet limit L
+    the byte limit that decides as it does while every frame is full-size.
+
+    pfifo drops a frame when the L-th frame admitted before it has not left the queue: its release (tat'
+    minus the bucket: the frame in the tbf's bucket is no longer queued) is after now. In a busy period of
+    full frames of ``tx`` each, that release is tat - (L - 1) tx - bucket, so pfifo drops exactly when
+    busy = tat - now + tx > L tx + bucket, queue.p4's test with limit_ns = L tx + bucket. Smaller frames
+    count as whole packets in pfifo and only by their bytes here, so this limit then admits more (each
+    queued frame of s bytes leaves room for 1514 - s more): tools/pfifo_bytes.py measures it."""
+    if q.limit_pkts:
+        tx = tx_ns(q.byte_time_q16, mtu_frame)
+        assert tx is not None
+        limit = q.limit_pkts * tx + q.bucket_ns
+    else:
+        limit = q.limit_ns or NO_LIMIT_NS
+    if limit > NO_LIMIT_NS:
+        raise ConfigError(f"buffer: {limit} ns to drain (limit and bucket) is beyond serial time's 2^31 ns")
+    return limit
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from refmodel import arith
 from refmodel.constants import Aqm
 from refmodel.params import ConfigError, byte_time_q16, pipeline_params
 from refmodel.pipeline import Route
+from refmodel.queue import tx_ns
+from refmodel.tofino_queue import link_limit_ns
 
 ROOT = Path(__file__).resolve().parent.parent
 P4INFO = {t: ROOT / "controller" / "p4info" / f"{t}.p4info.txtpb" for t in ("tofino", "tofino2")}
@@ -98,10 +100,19 @@ def test_the_tx_entries_hold_the_split_tables():
     assert {e.match["rate_class"] for e in ents} == {3}
 
 
+def test_a_packet_limit_becomes_the_byte_limit_it_equals_for_full_frames(caplog):
+    p = pipeline_params(2e6, Aqm.FIFO, limit_pkts=48)
+    ents = tofino.all_entries(ROUTES, [tofino.AccessLink(0, None, p)], 2 ** 14)
+    cfg = [e for e in ents if e.table_id == "link_cfg"][0].action.args
+    tx = tx_ns(p.queue.byte_time_q16, 1514)
+    assert cfg["limit_ns"] == 48 * tx + p.queue.bucket_ns == link_limit_ns(p.queue)
+    assert "48 packets becomes" in caplog.text   # said, not silent
+    edge_50p = pipeline_params(160e3, Aqm.FIFO, limit_pkts=50)   # 3.9 s: beyond the 32-bit clock's 2^31 ns
+    with pytest.raises(ConfigError, match="link 0: buffer: .* 2\\^31 ns"):
+        tofino.all_entries(ROUTES, [tofino.AccessLink(0, None, edge_50p)], 2 ** 14)
+
+
 def test_what_the_tna_program_cannot_do_is_refused():
-    p = pipeline_params(2e6, Aqm.FIFO, limit_pkts=50)
-    with pytest.raises(ConfigError, match="packet limit"):
-        tofino.all_entries(ROUTES, [tofino.AccessLink(0, None, p)], 2 ** 14)
     ok = pipeline_params(2e6, Aqm.FIFO, limit_bytes=10_000)
     with pytest.raises(ConfigError, match="N_LINKS"):
         tofino.all_entries(ROUTES, [tofino.AccessLink(2 ** 14, "10.0.0.1", ok)], 2 ** 14)
