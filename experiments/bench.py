@@ -12,7 +12,9 @@
   primitives and expressions counted with uprobes, and the metadata fields zeroed per packet. These
   counts do not depend on the machine's load: they say why the rates above differ.
 
-Numbers depend on this shared machine's load: compare ratios within one run.
+Numbers depend on this shared machine's load: compare ratios within one run. A single pair of runs moved
+FIFO's ratio between 0.44 and 0.61 within minutes here, so every BMv2 row runs in ``--rounds`` rounds, each
+with plain forwarding measured at its start and end, and the ratio printed is the median with its range.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import replace
+from statistics import median
 from pathlib import Path
 
 from experiments.bmv2_work import Work, count, metadata_fields, missing, uprobes
@@ -182,8 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="make bench", description=__doc__)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--pps", type=float, default=2000.0, help="offered frames per second (BMv2 must carry it)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of every BMv2 row (medians and ranges)")
     ap.add_argument("--work", action="store_true", help="only the work per packet (exact counts, no timing)")
     a = ap.parse_args(argv)
+    if a.rounds < 1:
+        ap.error("--rounds must be at least 1")
     frames = bench_frames(2000)
     if a.work:
         from accessnet.bmv2_veth import build_p4
@@ -208,25 +214,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== BMv2: skipped: {why}")
         return 0
     build_p4()
-    print(f"== BMv2 packets per second of its own CPU time ({a.pps:.0f} frames/s offered for {a.seconds:.0f} s "
-          "per row, 154 B frames)")
-    plain, _, share, _ = measure(frames, a, None)
-    print(f"  plain_forward        {plain:>10.0f} pkt/cpu-s   (forwarded {share:.0%})   ratio 1.00")
-    for aqm in AQMS:
-        for telemetry in (False, True):
-            p = pipeline_params(1e9, aqm, limit_pkts=1000, **AQMS[aqm])
-            r, records, share, _ = measure(frames, a, p, telemetry)
-            tag = f"{aqm}{'+telemetry' if telemetry else ''}"
-            rec = f"   records {records:.0f}/cpu-s" if telemetry else ""
-            print(f"  bottleneck {tag:<16} {r:>10.0f} pkt/cpu-s   (forwarded {share:.0%})   ratio {r / plain:.2f}{rec}")
     rate = 0.8 * a.pps * len(frames[0]) * 8
-    print(f"== BMv2 under a standing queue: the same load on a {rate / 1e6:.2f} Mbit/s link (48 packets), "
-          "frames offered per CPU-second, no telemetry")
-    for aqm in AQMS:
-        p = pipeline_params(rate, aqm, limit_pkts=48, **AQMS[aqm])
-        _, _, share, offered = measure(frames, a, p, telemetry=False)
-        print(f"  bottleneck {aqm:<16} {offered:>10.0f} pkt/cpu-s   (forwarded {share:.0%})   "
-              f"ratio {offered / plain:.2f}")
+    rows = [(f"{aqm}{'+telemetry' if telemetry else ''}", pipeline_params(1e9, aqm, limit_pkts=1000, **AQMS[aqm]),
+             telemetry, False) for aqm in AQMS for telemetry in (False, True)]
+    rows += [(f"{aqm} (standing queue)", pipeline_params(rate, aqm, limit_pkts=48, **AQMS[aqm]), False, True)
+             for aqm in AQMS]
+    print(f"== BMv2 packets per second of its own CPU time ({a.pps:.0f} frames/s offered for {a.seconds:.0f} s "
+          f"per row, 154 B frames), {a.rounds} rounds; each round measures plain forwarding at its start and end "
+          "and every row between them, and a row's ratio is to that round's plain forwarding")
+    plains: list[float] = []
+    got: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name, *_ in rows}
+    for rnd in range(a.rounds):
+        first = measure(frames, a, None)[0]
+        results = [(name, measure(frames, a, params, telemetry)) for name, params, telemetry, _ in rows]
+        last = measure(frames, a, None)[0]
+        plain = (first + last) / 2
+        plains.append(plain)
+        for (name, (r, records, share, offered)), (_, _, _, standing) in zip(results, rows):
+            got[name].append(((offered if standing else r) / plain, offered if standing else r, records, share))
+        print(f"  round {rnd + 1}/{a.rounds}: plain forwarding {first:.0f} and {last:.0f} pkt/cpu-s", flush=True)
+    print(f"  plain_forward               {median(plains):>10.0f} pkt/cpu-s (median)   ratio 1.00")
+    for name, _, telemetry, standing in rows:
+        if standing and name == rows[-len(AQMS)][0]:
+            print(f"  -- under a standing queue: the same load on a {rate / 1e6:.2f} Mbit/s link (48 packets), "
+                  "frames offered per CPU-second, no telemetry")
+        ratios = [g[0] for g in got[name]]
+        rec = f"   records {median(g[2] for g in got[name]):.0f}/cpu-s" if telemetry else ""
+        print(f"  bottleneck {name:<26} {median(g[1] for g in got[name]):>10.0f} pkt/cpu-s   (forwarded "
+              f"{median(g[3] for g in got[name]):.0%})   ratio {median(ratios):.2f} "
+              f"[{min(ratios):.2f}-{max(ratios):.2f}]{rec}")
     print_work(frames)
     return 0
 
