@@ -81,6 +81,10 @@ class Red:
         return self.count1 * p.mean_pktsize + self.rem
 
     def decide(self, p: RedParams, q: Prediction, rand: int) -> Verdict:
+        return self.judge(p, q, self.average(p, q), rand)
+
+    def average(self, p: RedParams, q: Prediction) -> int:
+        """ns-2's per-packet average: the idle decay when nothing is ahead, then the EWMA step; stored."""
         avg = self.avg
         backlog = min(q.backlog_ns, U32)
         if backlog == 0:
@@ -88,8 +92,12 @@ class Red:
             decay = idle_log(p, idle)
             if decay != 0:
                 avg = exp2_q(log2_q(avg) + decay)
-        avg = ewma(avg, backlog, p.log_wq)
-        self.avg = avg
+        self.avg = ewma(avg, backlog, p.log_wq)
+        return self.avg
+
+    def judge(self, p: RedParams, q: Prediction, avg: int, rand: int) -> Verdict:
+        """The drop decision for this packet with average ``avg`` (count_bytes and the old flag kept)."""
+        backlog = min(q.backlog_ns, U32)
         self.count1, self.rem = add_bytes(self.count1, self.rem, q.length, p.mean_pktsize)
 
         forced = early = False
