@@ -17,8 +17,9 @@
 
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
 
-control BottleneckConfig(in bit<16> link, out queue_cfg_t q, out red_cfg_t r, out codel_cfg_t c,
-                         out pie_cfg_t p, out iwa_cfg_t i) {
+// r, c, p are inout: only the link's AQM's table writes its knobs (the others keep their zeros).
+control BottleneckConfig(in bit<16> link, out queue_cfg_t q, inout red_cfg_t r, inout codel_cfg_t c,
+                         inout pie_cfg_t p, out iwa_cfg_t i) {
     action unconfigured() {
         q.configured = 0;
         q.rate_class = 0;
@@ -106,10 +107,16 @@ control BottleneckConfig(in bit<16> link, out queue_cfg_t q, out red_cfg_t r, ou
 
     apply {
         bottleneck_cfg.apply();
-        red_cfg.apply();
-        codel_cfg.apply();
-        pie_cfg.apply();
-        iwa_cfg.apply();
+        // Only the tables of the link's AQM: BMv2 interprets every table it applies (make bench --work
+        // counts them). The others' knobs stay unset, and nothing reads them on this link.
+        if (q.aqm == AQM_RED) {
+            red_cfg.apply();
+        } else if (q.aqm == AQM_PIE) {
+            pie_cfg.apply();
+        } else if (q.aqm == AQM_CODEL || q.aqm == AQM_IWA) {
+            codel_cfg.apply();   // IWA: CoDel decides for its established flows
+        }
+        iwa_cfg.apply();         // every link: the flow tracker's age_ns
     }
 }
 
