@@ -120,17 +120,18 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         meta.track.slot = 0;
         meta.track.payload = 0;
         meta.decision = DECISION_BYPASS;
+        meta.link = 0;
+        meta.tcp_ok = false;
+        meta.tcp_payload = 0;
+        // (one block of assignments: BMv2 applies each block between two conditions as a table of its own)
         if (!forward.apply().hit) {
             return;
         }
-        meta.link = 0;
         if (hdr.ipv4.isValid()) {
             client_addr = meta.downstream == 1 ? hdr.ipv4.dstAddr : hdr.ipv4.srcAddr;
             link_of.apply();
         }
         // TCP payload from the IP header; inconsistent lengths mark the segment malformed.
-        meta.tcp_ok = false;
-        meta.tcp_payload = 0;
         if (hdr.tcp.isValid() && hdr.tcp.dataOffset >= 5) {
             bit<16> hdr_len = ((bit<16>)hdr.ipv4.ihl << 2) + ((bit<16>)hdr.tcp.dataOffset << 2);
             if (hdr.ipv4.totalLen >= hdr_len) {
