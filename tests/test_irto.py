@@ -256,8 +256,10 @@ MEASURED: dict[str, list[float]] = {}
 
 @pytest.mark.parametrize("irto_s", [1, 3, None])
 def test_syn_retransmission_after_the_initial_rto(net, tmp_path, irto_s):
-    """First SYN-ACK dropped: the client's SYN is retransmitted after its initial RTO (kernel: 1 s)."""
-    caps = exchange(net, tmp_path, irto_s, irto_s, {"synack": 1})
+    """First SYN-ACK dropped: the client's SYN is retransmitted after its initial RTO (kernel: 1 s). The
+    server's initial RTO is 2 s longer: with the same value its SYN-ACK retransmission raced the client's
+    timer (0.2 ms apart here) and, arriving first, left no SYN retransmission to measure."""
+    caps = exchange(net, tmp_path, (irto_s or 1) + 2, irto_s, {"synack": 1})
     syn = gaps(caps["c"], "c", is_syn)
     print(f"irto {irto_s}: client SYN retransmitted after {syn} s (client capture)")
     want = irto_s or 1.0
