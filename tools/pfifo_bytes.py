@@ -17,7 +17,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mininet"))
 
+from accessnet.profiles import PROFILES, SEED_BDP  # noqa: E402
 from refmodel.constants import Aqm  # noqa: E402
 from refmodel.params import QueueParams, pipeline_params  # noqa: E402
 from refmodel.queue import QueueModel  # noqa: E402
@@ -25,8 +27,7 @@ from refmodel.tofino_queue import link_limit_ns  # noqa: E402
 
 AUDIO_FRAME, AUDIO_GAP_NS = 94, 20_000_000   # web6's audio: 40 B of payload every 20 ms
 WEB_FRAME, WEB_PAYLOAD, WEB_GAP_NS = 1514, 1460, 121_000
-# (name, rate, round trip of the seeds' profile, the buffer in packets: 2 BDP as web6)
-LINKS = [("hspa", 2e6, 151, 48), ("edge", 160e3, 511, 14), ("lte", 50e6, 41, 250)]
+LINKS = ("hspa", "edge", "lte")   # the seeds' profiles, each with 2 BDP of buffer as web6
 
 
 def arrivals(rtt_ms: float, iw: int, flows: int = 6, total: int = 372_000) -> list[tuple[int, int, str]]:
@@ -60,11 +61,12 @@ def run(q: QueueParams, events: list[tuple[int, int, str]]) -> dict[str, float]:
 
 def main() -> int:
     print(f"{'link':<6} {'buffer':>7} {'IW':>3}  {'pfifo (v1model)':<40} byte limit (TNA)")
-    for name, rate, rtt_ms, packets in LINKS:
-        pfifo = pipeline_params(rate, Aqm.FIFO, limit_pkts=packets).queue
+    for name in LINKS:
+        prof, packets = PROFILES[name], 2 * SEED_BDP[name]
+        pfifo = pipeline_params(prof.rate_bps, Aqm.FIFO, limit_pkts=packets).queue
         as_bytes = dataclasses.replace(pfifo, limit_pkts=0, limit_ns=link_limit_ns(pfifo))
         for iw in (3, 10):
-            ev = arrivals(rtt_ms, iw)
+            ev = arrivals(prof.rtt_s * 1000, iw)
             cols = []
             for q in (pfifo, as_bytes):
                 r = run(q, ev)

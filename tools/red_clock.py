@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mininet"))
 
+from accessnet.profiles import PROFILES, SEED_BDP  # noqa: E402
 from accessnet.scenario import RED_ROWS, REDOK_ROWS  # noqa: E402
 from experiments.onoff import next_arrival  # noqa: E402
 from refmodel.constants import Aqm, Reason  # noqa: E402
@@ -29,14 +30,10 @@ from refmodel.red import Red  # noqa: E402
 from refmodel.tofino_red import SecondPassRed, TickRed, tick_shift  # noqa: E402
 from tools.pfifo_bytes import arrivals as web_arrivals  # noqa: E402
 
-RATES = {"edge": 160e3, "hspa": 2e6, "lte": 50e6}
-RTT_MS = {"edge": 511, "hspa": 151, "lte": 41}   # the profiles' round trips (access and server side)
-BDP = {"edge": 7, "hspa": 24, "lte": 125}        # the seeds' BDPs in packets (profiles.SEED_BDP)
-
 
 def rows() -> list[tuple[str, str, dict, int]]:
     """(name, link, RED row, buffer in packets): RED with 2 BDP, REDok with its own buffer (as the seeds)."""
-    out = [(f"red {link}", link, row, 2 * BDP[link]) for link, row in RED_ROWS.items()]
+    out = [(f"red {link}", link, row, 2 * SEED_BDP[link]) for link, row in RED_ROWS.items()]
     out += [(f"redok {link}", link, row, pkts) for link, (row, pkts) in REDOK_ROWS.items()]
     return out
 
@@ -56,10 +53,10 @@ def web(seed: int, rtt_ms: float):
 
 def run(link: str, row: dict, packets: int, tick_ns: int, frames) -> dict[str, tuple[int, float]]:
     """Both REDs on the same frames: name -> (RED's drops, the mean average in ms at the arrivals)."""
-    p = pipeline_params(RATES[link], Aqm.RED, limit_pkts=packets, red=row)
+    p = pipeline_params(PROFILES[link].rate_bps, Aqm.RED, limit_pkts=packets, red=row)
     q, rp = p.queue, p.red
-    k = tick_shift(row["w_q"], RATES[link], rp.mean_pktsize, tick_ns)
-    idle_arrivals = RATES[link] / (8 * rp.mean_pktsize) * tick_ns / 1e9
+    k = tick_shift(row["w_q"], PROFILES[link].rate_bps, rp.mean_pktsize, tick_ns)
+    idle_arrivals = PROFILES[link].rate_bps / (8 * rp.mean_pktsize) * tick_ns / 1e9
     reds = {"v1model": Red(), "tna": TickRed(), "weighted": TickRed(), "pass2": SecondPassRed()}
     queues = {w: QueueModel() for w in reds}
     drops, avg_sum, n, tick = {w: 0 for w in reds}, {w: 0 for w in reds}, 0, 0
@@ -91,10 +88,11 @@ def main() -> None:
         for load in ("on/off", "web"):
             for tick_ms in (float(t) for t in a.ticks_ms.split(",")):
                 tick_ns = int(tick_ms * 1e6)
-                k = tick_shift(row["w_q"], RATES[link], 1500, tick_ns)
+                k = tick_shift(row["w_q"], PROFILES[link].rate_bps, 1500, tick_ns)
                 cells = []
                 for seed in (int(s) for s in a.seeds.split(",")):
-                    frames = onoff(seed, RATES[link], a.seconds) if load == "on/off" else web(seed, RTT_MS[link])
+                    prof = PROFILES[link]
+                    frames = onoff(seed, prof.rate_bps, a.seconds) if load == "on/off" else web(seed, prof.rtt_s * 1000)
                     r = run(link, row, packets, tick_ns, frames)
                     cells.append(" ".join(f"{r[w][0]:5d} ({r[w][1]:6.1f})" for w in r))
                 print(f"{name:<12} {load:<7} {tick_ms:3g}ms {k:2d}  " + "   ".join(cells), flush=True)
