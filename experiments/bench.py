@@ -163,6 +163,12 @@ def work(frames: list[bytes], params: PipelineParams | None, telemetry: bool = T
             return count(sw.proc.pid, events, n, drive, Path(d) / "stat.txt")
 
 
+def light_rows() -> list[tuple[str, PipelineParams, bool]]:
+    """(name, parameters, telemetry) of the bottleneck's rows at 1 Gbit/s: every AQM, telemetry off and on."""
+    return [(f"{aqm}{'+telemetry' if telemetry else ''}", pipeline_params(1e9, aqm, limit_pkts=1000, **AQMS[aqm]),
+             telemetry) for aqm in AQMS for telemetry in (False, True)]
+
+
 def print_work(frames: list[bytes]) -> None:
     from accessnet.bmv2_veth import ROOT
     why = missing()
@@ -172,9 +178,7 @@ def print_work(frames: list[bytes]) -> None:
     print("== BMv2 work per packet (uprobes; exact, whatever the load): tables applied, conditions, action "
           "primitives, expressions; metadata fields zeroed per packet")
     for name, params, telemetry in [("plain_forward", None, False)] + [
-            (f"bottleneck {aqm}{'+telemetry' if telemetry else ''}",
-             pipeline_params(1e9, aqm, limit_pkts=1000, **AQMS[aqm]), telemetry)
-            for aqm in AQMS for telemetry in (False, True)]:
+            (f"bottleneck {name}", params, telemetry) for name, params, telemetry in light_rows()]:
         w = work(frames, params, telemetry)
         fields = metadata_fields(ROOT / "build" / f"{'plain_forward' if params is None else 'bottleneck'}.json")
         print(f"  {name:<27} tables {w.tables:5.1f}   ifs {w.conditions:5.1f}   primitives {w.primitives:6.1f}   "
@@ -215,8 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     build_p4()
     rate = 0.8 * a.pps * len(frames[0]) * 8
-    rows = [(f"{aqm}{'+telemetry' if telemetry else ''}", pipeline_params(1e9, aqm, limit_pkts=1000, **AQMS[aqm]),
-             telemetry, False) for aqm in AQMS for telemetry in (False, True)]
+    rows = [(name, params, telemetry, False) for name, params, telemetry in light_rows()]
     rows += [(f"{aqm} (standing queue)", pipeline_params(rate, aqm, limit_pkts=48, **AQMS[aqm]), False, True)
              for aqm in AQMS]
     print(f"== BMv2 packets per second of its own CPU time ({a.pps:.0f} frames/s offered for {a.seconds:.0f} s "
