@@ -23,15 +23,24 @@ TNA program would need are a separate approximation (§3.6 bounds it at 5.7 %).
 ``tick_weighted`` is a variant that counts the link's arrivals between ticks and moves the average by as many
 of ns-2's steps; ``SecondPassRed`` keeps ns-2's per-packet average in a second pass of every packet.
 ``tools/red_clock.py`` measures all three against ns-2's (docs/tofino.md, "RED's average on a Tofino").
+
+``TnaRed`` is the whole of RED cut for the TNA program (p4src/tofino/red.p4), the second-pass design the
+measurements chose: one method per register action, each register touched once per pass. The first pass
+only reads what the previous packet's second pass left (the average, and the *gate*: RED's test for the
+next packet, already reduced to one signed word); its second pass moves the average, counts the bytes and
+works out the gate again. ``tools/red_clock.py`` measures it against ns-2's as well.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .params import RedParams
 from .queue import Prediction
-from .red import U32, Red
+from .arith import LOG_FRAC, LOG_ONE_BITS, exp2_q, log2_q
+from .constants import Reason
+from .red import U32, Red, ewma, idle_log
 from .verdict import Verdict
 
 
@@ -77,4 +86,105 @@ class SecondPassRed(Red):
     def decide(self, p: RedParams, q: Prediction, rand: int) -> Verdict:
         v = self.judge(p, q, self.avg, rand)
         self.average(p, q)
+        return v
+
+
+# The gate's words that are not a threshold (refmodel and p4src/tofino/red.p4 alike). Every threshold the
+# arithmetic forms lies strictly between T_BELOW and T_ALWAYS (logs in Q12 are within +-2^25).
+T_BELOW = -(1 << 30)       # avg < th_min: no early drop, and the old flag clears
+T_ALWAYS = 1 << 30         # count1 * p_b >= 1: every packet of the early test drops
+T_FORCED = (1 << 30) + 1   # avg >= th_max: a forced drop
+
+
+def gate_of(p: RedParams, avg: int, count_bytes: int) -> int:
+    """What the next packet's first pass tests, from the average and count_bytes a second pass left.
+
+    ns-2 drops early when Log2(u) + log2 mps + Log2(1 - count1 p_b) <= log2 p_b + Log2(size) + 16 (``Red``),
+    u and size being the next packet's: the rest is known now, so the gate is
+    T = log2 p_b - Log2(1 - count1 p_b) - log2 mps + 16, and the next packet drops when Log2(u) - Log2(size)
+    <= T. count1 is the next packet's, which ns-2 takes after adding that packet's bytes: here it is
+    (count_bytes + mps) / mps, the next packet taken as mean-size and the quotient not floored (a log has
+    no floor); both only raise count1, by less than 2 for frames up to mps. Log2(1 - count1 p_b) is one
+    table on Log2(count1 p_b)'s leading bits (``rest_of``)."""
+    if avg < p.thmin_ns:
+        return T_BELOW
+    if avg >= p.thmax_ns:
+        return T_FORCED
+    log_pb = log2_q(avg - p.thmin_ns) + p.log_slope   # Log2(0) when avg = th_min: no early drop but u = 0's
+    log_cp = log2_q(min(count_bytes + p.mean_pktsize, U32)) - p.log_mps + log_pb
+    if log_cp >= LOG_ONE_BITS:
+        return T_ALWAYS
+    return log_pb - rest_of(log_cp) - p.log_mps + (16 << LOG_FRAC)
+
+
+def rest_of(log_cp: int) -> int:
+    """Log2(1 - count1 p_b) in Q32 from Log2(count1 p_b), as ``Red._drop_early`` forms it (Exp2, then Log2 of
+    the complement): a function of log_cp >> 2 alone (Exp2 reads the fraction's 10 leading bits), so the TNA
+    program holds it as one table the controller writes."""
+    cp = exp2_q(log_cp)
+    return log2_q((1 << 32) - cp) if cp else LOG_ONE_BITS
+
+
+@dataclass(frozen=True)
+class RedPass2:
+    """What a RED packet's first pass leaves its second (the resubmit header's RED words)."""
+    delta: int      # the average's step: ns-2's idle decay and EWMA for this packet, from the average it read
+    reset: bool     # dropped: count_bytes = 0
+    cross: bool     # crossed th_min: count_bytes = this frame's length
+    length: int
+
+
+class TnaRed:
+    """One link's RED as the TNA program runs it: ``first_pass`` decides, ``second_pass`` updates.
+
+    What differs from ns-2's (``Red``, the v1model program's), each measured by ``tools/red_clock.py``:
+    the decision uses the average and count_bytes the previous packet left (its own step and bytes come
+    in its second pass), count1 is taken as above (``gate_of``), and count_bytes is kept in bytes.
+    Everything else is ``Red``'s arithmetic, table for table."""
+
+    def __init__(self) -> None:
+        self.avg = 0            # red_avg
+        self.count_bytes = 0    # red_bytes
+        self.gate = T_BELOW     # red_gate
+        self.old = 0            # red_old
+
+    def first_pass(self, p: RedParams, q: Prediction, rand: int) -> tuple[Verdict, RedPass2]:
+        avg = self.avg                                   # red_avg: read
+        backlog = min(q.backlog_ns, U32)
+        new = avg
+        if backlog == 0:
+            idle = q.now - q.tat if q.now > q.tat else 0
+            decay = idle_log(p, idle)
+            if decay != 0:
+                new = exp2_q(log2_q(avg) + decay)
+        new = ewma(new, backlog, p.log_wq)
+        gate = self.gate                                 # red_gate: read
+        above = gate != T_BELOW and backlog > 0
+        forced = above and gate == T_FORCED
+        old, self.old = self.old, (self.old if forced else 1) if above else 0   # red_old: swap
+        early = cross = False
+        if above and not forced:
+            if old == 0:
+                cross = True
+            else:
+                u16 = rand >> 16
+                early = u16 == 0 or log2_q(u16) - log2_q(q.length) <= gate
+        forced = forced or q.over_limit
+        drop = forced or early
+        reason = Reason.LIMIT if q.over_limit else Reason.RED_FORCED if forced else Reason.RED_EARLY
+        return (Verdict(drop, reason if drop else Reason.NONE, avg, self.count_bytes),
+                RedPass2(new - avg, drop, cross and not drop, q.length))
+
+    def second_pass(self, p: RedParams, r: RedPass2) -> None:
+        self.avg = min(U32, max(0, self.avg + r.delta))                          # red_avg: add, saturating
+        if r.reset or r.cross:                                                   # red_bytes
+            self.count_bytes = r.length if r.cross else 0
+        else:
+            self.count_bytes = min(U32, self.count_bytes + r.length)
+        self.gate = gate_of(p, self.avg, self.count_bytes)                       # red_gate: write
+
+    def decide(self, p: RedParams, q: Prediction, rand: int) -> Verdict:
+        """Both passes, the second right after the first."""
+        v, r = self.first_pass(p, q, rand)
+        self.second_pass(p, r)
         return v

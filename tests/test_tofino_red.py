@@ -3,6 +3,7 @@ per-packet average (refmodel/red.py, which BMv2 matches), on the seeds' RED rows
 keep is decided here: ticks change RED's drops, a second pass per packet does not."""
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -11,7 +12,8 @@ from refmodel.constants import Aqm, Reason
 from refmodel.params import pipeline_params
 from refmodel.queue import QueueModel
 from refmodel.red import Red
-from refmodel.tofino_red import SecondPassRed, TickRed, tick_shift
+from refmodel.arith import LOG_FRAC, LOG_ONE_BITS, log2_q
+from refmodel.tofino_red import T_ALWAYS, T_BELOW, SecondPassRed, TickRed, TnaRed, gate_of, rest_of, tick_shift
 
 HSPA, W_Q = 2e6, 0.002
 ROW = dict(w_q=W_Q, max_p=0.1, th_min=5, th_max=20)   # the seeds' RED on HSPA, 2 BDP of buffer
@@ -65,3 +67,68 @@ def test_ticks_at_ns2s_full_rate_pace_drop_far_less():
     ns2 = drops(Red())
     ticks = drops(TickRed(), k=tick_shift(W_Q, HSPA, 1500, TICK_NS))
     assert ticks < 0.75 * ns2
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_tna_programs_red_drops_as_ns2(seed):
+    """TnaRed, the TNA program's RED (the gate from the previous packet's second pass, count1 taken as the
+    next packet's at mean size), on the on/off load: as many drops as ns-2's within 5 %."""
+    ns2, twin = drops(Red(), seed), drops(TnaRed(), seed)
+    assert ns2 > 500 and abs(twin - ns2) <= 0.05 * ns2
+
+
+def test_the_gate_forces_crosses_then_tests_early():
+    """Above th_max a forced drop; above th_min the first packet only crosses (old = 0) and the next one is
+    tested (u = 0 always drops); below th_min nothing, and old clears."""
+    p = pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW).red
+    pred = QueueModel().predict(pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW).queue, 1_000, 1514)
+    busy = replace(pred, backlog_ns=p.thmin_ns)
+    r = TnaRed()
+    r.avg = (p.thmin_ns + p.thmax_ns) // 2
+    r.gate = gate_of(p, r.avg, 0)
+    assert T_BELOW < r.gate < T_ALWAYS
+    v, r2 = r.first_pass(p, busy, 0)
+    assert not v.drop and r2.cross and r.old == 1
+    r.second_pass(p, r2)
+    assert r.count_bytes == 1514
+    v, r2 = r.first_pass(p, busy, 0)          # u = 0
+    assert v.drop and v.reason == Reason.RED_EARLY and r2.reset
+    r.second_pass(p, r2)
+    assert r.count_bytes == 0
+    v, _ = r.first_pass(p, busy, 0xFFFFFFFF)   # the largest u: above this gate's probability
+    assert not v.drop
+    r.gate = gate_of(p, p.thmax_ns, 0)
+    v, _ = r.first_pass(p, busy, 0xFFFFFFFF)
+    assert v.drop and v.reason == Reason.RED_FORCED
+    r.gate = gate_of(p, p.thmin_ns - 1, 0)
+    v, _ = r.first_pass(p, busy, 0)
+    assert not v.drop and r.old == 0
+
+
+def test_the_gate_is_ns2s_threshold_with_count1_one_higher():
+    """With count_bytes = c * mps the gate takes count1 = c + 1 (the next packet at mean size), as ns-2 does
+    after such a packet: the gate and ns-2's own threshold on Log2(u) - Log2(size) (Red._drop_early's test,
+    rearranged) agree within 96 units of 2^-12 in log2 (2.3 % of the probability) wherever ns-2 drops a
+    mean-size packet with probability below 1/2. Nearer count1 p_b = 1 the logs' rounding is magnified by
+    Log2(1 - count1 p_b), and both drop nearly every packet."""
+    p = pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW).red
+    rng, worst = random.Random(3), 0
+    for _ in range(2000):
+        avg = rng.randrange(p.thmin_ns + 1, p.thmax_ns)
+        c = rng.randrange(0, 40)
+        t = gate_of(p, avg, c * p.mean_pktsize)
+        log_pb = log2_q(avg - p.thmin_ns) + p.log_slope
+        log_cp = log2_q(c + 1) + log_pb
+        if log_cp >= LOG_ONE_BITS:
+            assert t == T_ALWAYS or log_cp - LOG_ONE_BITS < 64
+            continue
+        ns2 = log_pb - rest_of(log_cp) - p.log_mps + (16 << LOG_FRAC)
+        if ns2 + log2_q(p.mean_pktsize) < (15 << LOG_FRAC):   # u's threshold below 2^15: probability < 1/2
+            worst = max(worst, abs(t - ns2))
+    assert 0 < worst <= 96
+
+
+def test_rest_of_is_a_table_on_the_logs_leading_bits():
+    """rest_of depends on log_cp >> 2 alone: the controller can write it as a table of 2^15 rows."""
+    for l in range(-(24 << 12), 32 << 12, 37):
+        assert rest_of(l) == rest_of(l & ~3)
