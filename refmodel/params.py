@@ -241,11 +241,7 @@ def red_idle_table(w_q: float, ptc: float, max_entries: int = 256) -> tuple[tupl
     """
     if w_q >= 1:
         return ((0, (1 << 32) - 1, arith.LOG_ZERO),)
-    log1w = math.log(1.0 - w_q)
-    dm = max(1, int(math.log(0.97) / log1w))
-    m_end = max(dm, int(math.ceil(math.log(1e-3) / log1w)))
-    while (m_end // dm) + 1 > max_entries:
-        dm += 1
+    dm, m_end = red_idle_steps(w_q, max_entries)
     key_ns = 1 << IDLE_KEY_SHIFT
 
     def first_key(m: int) -> int:  # smallest key whose idle time gives at least m packets
@@ -261,6 +257,17 @@ def red_idle_table(w_q: float, ptc: float, max_entries: int = 256) -> tuple[tupl
         m += dm
     entries.append((first_key(m), (1 << 32) - 1, arith.LOG_ZERO))
     return tuple(entries)
+
+
+def red_idle_steps(w_q: float, max_entries: int = 256) -> tuple[int, int]:
+    """(dm, m_end) of ``red_idle_table``: its entries step by dm packets (the factor changes by at most 3 %
+    inside one), and from m_end on the factor is below 1e-3."""
+    log1w = math.log(1.0 - w_q)
+    dm = max(1, int(math.log(0.97) / log1w))
+    m_end = max(dm, int(math.ceil(math.log(1e-3) / log1w)))
+    while (m_end // dm) + 1 > max_entries:
+        dm += 1
+    return dm, m_end
 
 
 def codel_params(*, target_s: float = 0.005, interval_s: float = 0.100, ratio: float = 1.04) -> CodelParams:

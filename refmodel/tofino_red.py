@@ -24,8 +24,9 @@ TNA program would need are a separate approximation (§3.6 bounds it at 5.7 %).
 of ns-2's steps; ``SecondPassRed`` keeps ns-2's per-packet average in a second pass of every packet.
 ``tools/red_clock.py`` measures all three against ns-2's (docs/tofino.md, "RED's average on a Tofino").
 
-``TnaRed`` is the whole of RED cut for the TNA program (p4src/tofino/red.p4), the second-pass design the
-measurements chose: one method per register action, each register touched once per pass. The first pass
+``TnaRed`` is the whole of RED cut for the TNA program, the second-pass design the measurements chose, written
+before its P4 (not yet in p4src/tofino/; docs/tofino.md says what it will need): one step per register
+action, each register touched once per pass. The first pass
 only reads what the previous packet's second pass left (the average, and the *gate*: RED's test for the
 next packet, already reduced to one signed word); its second pass moves the average, counts the bytes and
 works out the gate again. ``tools/red_clock.py`` measures it against ns-2's as well.
@@ -36,11 +37,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .params import RedParams
+from .params import RedParams, red_idle_steps
 from .queue import Prediction
 from .arith import LOG_FRAC, LOG_ONE_BITS, exp2_q, log2_q
 from .constants import Reason
-from .red import U32, Red, ewma, idle_log
+from .red import U32, Red, ewma
 from .verdict import Verdict
 
 
@@ -89,7 +90,7 @@ class SecondPassRed(Red):
         return v
 
 
-# The gate's words that are not a threshold (refmodel and p4src/tofino/red.p4 alike). Every threshold the
+# The gate's words that are not a threshold. Every threshold the
 # arithmetic forms lies strictly between T_BELOW and T_ALWAYS (logs in Q12 are within +-2^25).
 T_BELOW = -(1 << 30)       # avg < th_min: no early drop, and the old flag clears
 T_ALWAYS = 1 << 30         # count1 * p_b >= 1: every packet of the early test drops
@@ -126,6 +127,29 @@ def rest_of(log_cp: int) -> int:
 
 
 @dataclass(frozen=True)
+class TnaRedKnobs:
+    """What the TNA program's RED needs beside RedParams (the controller would write both into red_cfg)."""
+    log_steps: int  # Log2 of the idle decay's steps per ns (Q12): steps = Exp2(Log2(idle ns) + this)
+    log_h: int      # Log2 of the halvings one step is, in Q12 of Q12: halvings = Exp2(Log2(steps) + this)
+
+
+def tna_red_knobs(w_q: float, rate_bps: float, mean_pktsize: int) -> TnaRedKnobs:
+    """ns-2's idle decay multiplies the average by (1 - w_q)^m, m = int(ptc * idle), ptc the link's
+    mean-size packets per second. The v1model program reads the factor from a range table whose entries
+    step by dm packets (``params.red_idle_table``: m rounded down to a multiple of dm, none below dm); here
+    the same count of steps is Exp2(Log2(idle) + log_steps) (Exp2 floors), and the halvings, in Q12,
+    Exp2(Log2(steps) + log_h): two products as sums of logs instead of a range table per link (bf-p4c
+    takes no range key of 32 bits).
+    A factor this near 1 cannot be applied as a log: Log2's rounding (0.0016) is as large as
+    log2(1 - w_q) for w_q = 0.002. So no decay is no lookup, and the EWMA's step stays w_q times the
+    distance, as in ns-2."""
+    dm, _ = red_idle_steps(w_q)
+    q = 1 << LOG_FRAC
+    return TnaRedKnobs(round(math.log2(rate_bps / (8.0 * mean_pktsize) / 1e9 / dm) * q),
+                       round(math.log2(-dm * math.log2(1 - w_q) * q) * q))
+
+
+@dataclass(frozen=True)
 class RedPass2:
     """What a RED packet's first pass leaves its second (the resubmit header's RED words)."""
     delta: int      # the average's step: ns-2's idle decay and EWMA for this packet, from the average it read
@@ -139,10 +163,13 @@ class TnaRed:
 
     What differs from ns-2's (``Red``, the v1model program's), each measured by ``tools/red_clock.py``:
     the decision uses the average and count_bytes the previous packet left (its own step and bytes come
-    in its second pass), count1 is taken as above (``gate_of``), and count_bytes is kept in bytes.
-    Everything else is ``Red``'s arithmetic, table for table."""
+    in its second pass), count1 is taken as above (``gate_of``), count_bytes is kept in bytes, and the idle
+    decay's factor is two products of logs (``tna_red_knobs``). A frame longer than
+    the whole buffer on an idle link is dropped without a second pass (nothing was committed): RED's state
+    misses it. Everything else is ``Red``'s arithmetic, table for table."""
 
-    def __init__(self) -> None:
+    def __init__(self, knobs: TnaRedKnobs) -> None:
+        self.knobs = knobs
         self.avg = 0            # red_avg
         self.count_bytes = 0    # red_bytes
         self.gate = T_BELOW     # red_gate
@@ -152,11 +179,11 @@ class TnaRed:
         avg = self.avg                                   # red_avg: read
         backlog = min(q.backlog_ns, U32)
         new = avg
-        if backlog == 0:
-            idle = q.now - q.tat if q.now > q.tat else 0
-            decay = idle_log(p, idle)
-            if decay != 0:
-                new = exp2_q(log2_q(avg) + decay)
+        if backlog == 0:   # ns-2's idle decay: steps of dm packet times, dm * -log2(1 - w_q) halvings each
+            steps = exp2_q(log2_q(q.now - q.tat if q.now > q.tat else 0) + self.knobs.log_steps)
+            halvings = exp2_q(log2_q(steps) + self.knobs.log_h)
+            if halvings != 0:
+                new = exp2_q(log2_q(avg) - halvings)
         new = ewma(new, backlog, p.log_wq)
         gate = self.gate                                 # red_gate: read
         above = gate != T_BELOW and backlog > 0
@@ -186,5 +213,6 @@ class TnaRed:
     def decide(self, p: RedParams, q: Prediction, rand: int) -> Verdict:
         """Both passes, the second right after the first."""
         v, r = self.first_pass(p, q, rand)
-        self.second_pass(p, r)
+        if not (q.over_limit and q.backlog_ns == 0):
+            self.second_pass(p, r)
         return v

@@ -2,6 +2,7 @@
 per-packet average (refmodel/red.py, which BMv2 matches), on the seeds' RED rows. What the P4 will have to
 keep is decided here: ticks change RED's drops, a second pass per packet does not."""
 
+import math
 import random
 from dataclasses import replace
 
@@ -9,15 +10,17 @@ import pytest
 
 from experiments.onoff import next_arrival
 from refmodel.constants import Aqm, Reason
-from refmodel.params import pipeline_params
+from refmodel.arith import LOG_FRAC, LOG_ONE_BITS, LOG_ZERO, exp2_q, log2_q
+from refmodel.params import pipeline_params, red_idle_steps
 from refmodel.queue import QueueModel
-from refmodel.red import Red
-from refmodel.arith import LOG_FRAC, LOG_ONE_BITS, log2_q
-from refmodel.tofino_red import T_ALWAYS, T_BELOW, SecondPassRed, TickRed, TnaRed, gate_of, rest_of, tick_shift
+from refmodel.red import Red, idle_log
+from refmodel.tofino_red import (T_ALWAYS, T_BELOW, SecondPassRed, TickRed, TnaRed, gate_of, rest_of, tick_shift,
+                                 tna_red_knobs)
 
 HSPA, W_Q = 2e6, 0.002
 ROW = dict(w_q=W_Q, max_p=0.1, th_min=5, th_max=20)   # the seeds' RED on HSPA, 2 BDP of buffer
 TICK_NS = 1_000_000
+KNOBS = tna_red_knobs(W_Q, HSPA, 1500)
 
 
 def drops(red, seed: int = 0, seconds: float = 60.0, k: int | None = None) -> int:
@@ -73,7 +76,7 @@ def test_ticks_at_ns2s_full_rate_pace_drop_far_less():
 def test_the_tna_programs_red_drops_as_ns2(seed):
     """TnaRed, the TNA program's RED (the gate from the previous packet's second pass, count1 taken as the
     next packet's at mean size), on the on/off load: as many drops as ns-2's within 5 %."""
-    ns2, twin = drops(Red(), seed), drops(TnaRed(), seed)
+    ns2, twin = drops(Red(), seed), drops(TnaRed(KNOBS), seed)
     assert ns2 > 500 and abs(twin - ns2) <= 0.05 * ns2
 
 
@@ -83,7 +86,7 @@ def test_the_gate_forces_crosses_then_tests_early():
     p = pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW).red
     pred = QueueModel().predict(pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW).queue, 1_000, 1514)
     busy = replace(pred, backlog_ns=p.thmin_ns)
-    r = TnaRed()
+    r = TnaRed(KNOBS)
     r.avg = (p.thmin_ns + p.thmax_ns) // 2
     r.gate = gate_of(p, r.avg, 0)
     assert T_BELOW < r.gate < T_ALWAYS
@@ -132,3 +135,26 @@ def test_rest_of_is_a_table_on_the_logs_leading_bits():
     """rest_of depends on log_cp >> 2 alone: the controller can write it as a table of 2^15 rows."""
     for l in range(-(24 << 12), 32 << 12, 37):
         assert rest_of(l) == rest_of(l & ~3)
+
+
+@pytest.mark.parametrize("w_q,rate", [(W_Q, HSPA), (0.2, 160e3), (0.001, 50e6)])
+def test_the_idle_decay_as_two_products_is_the_v1models_table(w_q, rate):
+    """tna_red_knobs: the idle decay's halvings from two sums of logs against the v1model's range table (the
+    factor's log2 per entry of dm packets): never more than one entry and the logs' rounding (0.5 %) apart (at
+    an entry's edge Exp2's floor may take one step less), and within 1 % (or 8 units of 2^-12) at 95 % of the
+    idle times from 0.1 ms to 10 s."""
+    p = pipeline_params(rate, Aqm.RED, limit_pkts=48, red=dict(w_q=w_q, max_p=0.1, th_min=5, th_max=20)).red
+    k = tna_red_knobs(w_q, rate, p.mean_pktsize)
+    dm, _ = red_idle_steps(w_q)
+    entry = dm * -math.log2(1 - w_q) * (1 << LOG_FRAC)
+    rng, close, n = random.Random(5), 0, 0
+    for _ in range(2000):
+        idle = int(10 ** rng.uniform(5, 10))
+        table = -idle_log(p, idle)
+        if table >= -LOG_ZERO:
+            continue   # the table's last entry: the average is 0
+        halvings = exp2_q(log2_q(exp2_q(log2_q(idle) + k.log_steps)) + k.log_h)
+        assert abs(halvings - table) <= entry + 8 + 0.005 * table
+        close += abs(halvings - table) <= max(8, 0.01 * table)
+        n += 1
+    assert n > 200 and close >= 0.95 * n

@@ -2,7 +2,8 @@
 moved by the packet generator's ticks, 2^-k per tick) beside the v1model program's (``refmodel/red.py``:
 ns-2's, moved by every arriving packet). Each on its own queue (``refmodel/queue.py``), the same arrivals,
 sizes and random draws; the seeds' RED and REDok rows (thresholds, w_q, max_p, their buffers in packets) on
-their links. Two loads: the on/off load of the other Tofino twins (experiments/onoff.py: 2 s at 1.3 times
+their links; with them ``TnaRed``, the whole TNA RED (the gate from the previous packet's second pass).
+Two loads: the on/off load of the other Tofino twins (experiments/onoff.py: 2 s at 1.3 times
 the rate, 1.5 s at half of it), and the seeds' web traffic, open loop (tools/pfifo_bytes.py: audio and six
 flows' slow starts; IW10).
 
@@ -27,7 +28,7 @@ from refmodel.constants import Aqm, Reason  # noqa: E402
 from refmodel.params import pipeline_params  # noqa: E402
 from refmodel.queue import QueueModel  # noqa: E402
 from refmodel.red import Red  # noqa: E402
-from refmodel.tofino_red import SecondPassRed, TickRed, TnaRed, tick_shift  # noqa: E402
+from refmodel.tofino_red import SecondPassRed, TickRed, TnaRed, tick_shift, tna_red_knobs  # noqa: E402
 from tools.pfifo_bytes import arrivals as web_arrivals  # noqa: E402
 
 
@@ -57,7 +58,8 @@ def run(link: str, row: dict, packets: int, tick_ns: int, frames) -> dict[str, t
     q, rp = p.queue, p.red
     k = tick_shift(row["w_q"], PROFILES[link].rate_bps, rp.mean_pktsize, tick_ns)
     idle_arrivals = PROFILES[link].rate_bps / (8 * rp.mean_pktsize) * tick_ns / 1e9
-    reds = {"v1model": Red(), "tna": TickRed(), "weighted": TickRed(), "pass2": SecondPassRed(), "red.p4": TnaRed()}
+    reds = {"v1model": Red(), "tna": TickRed(), "weighted": TickRed(), "pass2": SecondPassRed(),
+            "tna red": TnaRed(tna_red_knobs(row["w_q"], PROFILES[link].rate_bps, rp.mean_pktsize))}
     queues = {w: QueueModel() for w in reds}
     drops, avg_sum, n, tick = {w: 0 for w in reds}, {w: 0 for w in reds}, 0, 0
     for now, size, rand in frames:
@@ -83,7 +85,7 @@ def main() -> None:
     ap.add_argument("--ticks-ms", default="1,10")
     a = ap.parse_args()
     print("row          load    tick  k   drops (mean avg ms): v1model, ticks 2^-k, ticks weighted by arrivals, "
-          "per packet in a second pass, the TNA program's RED (red.p4)   [per seed]")
+          "per packet in a second pass, the TNA program's RED (TnaRed)   [per seed]")
     for name, link, row, packets in rows():
         for load in ("on/off", "web"):
             for tick_ms in (float(t) for t in a.ticks_ms.split(",")):
