@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .params import RedParams, red_idle_steps
+from .params import ConfigError, RedParams, red_idle_steps
 from .queue import Prediction
 from .arith import LOG_FRAC, LOG_ONE_BITS, exp2_q, log2_q
 from .constants import Reason
@@ -129,24 +129,52 @@ def rest_of(log_cp: int) -> int:
 @dataclass(frozen=True)
 class TnaRedKnobs:
     """What the TNA program's RED needs beside RedParams (the controller would write both into red_cfg)."""
-    log_steps: int  # Log2 of the idle decay's steps per ns (Q12): steps = Exp2(Log2(idle ns) + this)
-    log_h: int      # Log2 of the halvings one step is, in Q12 of Q12: halvings = Exp2(Log2(steps) + this)
+    log_halvings: int  # Log2 of the idle decay's halvings per ns, Q12 of Q12: Exp2(Log2(idle ns) + this)
+    idle_min_ns: int   # shorter idle times do not decay the average (dm packet times)
 
 
-def tna_red_knobs(w_q: float, rate_bps: float, mean_pktsize: int) -> TnaRedKnobs:
+def tna_red_knobs(p: RedParams, byte_time_q16: int) -> TnaRedKnobs:
     """ns-2's idle decay multiplies the average by (1 - w_q)^m, m = int(ptc * idle), ptc the link's
-    mean-size packets per second. The v1model program reads the factor from a range table whose entries
-    step by dm packets (``params.red_idle_table``: m rounded down to a multiple of dm, none below dm); here
-    the same count of steps is Exp2(Log2(idle) + log_steps) (Exp2 floors), and the halvings, in Q12,
-    Exp2(Log2(steps) + log_h): two products as sums of logs instead of a range table per link (bf-p4c
-    takes no range key of 32 bits).
+    mean-size packets per second: it halves the average m * -log2(1 - w_q) times. The v1model program reads
+    the factor from a range table per link whose entries step by dm packets (``params.red_idle_table``:
+    m rounded down to a multiple of dm, no decay below dm). Here the halvings, in Q12, are
+    Exp2(Log2(idle) + log_halvings), with no decay below dm packet times either: one product as a sum of
+    logs (bf-p4c takes no 32-bit range key) and one compare. Between two of the table's entries this
+    decays as ns-2 (up to dm packets more than the table, whose factor changes by 3 % per entry).
     A factor this near 1 cannot be applied as a log: Log2's rounding (0.0016) is as large as
-    log2(1 - w_q) for w_q = 0.002. So no decay is no lookup, and the EWMA's step stays w_q times the
-    distance, as in ns-2."""
+    log2(1 - w_q) for w_q = 0.002. So no decay is no lookup.
+    From what the data plane holds: w_q as 2^(log_wq / 2^12) (within 0.01 %), the link's rate as its byte
+    time."""
+    w_q = 2 ** (p.log_wq / (1 << LOG_FRAC))
+    if not 0 < w_q < 1:
+        raise ConfigError(f"red: w_q = {w_q:g}: the TNA program's idle decay needs 0 < w_q < 1")
     dm, _ = red_idle_steps(w_q)
     q = 1 << LOG_FRAC
-    return TnaRedKnobs(round(math.log2(rate_bps / (8.0 * mean_pktsize) / 1e9 / dm) * q),
-                       round(math.log2(-dm * math.log2(1 - w_q) * q) * q))
+    ptc_ns = 65536 / (p.mean_pktsize * byte_time_q16)   # mean-size packets per ns
+    return TnaRedKnobs(round(math.log2(ptc_ns * -math.log2(1 - w_q) * q) * q), math.ceil(dm / ptc_ns))
+
+
+def tna_red_config(p: RedParams, byte_time_q16: int) -> dict[str, int]:
+    """red_cfg's action parameters for a link (p4src/tofino/link.p4: set_red; signed ones as they are,
+    the controller writes them in two's complement)."""
+    k = tna_red_knobs(p, byte_time_q16)
+    if k.idle_min_ns >= 1 << 31:
+        raise ConfigError(f"red: the idle decay starts after {k.idle_min_ns} ns, beyond 2^31 ns (serial time)")
+    return dict(thmin=p.thmin_ns, thmax=p.thmax_ns, mps=p.mean_pktsize, log_wq=p.log_wq, log_slope=p.log_slope,
+                cp_offset=-p.log_mps, gate_offset=(16 << LOG_FRAC) - p.log_mps, log_halvings=k.log_halvings,
+                idle_min=k.idle_min_ns)
+
+
+def exp_rows() -> list[tuple[int, int]]:
+    """The rows of every RedExp table (p4src/tofino/red.p4): (l >> 2, Exp2(l)) for 0 <= l < 2^17, the v1model's
+    Exp2 (which reads no more of l than l >> 2)."""
+    return [(k, exp2_q(k << 2)) for k in range(LOG_ONE_BITS >> 2)]
+
+
+def rest_rows() -> list[tuple[int, int]]:
+    """red_rest's rows (p4src/tofino/red.p4): (Log2(count1 p_b) >> 2, rest_of) for 0 <= Log2 < 2^17 (beyond,
+    the gate is T_ALWAYS; below 0, the table's default LOG_ONE_BITS)."""
+    return [(k, rest_of(k << 2)) for k in range(LOG_ONE_BITS >> 2)]
 
 
 @dataclass(frozen=True)
@@ -178,13 +206,15 @@ class TnaRed:
     def first_pass(self, p: RedParams, q: Prediction, rand: int) -> tuple[Verdict, RedPass2]:
         avg = self.avg                                   # red_avg: read
         backlog = min(q.backlog_ns, U32)
-        new = avg
-        if backlog == 0:   # ns-2's idle decay: steps of dm packet times, dm * -log2(1 - w_q) halvings each
-            steps = exp2_q(log2_q(q.now - q.tat if q.now > q.tat else 0) + self.knobs.log_steps)
-            halvings = exp2_q(log2_q(steps) + self.knobs.log_h)
-            if halvings != 0:
-                new = exp2_q(log2_q(avg) - halvings)
-        new = ewma(new, backlog, p.log_wq)
+        idle = q.now - q.tat if q.now > q.tat else 0
+        if backlog == 0 and idle >= self.knobs.idle_min_ns:
+            # ns-2's idle decay, then its step towards the empty queue (w_q of the decayed average), both
+            # from the decayed average's log: Log2(avg) less the halvings (at least dm packets' worth)
+            halvings = exp2_q(log2_q(idle) + self.knobs.log_halvings)
+            l_decayed = log2_q(avg) - halvings
+            new = max(0, exp2_q(l_decayed) - exp2_q(l_decayed + p.log_wq))
+        else:
+            new = ewma(avg, backlog, p.log_wq)
         gate = self.gate                                 # red_gate: read
         above = gate != T_BELOW and backlog > 0
         forced = above and gate == T_FORCED

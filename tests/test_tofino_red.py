@@ -11,7 +11,7 @@ import pytest
 from experiments.onoff import next_arrival
 from refmodel.constants import Aqm, Reason
 from refmodel.arith import LOG_FRAC, LOG_ONE_BITS, LOG_ZERO, exp2_q, log2_q
-from refmodel.params import pipeline_params, red_idle_steps
+from refmodel.params import pipeline_params
 from refmodel.queue import QueueModel
 from refmodel.red import Red, idle_log
 from refmodel.tofino_red import (T_ALWAYS, T_BELOW, SecondPassRed, TickRed, TnaRed, gate_of, rest_of, tick_shift,
@@ -20,7 +20,8 @@ from refmodel.tofino_red import (T_ALWAYS, T_BELOW, SecondPassRed, TickRed, TnaR
 HSPA, W_Q = 2e6, 0.002
 ROW = dict(w_q=W_Q, max_p=0.1, th_min=5, th_max=20)   # the seeds' RED on HSPA, 2 BDP of buffer
 TICK_NS = 1_000_000
-KNOBS = tna_red_knobs(W_Q, HSPA, 1500)
+HSPA_RED = pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW)
+KNOBS = tna_red_knobs(HSPA_RED.red, HSPA_RED.queue.byte_time_q16)
 
 
 def drops(red, seed: int = 0, seconds: float = 60.0, k: int | None = None) -> int:
@@ -138,23 +139,25 @@ def test_rest_of_is_a_table_on_the_logs_leading_bits():
 
 
 @pytest.mark.parametrize("w_q,rate", [(W_Q, HSPA), (0.2, 160e3), (0.001, 50e6)])
-def test_the_idle_decay_as_two_products_is_the_v1models_table(w_q, rate):
-    """tna_red_knobs: the idle decay's halvings from two sums of logs against the v1model's range table (the
-    factor's log2 per entry of dm packets): never more than one entry and the logs' rounding (0.5 %) apart (at
-    an entry's edge Exp2's floor may take one step less), and within 1 % (or 8 units of 2^-12) at 95 % of the
-    idle times from 0.1 ms to 10 s."""
+def test_the_idle_decay_as_one_product_is_ns2s_above_the_v1models_first_entry(w_q, rate):
+    """tna_red_knobs: the idle decay's halvings, Exp2(Log2(idle) + log_halvings), against ns-2's
+    int(ptc * idle) * -log2(1 - w_q): within 1 packet's decay and the logs' rounding (0.5 %) from 0.1 ms to
+    10 s; none below the v1model table's first entry (dm packets), and never less than the table's."""
     p = pipeline_params(rate, Aqm.RED, limit_pkts=48, red=dict(w_q=w_q, max_p=0.1, th_min=5, th_max=20)).red
-    k = tna_red_knobs(w_q, rate, p.mean_pktsize)
-    dm, _ = red_idle_steps(w_q)
-    entry = dm * -math.log2(1 - w_q) * (1 << LOG_FRAC)
-    rng, close, n = random.Random(5), 0, 0
+    k = tna_red_knobs(p, pipeline_params(rate, Aqm.RED, limit_pkts=48, red=ROW).queue.byte_time_q16)
+    ptc_ns, h = rate / (8 * p.mean_pktsize) / 1e9, -math.log2(1 - w_q) * (1 << LOG_FRAC)
+    rng, n = random.Random(5), 0
     for _ in range(2000):
         idle = int(10 ** rng.uniform(5, 10))
         table = -idle_log(p, idle)
         if table >= -LOG_ZERO:
             continue   # the table's last entry: the average is 0
-        halvings = exp2_q(log2_q(exp2_q(log2_q(idle) + k.log_steps)) + k.log_h)
-        assert abs(halvings - table) <= entry + 8 + 0.005 * table
-        close += abs(halvings - table) <= max(8, 0.01 * table)
+        halvings = exp2_q(log2_q(idle) + k.log_halvings) if idle >= k.idle_min_ns else 0
+        if table == 0:
+            assert halvings == 0
+            continue
+        ns2 = int(ptc_ns * idle) * h
+        assert abs(halvings - ns2) <= h + 8 + 0.005 * ns2
+        assert halvings >= table - 8 - 0.005 * table
         n += 1
-    assert n > 200 and close >= 0.95 * n
+    assert n > 200

@@ -59,7 +59,7 @@ def run(link: str, row: dict, packets: int, tick_ns: int, frames) -> dict[str, t
     k = tick_shift(row["w_q"], PROFILES[link].rate_bps, rp.mean_pktsize, tick_ns)
     idle_arrivals = PROFILES[link].rate_bps / (8 * rp.mean_pktsize) * tick_ns / 1e9
     reds = {"v1model": Red(), "tna": TickRed(), "weighted": TickRed(), "pass2": SecondPassRed(),
-            "tna red": TnaRed(tna_red_knobs(row["w_q"], PROFILES[link].rate_bps, rp.mean_pktsize))}
+            "tna red": TnaRed(tna_red_knobs(rp, q.byte_time_q16))}
     queues = {w: QueueModel() for w in reds}
     drops, avg_sum, n, tick = {w: 0 for w in reds}, {w: 0 for w in reds}, 0, 0
     for now, size, rand in frames:
