@@ -1,9 +1,10 @@
 """P4Runtime entities for the TNA program (p4src/tofino/bottleneck_tna.p4) on a Tofino
 driven through Stratum: the routes, each access link's entry in ``link_of``, its knobs
-(``link_cfg``, ``codel_cfg``, ``pie_cfg``), the transmit-time tables of its rate class, CoDel's
-control law per interval (``codel_law``) and PIE's term tables per (alpha, beta) (``pie_term_a``,
-``pie_term_b``) where the program has them (Tofino 2), the telemetry mirror session. (The packet
-generator's ports are compile-time constants of the program, p4src/tofino/types.p4: TICK_PORT.)
+(``link_cfg``, ``codel_cfg``, ``pie_cfg``, ``red_cfg``), the transmit-time tables of its rate class,
+CoDel's control law per interval (``codel_law``), PIE's term tables per (alpha, beta) (``pie_term_a``,
+``pie_term_b``), RED's ``red_rest`` and Exp2 tables where the program has them (Tofino 2; RED in the
+``tofino2-red`` build), the telemetry mirror session. (The packet generator's ports are compile-time
+constants of the program, p4src/tofino/types.p4: TICK_PORT.)
 
 A pure function of the parameters, like ``entries`` for the v1model program: tested
 against the TNA P4Info (tests/test_tofino_controller.py) without a switch. Names are
@@ -27,6 +28,7 @@ from refmodel.codel import coarse
 from refmodel.pipeline import Route
 from refmodel.tofino_codel import codel_knobs
 from refmodel.tofino_pie import pie_knobs, scale_rows, term_keys, term_row
+from refmodel.tofino_red import exp_rows, rest_rows, tna_red_config
 from refmodel.tofino_queue import link_limit_ns  # link_cfg's limit_ns: bytes, none, or a packet limit's equivalent
 
 from .entries import u32  # two's complement, as the v1model program's signed knobs
@@ -137,6 +139,22 @@ def scale_entries() -> list[fy.P4TableEntry]:
             for value, mask, key, cap in scale_rows()]
 
 
+RED_EXP_TABLES = ("exp_half.red_exp", "exp_dec.red_exp", "exp_dstep.red_exp", "exp_step.red_exp")
+
+
+def red_table_entries() -> list[fy.P4TableEntry]:
+    """RED's tables that are the same for every link: red_rest, Log2(1 - count1 p_b) from Log2(count1 p_b) >> 2
+    (refmodel/tofino_red.py: rest_rows), and the four Exp2 tables (exp_rows)."""
+    out = [fy.P4TableEntry("red_rest", match=fy.P4TableMatch(cp4=k),
+                           action=fy.P4TableAction("set_rest", rest=u32(v))) for k, v in rest_rows()]
+    rows = exp_rows()
+    for table in RED_EXP_TABLES:   # one action per use: its P4Info alias is the use's ("exp_half.set_exp")
+        action = f"{table.split('.')[0]}.set_exp"
+        out += [fy.P4TableEntry(table, match=fy.P4TableMatch(l4=k), action=fy.P4TableAction(action, v=v))
+                for k, v in rows]
+    return out
+
+
 def pie_action(p: PieParams, mtu_ns: int, profile: int) -> fy.P4TableAction:
     k = pie_knobs(p, mtu_ns)
     return fy.P4TableAction("set_pie", target=k.target_ns, half=k.half_ns, tupdate=k.tupdate_ns,
@@ -144,11 +162,12 @@ def pie_action(p: PieParams, mtu_ns: int, profile: int) -> fy.P4TableAction:
 
 
 def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None = None,
-                 pie: int | None = None) -> list[fy.P4TableEntry]:
+                 pie: int | None = None, red: bool = False) -> list[fy.P4TableEntry]:
     """The link's rows in link_of (its client, and its rate class: p4src/tofino/link.p4 says why it is
     there), link_cfg, codel_cfg (its CoDel knobs, with control-law profile ``law``; None: the program
-    has no CoDel) and pie_cfg (a PIE link's knobs, with term profile ``pie``; None: the program has no
-    PIE). A link without a client is link_of's default: ``link_of_default``."""
+    has no CoDel), pie_cfg (a PIE link's knobs, with term profile ``pie``; None: the program has no
+    PIE) and red_cfg (a RED link's knobs; ``red``: the program has RED). A link without a client is
+    link_of's default: ``link_of_default``."""
     link = _check_link_id(lk.link, n_links)
     q, c = lk.params.queue, lk.params.codel
     if q.limit_ns >= 1 << 31 or q.bucket_ns >= 1 << 31:
@@ -161,7 +180,8 @@ def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None 
         LOG.warning("link %d: a buffer of %d packets becomes %d ns (the TNA program has byte limits only: it "
                     "decides as the packet limit while frames are full-size; docs/tofino.md)", link, q.limit_pkts,
                     limit_ns)
-    supported = (Aqm.FIFO,) + ((Aqm.CODEL,) if law is not None else ()) + ((Aqm.PIE,) if pie is not None else ())
+    supported = ((Aqm.FIFO,) + ((Aqm.RED,) if red else ()) + ((Aqm.CODEL,) if law is not None else ())
+                 + ((Aqm.PIE,) if pie is not None else ()))
     if q.aqm not in supported:
         raise ConfigError(f"link {link}: {q.aqm.name.lower()} is not in this TNA program (it has "
                           f"{', '.join(a.name.lower() for a in supported)}; docs/tofino.md)")
@@ -182,6 +202,12 @@ def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None 
             out.append(fy.P4TableEntry("pie_cfg", match=match, action=pie_action(lk.params.pie, q.mtu_ns, pie)))
         except ConfigError as e:
             raise ConfigError(f"link {link}: {e}") from None
+    if red and q.aqm == Aqm.RED:
+        try:
+            knobs = {k: u32(v) for k, v in tna_red_config(lk.params.red, q.byte_time_q16).items()}
+        except ConfigError as e:
+            raise ConfigError(f"link {link}: {e}") from None
+        out.append(fy.P4TableEntry("red_cfg", match=match, action=fy.P4TableAction("set_red", **knobs)))
     return out + [
         fy.P4TableEntry("link_cfg", match=match, action=fy.P4TableAction(
             "set_link_cfg", aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry), bucket_ns=q.bucket_ns,
@@ -196,10 +222,11 @@ def telemetry_session(monitor_port: int) -> fy.P4CloneSessionEntry:
 
 
 def all_entries(routes: Mapping[int, Route], links: Sequence[AccessLink], n_links: int, codel: bool = False,
-                pie: bool = False) -> list[fy.P4TableEntry]:
-    """Every table entry to insert for these links, the transmit-time tables, control laws and PIE's term
-    tables before the links that use them (``codel``, ``pie``: the program has CoDel, PIE: ``has_codel``,
-    ``has_pie``). (link_of's default action, for the link without a client, is ``link_of_default``.)"""
+                pie: bool = False, red: bool = False) -> list[fy.P4TableEntry]:
+    """Every table entry to insert for these links, the transmit-time tables, control laws, PIE's term
+    tables and RED's rest table before the links that use them (``codel``, ``pie``, ``red``: the program has
+    CoDel, PIE, RED: ``has_codel``, ``has_pie``, ``has_red``). (link_of's default action, for the link without
+    a client, is ``link_of_default``.)"""
     if len({lk.link for lk in links}) != len(links):
         raise ConfigError("two access links with the same id")
     if sum(lk.client is None for lk in links) > 1:
@@ -216,11 +243,13 @@ def all_entries(routes: Mapping[int, Route], links: Sequence[AccessLink], n_link
         out += scale_entries()
     for (alpha, beta), profile in terms.items():
         out += term_entries(alpha, beta, profile)
+    if red and any(lk.params.queue.aqm == Aqm.RED for lk in links):
+        out += red_table_entries()
     for lk in links:
         pp = lk.params.pie
         out += link_entries(lk, classes[lk.params.queue.byte_time_q16], n_links,
                             laws[lk.params.codel.control_law] if codel else None,
-                            terms.get((pp.alpha_q48, pp.beta_q48), 0) if pie else None)
+                            terms.get((pp.alpha_q48, pp.beta_q48), 0) if pie else None, red)
     return out
 
 
@@ -250,6 +279,11 @@ def has_codel(p4info) -> bool:
 def has_pie(p4info) -> bool:
     """Whether the compiled program has PIE (Tofino 2's build does)."""
     return any(t.preamble.name.endswith("pie_cfg") for t in p4info.tables)
+
+
+def has_red(p4info) -> bool:
+    """Whether the compiled program has RED (Tofino 2's build does)."""
+    return any(t.preamble.name.endswith("red_cfg") for t in p4info.tables)
 
 
 def n_links(p4info) -> int:
@@ -288,13 +322,14 @@ class TnaBottleneckSwitch(BottleneckSwitch):
 
     def check(self) -> None:
         """Every entry this switch will write, built against the compiled program's P4Info (its N_LINKS and
-        whether it has CoDel and PIE) before connecting: a link out of range or an AQM the program lacks fails
+        whether it has CoDel, PIE and RED) before connecting: a link out of range or an AQM the program lacks fails
         here with a ConfigError naming the link, not later inside the connection's task."""
         path = Path(self.target.p4info)
         if self.state.params is None or not path.is_file():
             return
         p4info = tna_p4info.load(path)
-        all_entries(self.state.routes, self._links(), n_links(p4info), has_codel(p4info), has_pie(p4info))
+        all_entries(self.state.routes, self._links(), n_links(p4info), has_codel(p4info), has_pie(p4info),
+                    has_red(p4info))
 
     def _links(self) -> list[AccessLink]:
         p = self.state.params
@@ -306,7 +341,8 @@ class TnaBottleneckSwitch(BottleneckSwitch):
         await sw.delete_all()
         links = self._links()
         p4info = sw.p4info.p4info
-        await sw.insert(all_entries(st.routes, links, n_links(p4info), has_codel(p4info), has_pie(p4info)))
+        await sw.insert(all_entries(st.routes, links, n_links(p4info), has_codel(p4info), has_pie(p4info),
+                                    has_red(p4info)))
         await sw.modify([link_of_default(links)])
         if st.monitor_port is not None:
             await sw.insert([telemetry_session(st.monitor_port)])

@@ -19,9 +19,11 @@ from refmodel.params import ConfigError, byte_time_q16, pipeline_params
 from refmodel.pipeline import Route
 from refmodel.queue import tx_ns
 from refmodel.tofino_queue import link_limit_ns
+from refmodel.tofino_red import tna_red_config
 
 ROOT = Path(__file__).resolve().parent.parent
-P4INFO = {t: ROOT / "controller" / "p4info" / f"{t}.p4info.txtpb" for t in ("tofino", "tofino2")}
+P4INFO = {t: ROOT / "controller" / "p4info" / f"{t}.p4info.txtpb" for t in ("tofino", "tofino2", "tofino2-red")}
+PROGRAM = (ROOT / "p4src" / "tofino" / "bottleneck_tna.p4").read_text()
 ROUTES = {1: Route(2, True), 2: Route(1, False)}
 
 
@@ -37,31 +39,44 @@ def two_links():
             tofino.AccessLink(7, "10.0.1.3", pipeline_params(2e6, Aqm.FIFO, limit_bytes=50_000))]
 
 
+HSPA_RED = dict(w_q=0.002, max_p=0.1, th_min=5, th_max=20)   # the seeds' RED on HSPA
+
+
+def red_link(link=9, client="10.0.1.9", **red):
+    """A RED link: the seeds' RED on HSPA unless ``red`` says otherwise."""
+    row = red or HSPA_RED
+    return tofino.AccessLink(link, client, pipeline_params(2e6, Aqm.RED, limit_pkts=48, red=row))
+
+
 def pie_link(link=8, client="10.0.1.8", **pie):
     return tofino.AccessLink(link, client, pipeline_params(5e6, Aqm.PIE, limit_bytes=100_000, pie=pie or None))
 
 
-@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+@pytest.mark.parametrize("target", ["tofino", "tofino2", "tofino2-red"])
 def test_every_entry_encodes_against_the_tna_p4info(target):
     s = schema(target)
     n = tofino.n_links(s.p4info)
     assert n >= 2 ** 12  # tens of thousands is the aim (docs/tofino.md); a toy size would be a mistake
-    codel, pie = tofino.has_codel(s.p4info), tofino.has_pie(s.p4info)
-    # Tofino 1's 12 stages hold the queue alone; Tofino 2 holds it with CoDel and PIE (bottleneck_tna.p4)
-    assert (codel, pie) == {"tofino": (False, False), "tofino2": (True, True)}[target]
+    codel, pie, red = tofino.has_codel(s.p4info), tofino.has_pie(s.p4info), tofino.has_red(s.p4info)
+    # Tofino 1's 12 stages hold the queue alone; Tofino 2 holds it with CoDel and PIE, or with RED (bottleneck_tna.p4)
+    assert (codel, pie, red) == {"tofino": (False, False, False), "tofino2": (True, True, False),
+                                 "tofino2-red": (False, False, True)}[target]
     fifo = [replace(lk, params=replace(lk.params, queue=replace(lk.params.queue, aqm=Aqm.FIFO))) for lk in two_links()]
-    links = (two_links() if codel else fifo) + ([pie_link()] if pie else [])
-    ents = tofino.all_entries(ROUTES, links, n, codel, pie)
-    for e in ents + [tofino.link_of_default(links)]:
-        e.encode(s)  # raises on an unknown name or a value its field cannot hold
+    links = (two_links() if codel else fifo) + ([pie_link()] if pie else []) + ([red_link()] if red else [])
+    ents = tofino.all_entries(ROUTES, links, n, codel, pie, red)
+    bulk = {"red_rest", *tofino.RED_EXP_TABLES}   # 2^15 rows each: every 61st row is encoded
+    for i, e in enumerate(ents + [tofino.link_of_default(links)]):
+        if e.table_id not in bulk or i % 61 == 0 or e.match[next(iter(e.match))] >= (1 << 15) - 1:
+            e.encode(s)  # raises on an unknown name or a value its field cannot hold
     tofino.telemetry_session(3).encode(s)
     names = {e.table_id for e in ents}
     assert names == {"forward", "link_of", "link_cfg", "tx_time_hi", "tx_time_lo"} | (
         {"codel_cfg", "codel_law"} if codel else set()) | (
-        {"pie_cfg", "pie_scale", "pie_term_a", "pie_term_b"} if pie else set())
+        {"pie_cfg", "pie_scale", "pie_term_a", "pie_term_b"} if pie else set()) | (
+        {"red_cfg", "red_rest", *tofino.RED_EXP_TABLES} if red else set())
 
 
-@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+@pytest.mark.parametrize("target", ["tofino", "tofino2", "tofino2-red"])
 def test_a_renamed_parameter_fails_the_encoding(target):
     s = schema(target)
     bad = fy.P4TableEntry("link_cfg", match=fy.P4TableMatch(link=0),
@@ -226,9 +241,15 @@ def test_the_switch_refuses_what_its_program_lacks_before_connecting():
     with pytest.raises(ConfigError, match="link 0: pie is not in this TNA program"):
         tofino.TnaBottleneckSwitch(target("tofino"), pie)
     tofino.TnaBottleneckSwitch(target("tofino2"), pie)     # ... and PIE
-    red = DesiredState(pipeline_params(2e6, Aqm.RED, limit_bytes=50_000), ROUTES, None)
+    red = DesiredState(pipeline_params(2e6, Aqm.RED, limit_bytes=50_000, red=HSPA_RED), ROUTES, None)
     with pytest.raises(ConfigError, match="link 0: red is not in this TNA program"):
         tofino.TnaBottleneckSwitch(target("tofino2"), red)
+    tofino.TnaBottleneckSwitch(target("tofino2-red"), red)     # RED in its own build ...
+    with pytest.raises(ConfigError, match="link 0: codel is not in this TNA program"):
+        tofino.TnaBottleneckSwitch(target("tofino2-red"), state)   # ... without CoDel
+    iwa = DesiredState(pipeline_params(2e6, Aqm.IWA, limit_bytes=50_000), ROUTES, None)
+    with pytest.raises(ConfigError, match="link 0: iwa is not in this TNA program"):
+        tofino.TnaBottleneckSwitch(target("tofino2-red"), iwa)
 
 
 def test_pie_runs_only_where_the_program_has_it():
@@ -273,3 +294,38 @@ def test_pie_cfg_default_is_the_controllers():
     got = [int(x) for x in m.group(1).split(",")]
     a = tofino.pie_action(pipeline_params(2e6).pie, pipeline_params(2e6).queue.mtu_ns, 0).args
     assert got == [a["target"], a["half"], a["tupdate"], a["max_burst"], a["mtu2"], a["profile"]]
+
+
+def test_red_runs_only_where_the_program_has_it():
+    """red_cfg holds the link's knobs as refmodel/tofino_red.py derives them; red_rest and the four Exp2 tables
+    their rows once, as many as the program's tables hold (bottleneck_tna.p4: RED_REST_ENTRIES,
+    RED_EXP_ENTRIES)."""
+    with pytest.raises(ConfigError, match="link 9: red is not in this TNA program"):
+        tofino.all_entries(ROUTES, [red_link()], 2 ** 14, codel=True, pie=True, red=False)
+    assert not any(e.table_id.startswith("red_") for e in tofino.all_entries(ROUTES, [pie_link()], 2 ** 14,
+                                                                             pie=True, red=True))
+    links = [red_link(), red_link(10, "10.0.1.10", w_q=0.2, max_p=0.65, th_min=3, th_max=40)]
+    ents = tofino.all_entries(ROUTES, links, 2 ** 14, red=True)
+    cfg = {e.match["link"]: e.action.args for e in ents if e.table_id == "red_cfg"}
+    assert sorted(cfg) == [9, 10]
+    k = tna_red_config(links[0].params.red, links[0].params.queue.byte_time_q16)
+    assert cfg[9] == {name: v & 0xFFFFFFFF for name, v in k.items()}
+    assert cfg[9]["cp_offset"] == (-links[0].params.red.log_mps) & 0xFFFFFFFF and cfg[9] != cfg[10]
+    rest = [e for e in ents if e.table_id == "red_rest"]
+    size = int(re.search(r"#define RED_REST_ENTRIES (\d+)", PROGRAM)[1])
+    assert len(rest) == size and {e.match["cp4"] for e in rest} == set(range(size))
+    exp_size = int(re.search(r"#define RED_EXP_ENTRIES (\d+)", PROGRAM)[1])
+    for table in tofino.RED_EXP_TABLES:
+        rows = {e.match["l4"]: e.action.args["v"] for e in ents if e.table_id == table}
+        assert len(rows) == exp_size and rows[0] == 1 and rows[(12 << 12) >> 2] == 1 << 12
+
+
+def test_a_red_link_whose_idle_decay_starts_beyond_serial_time_is_refused():
+    """red.p4 compares the idle time with the decay's first step (dm packet times) by the sign of their
+    difference: a step of 2^31 ns or more is refused, naming the link (w_q = 0.001 at 160 kbit/s: 30
+    packets of 75 ms)."""
+    slow = tofino.AccessLink(3, "10.0.1.3", pipeline_params(160e3, Aqm.RED, limit_pkts=14,
+                                                            red=dict(w_q=0.001, max_p=0.1, th_min=3, th_max=9)))
+    with pytest.raises(ConfigError, match="link 3: red: the idle decay starts after"):
+        tofino.all_entries(ROUTES, [slow], 2 ** 14, red=True)
+    tofino.all_entries(ROUTES, [red_link()], 2 ** 14, red=True)

@@ -3,6 +3,8 @@ the data plane and the reference model look up the same numbers. tests/test_cons
 files differ from what this writes.
 
     python tools/gen_logexp_rows.py        # rewrites p4src/include/rows/*.p4
+
+log2_rows_word.p4 is LOG_ROWS keyed on whole 32-bit words, for the TNA program's RED (p4src/tofino/red.p4).
 """
 
 from __future__ import annotations
@@ -29,7 +31,14 @@ def exp2_rows() -> str:
     return HEADER.format("EXP_ROWS") + "\n".join(rows) + "\n"
 
 
-FILES = {"log2_rows.p4": log2_rows, "exp2_rows.p4": exp2_rows}
+def log2_rows_word() -> str:
+    """LOG_ROWS keyed on a whole 32-bit word (p4src/tofino/red.p4: a key on a slice of m would slice every
+    field of RED's arithmetic alike in the PHV)."""
+    rows = [f"32w{m} : set_log({v});" for m, v in enumerate(arith.LOG_ROWS) if m > 0]
+    return HEADER.format("LOG_ROWS") + "\n".join(rows) + "\n"
+
+
+FILES = {"log2_rows.p4": log2_rows, "exp2_rows.p4": exp2_rows, "log2_rows_word.p4": log2_rows_word}
 
 if __name__ == "__main__":
     ROWS.mkdir(parents=True, exist_ok=True)

@@ -16,8 +16,9 @@
  *     PHANTOM_QUEUE         queue.p4: q_admit commits the frame and returns tat'
  *     QueuePredictTna       queue.p4: backlog, sojourn, over the buffer? the decision
  *     AQM                   the buffer (bfifo; every AQM's tail drop), then CoDel when the
- *                           link's AQM is CoDel (codel.p4), PIE's gate when it is PIE (pie.p4);
- *                           RED and IWA follow (docs/tofino.md)
+ *                           link's AQM is CoDel (codel.p4), PIE's gate when it is PIE (pie.p4),
+ *                           RED's gate when it is RED (red.p4: every packet takes a second pass);
+ *                           IWA follows (docs/tofino.md)
  *     second pass           resubmitted when the link was idle (q_add adds the frame's
  *                           time) or the frame is dropped (q_refund takes it back); a
  *                           CoDel drop's second pass also sets its next drop time
@@ -58,6 +59,17 @@
 #define WITH_PIE 0
 #endif
 #endif
+/* RED (red.p4) takes every packet of its links through a second pass, with seven logs' and four
+ * exponentials' chains. It compiles for Tofino 2 instead of CoDel and PIE (18 of 20 stages: `make build
+ * TARGET=tofino2-red` passes -DWITH_RED=1 -DWITH_CODEL=0 -DWITH_PIE=0); beside them bf-p4c cannot allocate
+ * the PHV (docs/tofino.md). */
+#ifndef WITH_RED
+#define WITH_RED 0
+#endif
+#ifndef RED_REST_ENTRIES
+#define RED_REST_ENTRIES 32768   /* red.p4's red_rest: Log2(count1 p_b) >> 2 below 2^15 */
+#endif
+#define RED_EXP_ENTRIES 32768    /* red.p4's RedExp: l >> 2 below 2^15 */
 #define WITH_TICK_STATE (WITH_CODEL || WITH_PIE)
 
 #include <core.p4>
@@ -78,6 +90,9 @@
 #endif
 #if WITH_PIE
 #include "pie.p4"
+#endif
+#if WITH_RED
+#include "red.p4"
 #endif
 #include "telemetry.p4"
 
@@ -102,6 +117,12 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
     PieGate() pie_gate_of;
     PieDecide() pie_decide;
     bit<32> pie_used;
+#endif
+#if WITH_RED
+    RED_STATE(md)
+    RedFirstPass() red_first;
+    RedDecide() red_decide;
+    RedSecondPass() red_second;
 #endif
     TelemetryMirror() telemetry;
     Random<bit<32>>() rng;
@@ -143,6 +164,9 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
         // every field the queue's arithmetic touches, which PHV allocation cannot satisfy
         @in_hash { md.now = (time_t)ig_prsr_md.global_tstamp[31:0]; }
         @in_hash { md.now_c = (time_t)ig_prsr_md.global_tstamp[35:4]; }   // CODEL_TIME_SHIFT
+#if WITH_RED
+        @in_hash { md.red.now = (time_t)ig_prsr_md.global_tstamp[31:0]; }   // red.p4's own copy
+#endif
         md.length = 0;
         md.cls = CLASS_OTHER;
         md.decision = DECISION_BYPASS;
@@ -217,9 +241,41 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
                         q_refund.execute(md.link);
                     }
                     md.backlog_ns = md.pass2.base;
+#if WITH_RED
+                    if (md.cfg.aqm == AQM_RED && md.pass2.op & PASS2_RED != 0) {
+                        // RED's second pass (red.p4): the step, the frame's bytes, the next packet's gate
+                        if (md.pass2.count & RED_P2_DOWN != 0) {
+                            md.red.avg2 = red_avg_down.execute(md.link);
+                        } else {
+                            md.red.avg2 = red_avg_up.execute(md.link);
+                        }
+                        if (md.pass2.count & RED_P2_LEN != 0) {
+                            md.red.cb = red_bytes_len.execute(md.link);     // crossed th_min
+                        } else if (md.pass2.count & RED_P2_SET != 0) {
+                            md.red.cb = red_bytes_zero.execute(md.link);    // dropped
+                        } else {
+                            md.red.cb = red_bytes_add.execute(md.link);
+                        }
+                        red_second.apply(md);
+                        red_gate_write.execute(md.link);
+                        // (through the hash unit: a plain move would join the record's words to RED's groups)
+                        @in_hash { md.s1 = md.red.avg2; }
+                        @in_hash { md.s2 = md.red.cb; }
+                    }
+#endif
                 } else {
                     md.rand = rng.get();
+#if WITH_RED
+                    md.tat = q_admit.execute(md.link, md.red.before);
+                    if (md.cfg.aqm == AQM_RED) {
+                        // RED's first pass reads its registers before the queue's prediction (red.p4):
+                        // three copies of the average, one per group of RED's arithmetic (types.p4)
+                        md.red.avg = red_avg_read.execute(md.link, md.red.x_avg, md.red.avg_d);
+                        md.red.gate = red_gate_read.execute(md.link);
+                    }
+#else
                     md.tat = q_admit.execute(md.link);
+#endif
                 }
                 predict.apply(md, ig_dprsr_md);   // the buffer: tail drop; a second pass where needed
                 if (md.cfg.aqm == AQM_CODEL) {
@@ -259,6 +315,23 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
                                 drop_clear.execute(md.link);
                             }
                         }
+                    }
+#endif
+                } else if (md.cfg.aqm == AQM_RED) {
+#if WITH_RED
+                    if (md.second == 0) {
+                        // RED's first pass (red.p4): decide with the gate the previous packet left
+                        red_first.apply(md);
+                        md.red.above = 0;
+                        md.red.forced = 0;
+                        if (md.backlog_ns != 0 && md.red.gate != RED_T_BELOW) {
+                            md.red.above = 1;
+                            if (md.red.gate == RED_T_FORCED) {
+                                md.red.forced = 1;
+                            }
+                        }
+                        md.red.old = red_old_swap.execute(md.link);
+                        red_decide.apply(md, ig_dprsr_md);
                     }
 #endif
                 } else if (md.cfg.aqm == AQM_PIE && md.second == 0 && md.q_short == 0) {

@@ -100,6 +100,28 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
     }
 #endif
 
+#if WITH_RED
+    action set_red(bit<32> thmin, bit<32> thmax, bit<32> mps, bit<32> log_wq, bit<32> log_slope, bit<32> cp_offset,
+                   bit<32> gate_offset, bit<32> log_halvings, bit<32> idle_min) {
+        md.red.cfg.thmin = thmin;
+        md.red.cfg.thmax = thmax;
+        md.red.cfg.mps = mps;
+        md.red.cfg.log_wq = (int<32>)log_wq;
+        md.red.cfg.log_slope = (int<32>)log_slope;
+        md.red.cfg.cp_offset = (int<32>)cp_offset;
+        md.red.cfg.gate_offset = (int<32>)gate_offset;
+        md.red.cfg.log_halvings = (int<32>)log_halvings;
+        md.red.cfg.idle_min = (int<32>)idle_min;
+    }
+    // RED's knobs (types.p4: red_cfg_t; refmodel/tofino_red.py: tna_red_config); no default: a RED link
+    // without its entry is the controller's error, refused before it is written
+    table red_cfg {
+        key = { md.link : exact @name("link"); }
+        actions = { set_red; }
+        size = LINKS_TABLE_SIZE;
+    }
+#endif
+
     /* The transmit time len * byte_time without a multiplication: len = 64 * hi + lo,
      * and two tables per rate class hold hi's and lo's share, each floored
      * (refmodel/params.py: tx_split_tables). The sum is at most 1 ns below the
@@ -131,6 +153,9 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
 #endif
 #if WITH_PIE
         pie_cfg.apply();
+#endif
+#if WITH_RED
+        red_cfg.apply();
 #endif
         tx_time_hi.apply();
         tx_time_lo.apply();

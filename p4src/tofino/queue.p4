@@ -31,10 +31,19 @@
 /* Declared inside the ingress control (PHANTOM_QUEUE(md)): a RegisterAction reads the
  * packet's metadata directly there, where a control parameter would cost a PHV copy and a
  * stage of the twelve. */
+/* With RED (Tofino 2, red.p4) q_admit also returns the tat it found: an idle link's idle time. */
+#if WITH_RED
+#define Q_ADMIT_BEFORE , out time_t before
+#define Q_ADMIT_KEEP before = tat;
+#else
+#define Q_ADMIT_BEFORE
+#define Q_ADMIT_KEEP
+#endif
 #define PHANTOM_QUEUE(md) \
     Register<time_t, link_id_t>(N_LINKS, 0) q_tat; \
     RegisterAction<time_t, link_id_t, time_t>(q_tat) q_admit = { \
-        void apply(inout time_t tat, out time_t updated) { \
+        void apply(inout time_t tat, out time_t updated Q_ADMIT_BEFORE) { \
+            Q_ADMIT_KEEP \
             if (tat - md.now > 0) { \
                 tat = tat + (time_t)md.tx_ns; \
             } else { \

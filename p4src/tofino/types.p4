@@ -43,7 +43,7 @@ header telemetry_mirror_h {
     bit<32>   s2;
 }
 
-/* A packet's second pass (resubmission, 64 bits on both targets; queue.p4 and codel.p4 say
+/* A packet's second pass (resubmission: 64 bits, 96 with RED (Tofino 2); queue.p4 and codel.p4 say
  * why). op is a set of flags: what the second pass does to the queue and to CoDel. */
 const bit<8> PASS2_ADD         = 1;    // the link was idle: add the frame's time, forward it
 const bit<8> PASS2_REFUND      = 2;    // dropped after the queue committed it: take its time back
@@ -57,6 +57,9 @@ header pass2_h {
     bit<16> count;               // CoDel's count (saturated): the control law's key; PIE's flags
     bit<32> base;                // the backlog the first pass saw (the second pass's sojourn, the record);
                                  // PIE's new p
+#if WITH_RED
+    bit<32> step;                // RED's step of the average (red.p4); count holds RED's flags
+#endif
 }
 
 /* The tick: a packet-generator packet refreshes one link's state (bottleneck_tna.p4).
@@ -139,6 +142,66 @@ struct pie_cfg_t {
 #define PIE_TERM_ENTRIES 5504
 #define PIE_SCALE_ROWS 160         /* pie_scale: p's seven ranges as ternary prefixes (131) */
 
+/* RED's knobs as red.p4 uses them (refmodel/tofino_red.py: RedParams and TnaRedKnobs) */
+struct red_cfg_t {
+    bit<32> thmin;               // ns of drain time
+    bit<32> thmax;
+    bit<32> mps;                 // mean_pktsize (bytes)
+    int<32> log_wq;              // every log in Q12 (../include/logexp.p4)
+    int<32> log_slope;           // log2 p_b = Log2(avg - thmin) + log_slope
+    int<32> cp_offset;           // -log2 mps: Log2(count1) = Log2(count_bytes + mps) + cp_offset
+    int<32> gate_offset;         // 16 - log2 mps: the gate's constant part
+    int<32> log_halvings;        // the idle decay's halvings (Q12) = Exp2(Log2(idle) + log_halvings) ...
+    int<32> idle_min;            // ... once idle >= idle_min ns
+}
+
+/* RED's words (red.p4). Each Log2 has x (its input), m (the leading-one table's shift of x) and l (x's
+ * place in Q12 plus the constant added to the log, then the log: Exp2's key l >> 2 in place). */
+#define RED_LOG_FIELDS(N) bit<32> x_##N; bit<32> m_##N; int<32> l_##N;
+struct red_md_t {
+    red_cfg_t cfg;
+    /* Each pass's words fall into ALU-connected groups of a few fields: every field an operation touches
+     * joins its sources' group, and a group must fit one group of PHV containers (docs/tofino.md); the
+     * hash unit's copies (@in_hash) join nothing. */
+    bit<32>   avg;               // red_avg as the first pass read it
+    bit<32>   avg_d;             //   its copies for the idle decay's step (and x_avg, its log's)
+    bit<32>   gate;              // red_gate as the first pass read it
+    time_t    before;            // the link's tat before this packet (q_admit's second output)
+    time_t    now;               // copies of the clock and of the queue's backlog
+    bit<32>   backlog;
+    bit<32>   backlog2;
+    bit<8>    old;
+    bit<1>    above;             // the test applies: avg >= th_min and something is queued ahead
+    bit<1>    forced;
+    bit<32>   no_decay;          // idle - idle_min, its sign, | backlog: 0 when the average decays
+    bit<32>   flags;             // RED_P2_*: what the second pass does
+    bit<32>   flags_b;           //   RED_P2_DOWN when the EWMA's step lowers the average
+    bit<32>   step_d;            //   the idle decay's
+    int<32>   up;                // backlog - avg (x_diff: avg - backlog, then |backlog - avg|)
+    bit<32>   y_step;            // Exp2's results: the EWMA's step,
+    bit<32>   y_half;            //   the idle decay's halvings (Q12),
+    int<32>   lw;                // Log2(avg) + log2 w_q, less the halvings, >> 2
+    bit<32>   y_dec;             //   the decayed average (then less its step),
+    bit<32>   y_dstep;           //   its step
+    int<32>   d;                 // Log2(u) - Log2(size), gate - that, its sign (0: a drop)
+    bit<32>   avg2;              // red_avg as the second pass left it
+    bit<32>   cb;                // count_bytes as the second pass left it
+    bit<32>   below_w;           // th_min |-| avg: not 0 below th_min
+    bit<32>   over_w;            // th_max |-| avg: 0 when forced
+    bit<32>   cp;                // Log2 (count1 p_b), two's complement (red_mode's ternary key)
+    bit<32>   cp4;               // cp >> 2: red_rest's key
+    int<32>   t1;                // Log2 p_b + gate_offset
+    int<32>   rest;              // Log2 (1 - count1 p_b)
+    bit<32>   gate2;             // the gate the second pass works out
+    RED_LOG_FIELDS(u)            // the first pass: Log2 of u, of the frame's length,
+    RED_LOG_FIELDS(len)
+    RED_LOG_FIELDS(avg)          //   of the average (the idle decay),
+    RED_LOG_FIELDS(idle)         //   of the idle time,
+    RED_LOG_FIELDS(diff)         //   of |backlog - avg| (the EWMA's step)
+    RED_LOG_FIELDS(ex)           // the second pass: Log2 of avg - th_min,
+    RED_LOG_FIELDS(cnt)          //   of count_bytes + mps
+}
+
 struct tna_metadata_t {
     bit<1>     downstream;
     bit<1>     tick;
@@ -175,6 +238,9 @@ struct tna_metadata_t {
     bit<32>    pie_old;          // the previous update's qdelay
     bit<32>    pie_wg;           // the second pass: the gate it writes (or PIE_GATE_OPEN: p)
     bit<32>    pie_gate;         // what a data packet read: the probability its draw is tested against
+#if WITH_RED
+    red_md_t   red;
+#endif
     /* the record's AQM state (telemetry.p4) */
     bit<32>    s1;
     bit<32>    s2;
