@@ -224,7 +224,7 @@ def telemetry_session(monitor_port: int) -> fy.P4CloneSessionEntry:
 def all_entries(routes: Mapping[int, Route], links: Sequence[AccessLink], n_links: int, codel: bool = False,
                 pie: bool = False, red: bool = False) -> list[fy.P4TableEntry]:
     """Every table entry to insert for these links, the transmit-time tables, control laws, PIE's term
-    tables and RED's rest table before the links that use them (``codel``, ``pie``, ``red``: the program has
+    tables and RED's rest and Exp2 tables before the links that use them (``codel``, ``pie``, ``red``: the program has
     CoDel, PIE, RED: ``has_codel``, ``has_pie``, ``has_red``). (link_of's default action, for the link without
     a client, is ``link_of_default``.)"""
     if len({lk.link for lk in links}) != len(links):
@@ -282,7 +282,7 @@ def has_pie(p4info) -> bool:
 
 
 def has_red(p4info) -> bool:
-    """Whether the compiled program has RED (Tofino 2's build does)."""
+    """Whether the compiled program has RED (the tofino2-red build does)."""
     return any(t.preamble.name.endswith("red_cfg") for t in p4info.tables)
 
 

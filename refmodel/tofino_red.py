@@ -24,9 +24,8 @@ TNA program would need are a separate approximation (§3.6 bounds it at 5.7 %).
 of ns-2's steps; ``SecondPassRed`` keeps ns-2's per-packet average in a second pass of every packet.
 ``tools/red_clock.py`` measures all three against ns-2's (docs/tofino.md, "RED's average on a Tofino").
 
-``TnaRed`` is the whole of RED cut for the TNA program, the second-pass design the measurements chose, written
-before its P4 (not yet in p4src/tofino/; docs/tofino.md says what it will need): one step per register
-action, each register touched once per pass. The first pass
+``TnaRed`` is the whole of RED cut for the TNA program (p4src/tofino/red.p4), the second-pass design the
+measurements chose: one step per register action, each register touched once per pass. The first pass
 only reads what the previous packet's second pass left (the average, and the *gate*: RED's test for the
 next packet, already reduced to one signed word); its second pass moves the average, counts the bytes and
 works out the gate again. ``tools/red_clock.py`` measures it against ns-2's as well.
@@ -128,9 +127,13 @@ def rest_of(log_cp: int) -> int:
 
 @dataclass(frozen=True)
 class TnaRedKnobs:
-    """What the TNA program's RED needs beside RedParams (the controller would write both into red_cfg)."""
+    """What the TNA program's RED needs beside RedParams (the controller writes both into red_cfg)."""
     log_halvings: int  # Log2 of the idle decay's halvings per ns, Q12 of Q12: Exp2(Log2(idle ns) + this)
     idle_min_ns: int   # shorter idle times do not decay the average (dm packet times)
+
+    def halvings(self, idle_ns: int) -> int:
+        """The idle decay's halvings (Q12) after ``idle_ns`` on an empty queue: none below idle_min_ns."""
+        return exp2_q(log2_q(idle_ns) + self.log_halvings) if idle_ns >= self.idle_min_ns else 0
 
 
 def tna_red_knobs(p: RedParams, byte_time_q16: int) -> TnaRedKnobs:
@@ -192,7 +195,7 @@ class TnaRed:
     What differs from ns-2's (``Red``, the v1model program's), each measured by ``tools/red_clock.py``:
     the decision uses the average and count_bytes the previous packet left (its own step and bytes come
     in its second pass), count1 is taken as above (``gate_of``), count_bytes is kept in bytes, and the idle
-    decay's factor is two products of logs (``tna_red_knobs``). A frame longer than
+    decay's halvings are one product of logs (``tna_red_knobs``). A frame longer than
     the whole buffer on an idle link is dropped without a second pass (nothing was committed): RED's state
     misses it. Everything else is ``Red``'s arithmetic, table for table."""
 
@@ -210,8 +213,7 @@ class TnaRed:
         if backlog == 0 and idle >= self.knobs.idle_min_ns:
             # ns-2's idle decay, then its step towards the empty queue (w_q of the decayed average), both
             # from the decayed average's log: Log2(avg) less the halvings (at least dm packets' worth)
-            halvings = exp2_q(log2_q(idle) + self.knobs.log_halvings)
-            l_decayed = log2_q(avg) - halvings
+            l_decayed = log2_q(avg) - self.knobs.halvings(idle)
             new = max(0, exp2_q(l_decayed) - exp2_q(l_decayed + p.log_wq))
         else:
             new = ewma(avg, backlog, p.log_wq)

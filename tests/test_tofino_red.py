@@ -10,7 +10,7 @@ import pytest
 
 from experiments.onoff import next_arrival
 from refmodel.constants import Aqm, Reason
-from refmodel.arith import LOG_FRAC, LOG_ONE_BITS, LOG_ZERO, exp2_q, log2_q
+from refmodel.arith import LOG_FRAC, LOG_ONE_BITS, LOG_ZERO, log2_q
 from refmodel.params import pipeline_params
 from refmodel.queue import QueueModel
 from refmodel.red import Red, idle_log
@@ -26,7 +26,7 @@ KNOBS = tna_red_knobs(HSPA_RED.red, HSPA_RED.queue.byte_time_q16)
 
 def drops(red, seed: int = 0, seconds: float = 60.0, k: int | None = None) -> int:
     """RED's own drops (early and forced) on the on/off load, on its own queue; ticks every TICK_NS with ``k``."""
-    p = pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW)
+    p = HSPA_RED
     q, rng, now, tick, n = QueueModel(), random.Random(seed), 1_000, 0, 0
     while now < seconds * 1e9:
         now, size = next_arrival(rng, now, HSPA)
@@ -84,8 +84,8 @@ def test_the_tna_programs_red_drops_as_ns2(seed):
 def test_the_gate_forces_crosses_then_tests_early():
     """Above th_max a forced drop; above th_min the first packet only crosses (old = 0) and the next one is
     tested (u = 0 always drops); below th_min nothing, and old clears."""
-    p = pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW).red
-    pred = QueueModel().predict(pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW).queue, 1_000, 1514)
+    p = HSPA_RED.red
+    pred = QueueModel().predict(HSPA_RED.queue, 1_000, 1514)
     busy = replace(pred, backlog_ns=p.thmin_ns)
     r = TnaRed(KNOBS)
     r.avg = (p.thmin_ns + p.thmax_ns) // 2
@@ -115,7 +115,7 @@ def test_the_gate_is_ns2s_threshold_with_count1_one_higher():
     rearranged) agree within 96 units of 2^-12 in log2 (2.3 % of the probability) wherever ns-2 drops a
     mean-size packet with probability below 1/2. Nearer count1 p_b = 1 the logs' rounding is magnified by
     Log2(1 - count1 p_b), and both drop nearly every packet."""
-    p = pipeline_params(HSPA, Aqm.RED, limit_pkts=48, red=ROW).red
+    p = HSPA_RED.red
     rng, worst = random.Random(3), 0
     for _ in range(2000):
         avg = rng.randrange(p.thmin_ns + 1, p.thmax_ns)
@@ -140,11 +140,11 @@ def test_rest_of_is_a_table_on_the_logs_leading_bits():
 
 @pytest.mark.parametrize("w_q,rate", [(W_Q, HSPA), (0.2, 160e3), (0.001, 50e6)])
 def test_the_idle_decay_as_one_product_is_ns2s_above_the_v1models_first_entry(w_q, rate):
-    """tna_red_knobs: the idle decay's halvings, Exp2(Log2(idle) + log_halvings), against ns-2's
+    """TnaRedKnobs.halvings: the idle decay's halvings, Exp2(Log2(idle) + log_halvings), against ns-2's
     int(ptc * idle) * -log2(1 - w_q): within 1 packet's decay and the logs' rounding (0.5 %) from 0.1 ms to
     10 s; none below the v1model table's first entry (dm packets), and never less than the table's."""
-    p = pipeline_params(rate, Aqm.RED, limit_pkts=48, red=dict(w_q=w_q, max_p=0.1, th_min=5, th_max=20)).red
-    k = tna_red_knobs(p, pipeline_params(rate, Aqm.RED, limit_pkts=48, red=ROW).queue.byte_time_q16)
+    pp = pipeline_params(rate, Aqm.RED, limit_pkts=48, red=dict(w_q=w_q, max_p=0.1, th_min=5, th_max=20))
+    p, k = pp.red, tna_red_knobs(pp.red, pp.queue.byte_time_q16)
     ptc_ns, h = rate / (8 * p.mean_pktsize) / 1e9, -math.log2(1 - w_q) * (1 << LOG_FRAC)
     rng, n = random.Random(5), 0
     for _ in range(2000):
@@ -152,7 +152,7 @@ def test_the_idle_decay_as_one_product_is_ns2s_above_the_v1models_first_entry(w_
         table = -idle_log(p, idle)
         if table >= -LOG_ZERO:
             continue   # the table's last entry: the average is 0
-        halvings = exp2_q(log2_q(idle) + k.log_halvings) if idle >= k.idle_min_ns else 0
+        halvings = k.halvings(idle)
         if table == 0:
             assert halvings == 0
             continue

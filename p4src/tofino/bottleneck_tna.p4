@@ -21,7 +21,8 @@
  *                           IWA follows (docs/tofino.md)
  *     second pass           resubmitted when the link was idle (q_add adds the frame's
  *                           time) or the frame is dropped (q_refund takes it back); a
- *                           CoDel drop's second pass also sets its next drop time
+ *                           CoDel drop's second pass also sets its next drop time; every
+ *                           RED packet takes one (red.p4: the average, count_bytes, the gate)
  *   counters; TelemetryMirror (telemetry.p4: mirror header, I2E mirror to the monitor)
  *   TnaIngressDeparser      parser.p4
  *   TnaEgressParser         a mirror copy or a forwarded packet (the bridge byte says)

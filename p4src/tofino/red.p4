@@ -138,8 +138,8 @@ control RedLog(in bit<32> m, inout int<32> l)(bit<32> zero) {
 }
 
 /* Exp2(l) for l = 4 * l4 + (0..3), 0 <= l < 2^17: one exact row per l4 (Exp2 reads no more of l), which
- * the controller writes (refmodel/tofino_red.py: exp_rows); a miss is miss (0 for a negative l, or a
- * saturated value where l can only be too large). */
+ * the controller writes (refmodel/tofino_red.py: exp_rows). A miss gives the constructor's ``miss``: 0 where
+ * l can only be negative, a saturated value where it can only be too large. */
 control RedExp(in int<32> l4, out bit<32> y)(bit<32> miss) {
     action set_exp(bit<32> v) { y = v; }
     table red_exp {
