@@ -1,7 +1,8 @@
 """The userspace delay line: accurate to 0.5 ms at the 99th percentile at 1,000 packets/s, no reordering.
 
 On a VM the hypervisor may stop a CPU for ms at a time (steal time, printed beside the percentiles): the
-0.5 ms is asserted in the quietest half second of the run, the median (within 0.2 ms) over all of it.
+0.5 ms is asserted in the quietest half second of the run, the median (within 0.2 ms) over all of it; when
+the host took CPU time in every half second, the 0.5 ms cannot be judged and the test says so (xfail).
 
 Three namespaces of our own: a -- [m: delayline] -- b. 1,000 audio-format
 packets/s flow a->b (70 ms) and b->a (11 ms) at once for 3 s. The element is
@@ -29,7 +30,7 @@ import pytest
 from nslab import three_namespaces
 
 from accessnet.audio import parse
-from accessnet.keepawake import KeepAwake, steal_ms
+from accessnet.keepawake import KeepAwake, StealLog, steal_ms
 from accessnet.workloads import REALTIME
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,16 +100,18 @@ def test_delay_accuracy_at_1000_pps(line, tmp_path):
                "--duration", "3", "--start-at", str(start), "--log", str(tmp_path / "ba_tx.csv"), realtime=True),
     ]
     time.sleep(max(0.0, (start - time.time_ns()) / 1e9 - 0.05))
-    steal0 = steal_ms()  # the host's share of the send window, from just before it opens until it closes
-    for p in procs[2:]:  # the senders: the window closes
-        p.wait(timeout=30)
-    stolen = steal_ms() - steal0
+    with StealLog() as steal:  # the host's share of the send window, from just before it opens until it closes
+        for p in procs[2:]:  # the senders: the window closes
+            p.wait(timeout=30)
+        stolen = steal_ms() - steal.steal[0]
+        time.sleep(0.1)  # the last packets leave the 70 ms line
     for p in procs[:2]:
         p.wait(timeout=30)
     time.sleep(0.2)
     for d in dumps:
         d.terminate()
         d.wait(timeout=10)
+    stalled: list[str] = []
     for name, delay_ms, port, src, dst in (("ab", 70.0, 6000, "a", "b"), ("ba", 11.0, 6001, "b", "a")):
         tx = pd.read_csv(tmp_path / f"{name}_tx.csv")
         rx = pd.read_csv(tmp_path / f"{name}_rx.csv")
@@ -128,12 +131,22 @@ def test_delay_accuracy_at_1000_pps(line, tmp_path):
         # The host's stalls (the hypervisor stops a CPU for ms: steal time) make packets late that no program
         # in the VM could have sent on time, and they come any time: the line is judged in the quietest half
         # second (500 packets), where 99 % must be within 0.5 ms, and on the median of all. A line with a
-        # coarse timer or a queue of its own fails both in every window.
-        windows = [np.percentile(w, 99) for w in np.array_split(err_ms, len(err_ms) // 500)]
-        print(f"  p99 per half second: {' '.join(f'{w:.3f}' for w in windows)} ms")
-        assert min(windows) <= 0.5, f"{name}: the delay line's p99 error is over 0.5 ms in every half second"
+        # coarse timer or a queue of its own fails both in every window. When the host took CPU time in every
+        # half second, no window can judge the line: xfail, with the numbers (the median is still asserted).
+        parts = np.array_split(np.arange(len(seqs)), len(seqs) // 500)
+        windows = [np.percentile(err_ms[i], 99) for i in parts]
+        stole = [steal.between(t_in[seqs[i[0]]], t_out[seqs[i[-1]]]) for i in parts]
+        print(f"  p99 per half second: {' '.join(f'{w:.3f}' for w in windows)} ms; host steal in each: "
+              f"{' '.join(f'{x:.0f}' if x is not None else '?' for x in stole)} ms")
         assert p50 <= 0.2, f"{name}: the delay line's median error {p50:.3f} ms is over 0.2 ms"
         assert np.median(app_err) <= 0.5, f"{name}: application-level median OWD error {np.median(app_err):.3f} ms"
+        if min(windows) > 0.5 and all(x for x in stole):
+            stalled.append(f"{name}: the best half second's p99 error was {min(windows):.3f} ms")
+            continue
+        assert min(windows) <= 0.5, f"{name}: the delay line's p99 error is over 0.5 ms in every half second"
+    if stalled:
+        pytest.xfail(f"the host took CPU time from this VM in every half second ({stolen:.0f} ms in all); "
+                     + "; ".join(stalled))
 
 
 def test_tcp_crosses_the_delay_line(line, tmp_path):
@@ -151,3 +164,13 @@ def test_tcp_crosses_the_delay_line(line, tmp_path):
     finally:
         srv.terminate()
         srv.wait(timeout=5)
+
+
+def test_steal_log_brackets_each_stretch():
+    log = StealLog()
+    for t, x in ((0, 100.0), (20, 100.0), (40, 110.0), (60, 130.0)):
+        log.record(t, x)
+    assert log.between(0, 20) == 0.0  # no steal between these samples
+    assert log.between(25, 35) == 10.0  # from the sample at 20 to the one at 40: never less than the stretch had
+    assert log.between(20, 60) == 30.0
+    assert log.between(-1, 20) is None and log.between(30, 61) is None  # outside the samples: unknown

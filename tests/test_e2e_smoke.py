@@ -8,6 +8,7 @@ delay beyond the base delay equals the switch's predicted sojourn within 1 ms.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,11 +59,17 @@ def test_raw_files_exist_and_parse(rep):
 
 
 def test_audio_arrives_with_the_configured_delay(rep):
+    """Before the web flow starts the queue is empty: OWD = propagation (+ <0.4 ms of audio serialisation)
+    within 1 ms at the median, unless the host stalled during the run (see ``host_stalled``)."""
     a = read_audio(rep).df
     assert a["recv_ns"].notna().mean() > 0.99
     owd_ms = (a["recv_ns"] - a["send_ns"]).dropna() / 1e6
-    # before the web flow starts the queue is empty: OWD = propagation (+ <0.4 ms of audio serialisation)
-    assert abs(np.median(owd_ms[:100]) - PROPAGATION_MS) < 1.0
+    off = abs(np.median(owd_ms[:100]) - PROPAGATION_MS)
+    print(f"median OWD of the first 100 audio packets: {np.median(owd_ms[:100]):.3f} ms, {off:.3f} ms off")
+    stalled = host_stalled(rep)
+    if off >= 1.0 and stalled:
+        pytest.xfail(f"{stalled}; the idle median OWD was {off:.2f} ms off")
+    assert off < 1.0
 
 
 def test_the_closed_loop_ran_on_the_switch_telemetry(rep):
@@ -87,6 +94,20 @@ def test_web_flow_completes(rep):
 WIRE_STALL_MS = 1.0
 
 
+def host_stalled(rep: Path) -> str | None:
+    """Why no delay measured in this run can judge the switch, or None: the delay lines (the wire, at the
+    highest real-time priority) report a frame more than 1 ms late, or the hypervisor took CPU time from the VM
+    during the run (meta.json's ``host_steal_ms``)."""
+    from experiments.bottleneck_check import wire_lateness_ms
+    late = wire_lateness_ms(rep)
+    if late > WIRE_STALL_MS:
+        return f"host stalled: the delay line ran {late:.1f} ms late during this run"
+    steal = json.loads((rep / "meta.json").read_text()).get("host_steal_ms") or 0
+    if steal > 0:
+        return f"the hypervisor took {steal:.0f} ms of CPU time from this VM during the run"
+    return None
+
+
 def within_1ms(part: dict) -> bool:
     """The 99th percentile's statement for a sample of any size: at most 1 % of the packets more than 1 ms off,
     and one may always be (the queued part of a smoke run has about 20 packets, so its p99 is its maximum). A
@@ -108,10 +129,9 @@ def test_switch_is_the_only_bottleneck(rep):
     tel, _ = read_telemetry(rep / "telemetry.pcap")
     assert (tel["sojourn_ns"] > 5_000_000).any(), "the web flow should have built a queue"
     ok = within_1ms(s["idle"]) and s["queued"]["packets"] > 0 and within_1ms(s["queued"])
-    if not ok and s["wire_late_max_ms"] > WIRE_STALL_MS:
-        pytest.xfail(f"host stalled: the delay line ran {s['wire_late_max_ms']:.1f} ms late during this run")
-    if not ok and (s["host_steal_ms"] or 0) > 0:
-        pytest.xfail(f"the hypervisor took {s['host_steal_ms']:.0f} ms of CPU time from this VM during the run")
+    stalled = host_stalled(rep)
+    if not ok and stalled:
+        pytest.xfail(stalled)
     assert within_1ms(s["idle"]), s["idle"]
     assert s["queued"]["packets"] > 0 and within_1ms(s["queued"]), s["queued"]
 

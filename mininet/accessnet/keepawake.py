@@ -13,8 +13,11 @@ time): ``steal_ms`` reads how much it took, so that a run can say so.
 
 from __future__ import annotations
 
+import bisect
 import os
 import subprocess
+import threading
+import time
 
 SPIN = ["sh", "-c", "while :; do :; done"]
 
@@ -25,6 +28,46 @@ def steal_ms() -> float:
     with open("/proc/stat") as f:
         fields = f.readline().split()
     return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
+class StealLog:
+    """Samples ``steal_ms`` every ``period_s`` in a thread, so a measurement can tell which of its stretches the
+    host stalled: ``between(t0, t1)`` is the steal over [t0, t1] (wall-clock ns, as tcpdump stamps), counted
+    from the last sample at or before t0 to the first at or after t1, so it never misses steal in the stretch.
+    /proc/stat counts in clock ticks (10 ms), so a stretch with a few ms of steal may read 0."""
+
+    def __init__(self, period_s: float = 0.02) -> None:
+        self.period_s = period_s
+        self.times: list[int] = []
+        self.steal: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def record(self, t_ns: int, steal: float) -> None:
+        self.times.append(t_ns)
+        self.steal.append(steal)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.record(time.time_ns(), steal_ms())
+            self._stop.wait(self.period_s)
+
+    def between(self, t0_ns: int, t1_ns: int) -> float | None:
+        """Steal in ms over [t0, t1]; None when the samples do not bracket it."""
+        i = bisect.bisect_right(self.times, t0_ns) - 1
+        j = bisect.bisect_left(self.times, t1_ns)
+        if i < 0 or j >= len(self.times):
+            return None
+        return self.steal[j] - self.steal[i]
+
+    def __enter__(self) -> "StealLog":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.record(time.time_ns(), steal_ms())
 
 
 class KeepAwake:
