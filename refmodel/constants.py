@@ -72,15 +72,22 @@ class TrackFlag(IntEnum):
     COLLISION = 16  # SYN-ACK found the slot held by another live flow
     BEYOND = 32  # data beyond the right edge of the window the server was given (it ignored it)
     FIRST_ACK = 64  # the client's first ACK of a tracked flow (handshake done: RTT measured, reserve released)
+    SHAPED = 128  # data of a flow IWA holds by its window (SYN seen, not closed)
 
 
-# Per-flow state bits of the tracker (``flow_state``; low 4 bits: the client's window scale shift).
+# Per-flow state of the start shaper (``flow_state``, 32 bits): low 4 bits the client's window scale shift,
+# these flags, and in the top 16 bits (FLOW_STAMP_SHIFT) the link's epoch the flow was last counted in.
 FLOW_SCALE_MASK = 0x0F
 FLOW_SHAPE = 0x10  # the client's SYN was seen, so its window scale is known: the flow may be shaped
 FLOW_ANNOUNCED = 0x20  # SYN-ACK seen, no ACK yet: one frame of queue is reserved for its first window
 FLOW_ACKED = 0x40  # the client's first ACK passed: the start phase's end is known
 FLOW_EPOCH = 0x80  # parity of the reserve's epoch its frame was reserved in
-FLOW_COUNTED = 0x100  # a shaped flow counted in the number of shaped flows (first ACK to its FIN or RST)
+FLOW_COUNTED = 0x100  # counted among the link's active shaped flows in the epoch of its stamp
+FLOW_FRESH = 0x200  # ... and it was not active in the epoch before (counted in act_new, not act_old)
+FLOW_CLOSED = 0x400  # a FIN or RST from either side: never shaped or counted again
+FLOW_IDLE = 0x800  # its server had nothing more to send and all it sent was acknowledged: window retracted
+FLOW_STAMP_SHIFT = 16
+EPOCH_MASK = 0xFFFF  # epochs are numbered mod 2^16
 # The client's SYN, remembered until the SYN-ACK (``flow_syn``): signature (top 24 bits of the hash) | bits
 SYN_SEEN = 0x80
 SYN_WS = 0x40  # the SYN carried a window-scale option

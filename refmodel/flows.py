@@ -15,15 +15,20 @@ sequence number sent.
   ``TCP_EST`` once the flow is past its start phase);
 * ``TCP_EST``   data of flows the table does not hold (and upstream data).
 
-Aging and collisions: a slot whose flow sent nothing downstream for more than
-``age_ns`` is free (a flow that lasts longer than that but keeps sending keeps
-its slot: IWA 2's first version aged slots from the SYN-ACK, and a bulk flow
-lost its shaping ten seconds in, its window jumped to the client's own and the
-audio waited 211 ms). A SYN-ACK that finds its slot held by another live flow leaves the
-slot alone and marks the packet ``COLLISION``; the new flow then counts as
-established and is never shaped (fail open). A retransmitted SYN-ACK of a
-tracked flow changes nothing. Malformed segments are classified without
-reading or writing the table. Upstream packets only read it.
+A slot holds its flow until another flow takes it: a segment is the slot's
+flow's when the signature matches, however long the flow was silent (a
+keep-alive connection reused after minutes is still shaped). A new flow may
+take a slot that is *free*: its flow sent no data downstream for more than
+``age_ns``, or closed (a FIN or RST from either side clears ``seen``). A
+flow that keeps sending keeps its slot (IWA 2's first version aged slots from
+the SYN-ACK, and a bulk flow lost its shaping ten seconds in, its window
+jumped to the client's own and the audio waited 211 ms). A SYN-ACK that finds
+its slot held by another live flow leaves the slot alone and marks the packet
+``COLLISION``; the new flow then counts as established and is never shaped
+(fail open: the standing-queue control holds it). A retransmitted SYN-ACK of
+a tracked flow changes nothing. Malformed segments are classified without
+reading or writing the table. Upstream packets only read it, but for a FIN or
+RST, which frees the slot.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import zlib
 from dataclasses import dataclass
 
 from .constants import FLOW_SLOTS, TrackFlag, TrafficClass
-from .packet import TCP_ACK, TCP_SYN, Parsed
+from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import IwaParams
 
 U32 = 0xFFFFFFFF
@@ -65,13 +70,14 @@ class Track:
     tracked: bool = False  # the slot holds this flow
     isn: int = 0  # its first sequence number of data
     age: int = 0  # time since its SYN-ACK
+    seqhi: int = 0  # the highest sequence number the server sent (as the switch saw it, before this segment)
 
 
 class FlowTracker:
     def __init__(self) -> None:
         self.sig = [0] * FLOW_SLOTS
         self.start = [0] * FLOW_SLOTS
-        self.seen = [0] * FLOW_SLOTS
+        self.seen = [0] * FLOW_SLOTS  # its latest downstream data (0: closed, the slot is free)
         self.isn = [0] * FLOW_SLOTS
         self.seqhi = [0] * FLOW_SLOTS
 
@@ -87,14 +93,18 @@ class FlowTracker:
         slot = h & (FLOW_SLOTS - 1)
         sig, start, isn, seqhi = self.sig[slot], self.start[slot], self.isn[slot], self.seqhi[slot]
         age = (now - start) & U64
-        live = sig != 0 and (now - self.seen[slot]) & U64 <= p.age_ns
-        tracked = live and sig == h
-        base = dict(slot=slot, hash=h, tracked=tracked, isn=isn, age=age)
+        seen = self.seen[slot]
+        live = sig != 0 and seen != 0 and (now - seen) & U64 <= p.age_ns
+        tracked = sig != 0 and sig == h
+        base = dict(slot=slot, hash=h, tracked=tracked, isn=isn, age=age, seqhi=seqhi)
         cls = TrafficClass.TCP_EST if payload > 0 else TrafficClass.TCP_CTRL
+        closing = bool(pkt.tcp_flags & (TCP_FIN | TCP_RST))
+        if tracked and closing:  # a FIN or RST from either side: the slot is free for a new flow
+            self.seen[slot] = 0
+        elif tracked and downstream and payload > 0:  # data: the flow is alive, its slot kept age_ns from now
+            self.seen[slot] = now
         if not downstream:
             return Track(cls, **base)
-        if tracked:  # the flow is alive: its slot is kept age_ns from now
-            self.seen[slot] = now
 
         if pkt.tcp_flags & (TCP_SYN | TCP_ACK) == (TCP_SYN | TCP_ACK):
             first = (pkt.seq + 1) & U32
@@ -105,7 +115,7 @@ class FlowTracker:
             self.sig[slot], self.start[slot], self.isn[slot], self.seqhi[slot] = h, now, first, first
             self.seen[slot] = now
             return Track(TrafficClass.TCP_CTRL, TrackFlag.TRACKED | TrackFlag.NEW_FLOW,
-                         **{**base, "tracked": True, "isn": first, "age": 0})
+                         **{**base, "tracked": True, "isn": first, "age": 0, "seqhi": first})
         if payload == 0:
             return Track(TrafficClass.TCP_CTRL, TrackFlag.TRACKED if tracked else 0, **base)
         if not tracked:

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .codel import Codel
-from .constants import COUNTER_SLOTS, N_LINKS, Aqm, Decision, Reason, TrafficClass
+from .constants import COUNTER_SLOTS, N_LINKS, Aqm, Decision, Reason, TrackFlag, TrafficClass
 from .fifo import Fifo
 from .flows import FlowTracker, Track
 from .iwa import Iwa
@@ -236,7 +236,7 @@ class Pipeline:
         aqm = p.queue.aqm
         if aqm == Aqm.RED:
             return st.red.decide(p.red, q, rand)
-        if aqm == Aqm.CODEL or (aqm == Aqm.IWA and track.cls == TrafficClass.TCP_EST):
+        if aqm == Aqm.CODEL or (aqm == Aqm.IWA and codel_decides_under_iwa(track)):
             return st.codel.decide(p.codel, p.queue, q)
         if aqm == Aqm.PIE:
             return st.pie.decide(p.pie, p.queue, q, rand)
@@ -246,6 +246,18 @@ class Pipeline:
                 st.codel.observe(p.codel, p.queue, q)  # CoDel's sojourn measurement covers every packet
             return verdict
         return self.fifo.decide(q)
+
+
+def codel_decides_under_iwa(track: Track) -> bool:
+    """Under IWA, CoDel (the standing-queue control) decides for every packet IWA does not hold by a window:
+    datagrams (QUIC, the audio), flows it does not shape (no SYN seen, collisions, closed), frames it cannot
+    parse, and shaped flows past their start phase. IWA itself keeps a shaped flow's data in its start phase
+    and its retransmissions (the window holds them; ``iwa.py``'s safety net drops what ignores it) and
+    control segments (no payload: dropping one frees next to no queue)."""
+    if track.cls == TrafficClass.TCP_CTRL:
+        return False
+    held = track.cls in (TrafficClass.TCP_START, TrafficClass.TCP_RTX) and track.flags & TrackFlag.SHAPED
+    return not held
 
 
 def upstream_class(pkt) -> TrafficClass:

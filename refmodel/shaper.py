@@ -10,46 +10,65 @@ Per flow:
   and the SYN-ACK carried the option (RFC 7323); a flow whose SYN the switch
   did not see is never shaped (its scale is unknown).
 * ``state``: the scale, SHAPE, ANNOUNCED (one frame of queue reserved until
-  its first ACK), ACKED, and the parity of the reserve's epoch it reserved in.
+  its first ACK), ACKED, the parity of the reserve's epoch it reserved in,
+  COUNTED and FRESH (how it is counted among its link's active flows, see
+  below), CLOSED (a FIN or RST from either side: never shaped or counted
+  again), and in its top 16 bits the *stamp*: the epoch it was last counted in.
 * ``edge``: the right edge of the window the server was given (ACK number +
   scaled window). Every upstream ACK moves it; it never moves left.
 * ``srtt``: the server's side of the RTT, from the client's SYN (``syn_t``)
   to the SYN-ACK: how long the data a grant releases takes to arrive.
 * ``ack``: the highest ACK number seen, so the next ACK tells what it acknowledges.
-* ``COUNTED`` (a state bit): the flow is one of the ``nflows`` shaped flows,
-  from its first ACK to the client's FIN or a RST (or its slot's reuse).
 * ``link``: the access link it was installed on (its SYN-ACK's), so a slot's reuse uncounts the flow
   that held it from that flow's own link.
-* ``end``: where the flow's *start phase* ends, fixed at its first ACK: its
-  first byte plus ``ns_to_bytes(rtt + target)``, with the RTT measured at the
-  switch (``srtt`` plus the SYN-ACK to the first ACK). That is what a flow
-  has in flight when its slow start first fills the path and the audio's
-  budget; past it, the flow is established (CoDel's too, in ``iwa.py``).
+* ``span``: the length of a start phase, fixed at its first ACK:
+  ``ns_to_bytes(rtt + target)``, with the RTT measured at the switch (``srtt``
+  plus the SYN-ACK to the first ACK). That is what a flow has in flight when
+  its slow start first fills the path and the audio's budget. Its *share* of
+  the path and budget is ``span >> share_shift(nflows)``.
+* ``end``: where the flow's current start phase ends: its first byte plus
+  ``span``, and again the next byte plus ``span`` whenever the server left its
+  window unused (a response ended; what it sends next, after an idle restart
+  or not, is a new start). Past it, the flow is established (CoDel's too).
+* ``mark``, ``mark_t``: a checkpoint, an edge the server was given and when.
+  The server had one server RTT to send up to it; if two server RTTs later it
+  still has not, it has nothing to send (*application-limited*), and its ACKs
+  no longer open its window: the window it would start its next response with
+  stays what it has. The next checkpoint is set once the server reaches this one.
 
 Per access link (IWA only; ``LinkShaping``, start_shaper.p4's registers indexed by the packet's link, so each
-link's queue room is its own while the flow slots stay shared): ``grant_tat``, the window openings beyond replacement,
-as a queue that drains at the link rate from when their data can arrive (one
-server RTT after the grant: a grant the server never uses is forgotten by
-itself); ``wavg``, the average window of shaped flows (EWMA, 1/8); ``nflows``,
-the number of shaped flows (a flow's *share* of its path and the budget is
-``(end - isn) >> share_shift(nflows)``); and the
-*reserve*, one frame per announced flow, released by that flow's first ACK.
-The reserve is kept in two generations (``reserve_cur``, ``reserve_old``) of
-epochs at least ``hold_ns`` long: a SYN-ACK more than ``hold_ns`` into the
-current epoch starts a new one (the current generation becomes the old one,
-the old one is forgotten), the old generation counts until ``hold_ns`` into
-the new epoch, the current one until ``2 hold_ns``. So every reserved frame
-is gone at most ``3 hold_ns`` after its SYN-ACK, however many other SYN-ACKs
-follow: a handshake that never completes cannot pin it. A flow's first ACK
-releases its frame from the generation of its epoch's parity (one bit per
-flow: a flow older than two epochs may release another's frame, which only
-ever frees room early).
+link's queue room is its own while the flow slots stay shared):
+
+* ``vq_tat``: every window opening (replacement and growth alike) as a virtual
+  queue served at the link rate from the moment it is granted. The server
+  sends a grant's data one server RTT later, at the spacing the grants had,
+  so the real queue one server RTT from now is this virtual queue now: the
+  queue the next grant's data will find. (IWA 2 counted growth only, as a
+  queue from the data's arrival, as if replacement data kept out of its way;
+  inside a round's train it does not, and each round overshot the target.)
+* ``wavg``: the average window of shaped flows (EWMA, 1/8), forgotten when no
+  flow is counted.
+* the *reserve*: one frame per announced flow, released by that flow's first ACK.
+* the *epoch*, at least ``hold_ns`` long (``roll``): the reserve and the count
+  of active flows are each kept in two generations, the current epoch's and
+  the previous one's. A reserved frame is gone at most two epochs after its
+  SYN-ACK whatever follows: a handshake that never completes cannot pin it.
+  A shaped flow counts as active from any ACK of it to the end of the next
+  epoch (``count``): ``act_old`` the flows active in the previous epoch,
+  ``act_cur`` those active so far in this one, ``act_new`` those of them not
+  in ``act_old``; ``nflows = act_old + act_new``. A FIN or RST from either side,
+  or its slot's reuse, uncounts a flow at once (``uncount``); one that just
+  goes silent (a keep-alive connection, a killed client) drops out within two
+  epochs. So no count can go stale: a switch that has seen any history counts
+  the same flows as a fresh one two epochs later.
 
 Every upstream ACK of a shaped flow (SHAPE, IWA on) may move the edge by
 
-    grant = acked + min(room, acked)     (the first ACK: room)
-    grant = acked - min(deficit, acked / 2)   while the queue is above target
-    room  = target - queue - grants in transit - reserve   (+ its own frame)
+    grant = room                                  (its first ACK)
+    grant = acked + min(room, acked)
+    grant = acked - min(deficit, acked / 2)       while the queue will be above target
+    grant = 0                                     while the server leaves its window unused
+    room  = target - max(queue, virtual queue) - reserve   (+ its own frame)
 
 ``acked`` is what the ACK acknowledges: it left the queue, so replacing it
 keeps the queue as it is; on top comes the room, at most ``acked`` again
@@ -58,17 +77,16 @@ flow whose window is above its share, or above ``wavg`` while the room is
 short (less than twice ``acked``) and partly in use (``margin_holds``), so
 flows that started later catch up instead of waiting for the first ones to
 finish. While the queue is above target (a negative room) the
-edge moves by less than replacement, by at most half (this ACK sees the
-queue a server RTT before its data would arrive, so a full cut would be
-repeated by every ACK in between), so the queue drains. Never below one MSS beyond the ACK, never above the
-client's own window, never moving the right edge left; the window is rounded
+edge moves by less than replacement, by at most half, so the queue drains.
+Never below one MSS beyond the ACK, never above the client's own window,
+never moving the right edge left; the window is rounded
 up to the client's scale. Shaping goes on past the start phase: lifting the
 clamp at once lets the server send up to a window back to back (Linux grows
 cwnd to twice its flight while window-limited), which measured 73 ms of audio
 delay in web6. The start phase's end decides the class: past it, the flow's
 data is ``TCP_EST`` and CoDel's (``iwa.py``). Data ending past the edge the
-server was given is ``BEYOND`` (the sender ignored the window: ``iwa.py``'s
-safety net).
+server was given after its first ACK is ``BEYOND`` (the sender ignored the window: ``iwa.py``'s
+safety net); before its first ACK a server may only have sent TCP Fast Open data within the SYN's window.
 """
 
 from __future__ import annotations
@@ -76,14 +94,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .constants import (
-    FLOW_ACKED, FLOW_ANNOUNCED, FLOW_COUNTED, FLOW_EPOCH, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, N_LINKS, SYN_SEEN,
-    SYN_WS, WS_MAX, TrackFlag, TrafficClass,
+    EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
+    FLOW_SCALE_MASK,
+    FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag, TrafficClass,
 )
 from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import IwaParams, bytes_to_ns, ns_to_bytes
 
 U32 = 0xFFFFFFFF
+FLAGS = 0xFFFF  # the state's flags (below the stamp)
 
 
 @dataclass(frozen=True)
@@ -100,7 +120,7 @@ class Grant:
 
 
 def share_shift(nflows: int) -> int:
-    """ceil(log2(nflows)), 0 for none: a flow's share of the path and budget is ``(end - isn) >> share_shift``,
+    """ceil(log2(nflows)), 0 for none: a flow's share of the path and budget is ``span >> share_shift``,
     at most 1/nflows of it (``p4src/include/start_shaper.p4``'s table ``iwa_share`` holds the same ranges)."""
     return max(0, nflows - 1).bit_length()
 
@@ -115,27 +135,87 @@ def margin_holds(w: int, wavg: int, room_bytes: int, acked: int, room_ns: int, t
     return w > wavg and room_bytes < 2 * acked and room_ns < target_ns
 
 
+def app_limited(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: int) -> bool:
+    """The server left its window unused: two server RTTs (``lead``) after it was given the edge ``mark`` it
+    still has not sent up to one MSS of it (a sender leaves less than a segment unused when it has more to send:
+    it sends full segments only). ``mark_t`` and ``now`` are compared in 32 bits, wrap-safe."""
+    return seq_before((seqhi + mss) & U32, mark) and ((now - mark_t) & U32) > 2 * lead
+
+
+def _dec(n: int) -> int:
+    return n - 1 if n else 0
+
+
 @dataclass
 class LinkShaping:
     """IWA's registers of one access link (start_shaper.p4's ``iwa_*[link]``): the queue room its shaped flows
     share is the link's own."""
 
-    grant_tat: int = 0
+    vq_tat: int = 0
     wavg: int = 0
     reserve_cur: int = 0
     reserve_old: int = 0
     epoch_t: int = 0
     epoch: int = 0
-    nflows: int = 0
+    act_old: int = 0
+    act_cur: int = 0
+    act_new: int = 0
 
-    def uncount(self) -> None:
-        """One shaped flow fewer, never below zero (start_shaper.p4's action ``uncount``)."""
-        self.nflows = self.nflows - 1 if self.nflows else 0
+    @property
+    def nflows(self) -> int:
+        """The link's active shaped flows: those of the previous epoch and those new in this one."""
+        return self.act_old + self.act_new
 
-    def reserve(self, p: IwaParams, now: int) -> tuple[int, int]:
-        """The two generations as they count at ``now``."""
+    def roll(self, hold_ns: int, now: int) -> None:
+        """A new epoch once the current one is ``hold_ns`` old: the current generations (reserve, active
+        flows) become the previous ones. After a silence of more than an epoch both are over, and the epoch
+        number skips one, so no flow stamped before the silence counts as active in the epoch before."""
         e = now - self.epoch_t
-        return (self.reserve_cur if e <= 2 * p.hold_ns else 0), (self.reserve_old if e <= p.hold_ns else 0)
+        if e <= hold_ns:
+            return
+        if e > 2 * hold_ns:
+            self.reserve_old = self.act_old = 0
+            step = 2
+        else:
+            self.reserve_old, self.act_old = self.reserve_cur, self.act_cur
+            step = 1
+        self.reserve_cur = self.act_cur = self.act_new = 0
+        self.epoch, self.epoch_t = (self.epoch + step) & EPOCH_MASK, now
+
+    def count(self, state: int) -> int:
+        """A shaped flow heard from in this epoch: counted once per epoch (``act_cur``), and in ``act_new`` if
+        it was not active in the epoch before. Returns its state, stamped with this epoch."""
+        stamp = state >> FLOW_STAMP_SHIFT
+        if state & FLOW_COUNTED and stamp == self.epoch:
+            return state
+        self.act_cur += 1
+        flags = state & FLAGS | FLOW_COUNTED
+        if state & FLOW_COUNTED and stamp == (self.epoch - 1) & EPOCH_MASK:
+            flags &= ~FLOW_FRESH  # continuing: already in act_old
+        else:
+            self.act_new += 1
+            flags |= FLOW_FRESH
+        return flags | self.epoch << FLOW_STAMP_SHIFT
+
+    def uncount(self, state: int) -> int:
+        """A counted flow closed (or lost its slot): out of the generations it is in, at once. Returns its
+        state, uncounted."""
+        if state & FLOW_COUNTED:
+            stamp = state >> FLOW_STAMP_SHIFT
+            if stamp == self.epoch:
+                self.act_cur = _dec(self.act_cur)
+                if state & FLOW_FRESH:
+                    self.act_new = _dec(self.act_new)
+                else:
+                    self.act_old = _dec(self.act_old)
+            elif stamp == (self.epoch - 1) & EPOCH_MASK:
+                self.act_old = _dec(self.act_old)
+        return state & ~(FLOW_COUNTED | FLOW_FRESH)
+
+
+def shaped(state: int) -> bool:
+    """IWA holds the flow by its window: its SYN was seen (its scale is known) and it has not closed."""
+    return state & (FLOW_SHAPE | FLOW_CLOSED) == FLOW_SHAPE
 
 
 class StartShaper:
@@ -147,13 +227,21 @@ class StartShaper:
         self.state = [0] * FLOW_SLOTS
         self.edge = [0] * FLOW_SLOTS
         self.end = [0] * FLOW_SLOTS
+        self.span = [0] * FLOW_SLOTS
+        self.mark = [0] * FLOW_SLOTS
+        self.mark_t = [0] * FLOW_SLOTS
         self.link = [0] * FLOW_SLOTS  # the link each slot's flow was installed on
         self.links: list[LinkShaping] = [LinkShaping() for _ in range(N_LINKS)]
 
     @property
     def nflows(self) -> int:
-        """Link 0's number of shaped flows (the single-link pipeline's)."""
+        """Link 0's number of active shaped flows (the single-link pipeline's)."""
         return self.links[0].nflows
+
+    def _close(self, slot: int) -> None:
+        """A FIN or RST from either side: the flow is uncounted at once, on its own link, and never shaped or
+        counted again (its later data, if any, is the standing-queue control's)."""
+        self.state[slot] = self.links[self.link[slot]].uncount(self.state[slot]) | FLOW_CLOSED
 
     def downstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track,
                    link: int = 0) -> Track:
@@ -163,14 +251,21 @@ class StartShaper:
         if t.flags & TrackFlag.NEW_FLOW:  # SYN-ACK of a new flow
             self._install(p, mtu_ns, pkt, now, iwa_on, t, link)
             return t
-        if not (t.tracked and pkt.tcp_payload > 0 and pkt.tcp_flags & (TCP_SYN | TCP_ACK) != (TCP_SYN | TCP_ACK)):
+        if not t.tracked or pkt.tcp_flags & (TCP_SYN | TCP_ACK) == (TCP_SYN | TCP_ACK):
             return t
+        if pkt.tcp_flags & (TCP_FIN | TCP_RST):  # the server closes (or resets) the flow
+            self._close(slot)
         state, edge, end = self.state[slot], self.edge[slot], self.end[slot]
         flags, cls = t.flags, t.cls
-        if state & FLOW_SHAPE and seq_before(edge, (pkt.seq + pkt.tcp_payload) & U32):
-            flags |= TrackFlag.BEYOND
-        if cls == TrafficClass.TCP_START and state & FLOW_ACKED and not seq_before(pkt.seq, end):
-            cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING  # past its start phase
+        if shaped(state):
+            flags |= TrackFlag.SHAPED
+        elif cls == TrafficClass.TCP_START:  # a flow IWA does not shape: the standing-queue control's
+            cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING
+        if pkt.tcp_payload > 0 and shaped(state) and state & FLOW_ACKED:
+            if seq_before(edge, (pkt.seq + pkt.tcp_payload) & U32):
+                flags |= TrackFlag.BEYOND
+            if cls == TrafficClass.TCP_START and not seq_before(pkt.seq, end):
+                cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING  # past its start phase
         return replace(t, cls=cls, flags=flags)
 
     def _install(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track, link: int) -> None:
@@ -185,18 +280,15 @@ class StartShaper:
             if syn & SYN_WS and pkt.ws_shift >= 0:
                 state |= syn & FLOW_SCALE_MASK
         if iwa_on:
-            cur, old = lk.reserve(p, now)
-            if now - lk.epoch_t > p.hold_ns:  # a new epoch: the current generation becomes the old one
-                cur, old = 0, cur
-                lk.epoch, lk.epoch_t = (lk.epoch + 1) & 0xFF, now
-                lk.reserve_old = old
-            lk.reserve_cur = min(cur + mtu_ns, U32)
+            lk.roll(p.hold_ns, now)
+            lk.reserve_cur = min(lk.reserve_cur + mtu_ns, U32)
             if lk.epoch & 1:
                 state |= FLOW_EPOCH
         if self.state[slot] & FLOW_COUNTED:  # the slot's previous flow never closed: counted no more, on its link
-            self.links[self.link[slot]].uncount()
-        self.state[slot], self.edge[slot], self.end[slot] = state, t.isn, t.isn
+            self.links[self.link[slot]].uncount(self.state[slot])
+        self.state[slot], self.edge[slot], self.end[slot], self.span[slot] = state, t.isn, t.isn, 0
         self.srtt[slot], self.ack[slot], self.link[slot] = server_rtt, t.isn, link
+        self.mark[slot], self.mark_t[slot] = t.isn, now & U32
 
     def upstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, queue_tat: int, iwa_on: bool,
                  t: Track, link: int = 0) -> Grant:
@@ -209,13 +301,31 @@ class StartShaper:
                 rec |= SYN_WS | min(pkt.ws_shift, WS_MAX)
             self.syn[slot], self.syn_t[slot] = rec, now & U32
             return Grant(syn=True)
-        lk = self.links[link]
-        if f & TCP_RST and t.tracked and self.state[slot] & FLOW_COUNTED:  # a reset flow is counted no more
-            self.state[slot] &= ~FLOW_COUNTED
-            lk.uncount()
-        if f & (TCP_SYN | TCP_RST | TCP_ACK) != TCP_ACK or not t.tracked:
+        if not t.tracked:
             return Grant()
-        state, edge, end = self.state[slot], self.edge[slot], self.end[slot]
+        if f & (TCP_FIN | TCP_RST):  # the client closes (or resets) the flow
+            self._close(slot)
+        if self.state[slot] & FLOW_CLOSED:  # its windows pass as the client wrote them
+            return self._unshaped(pkt, slot) if f & (TCP_ACK | TCP_RST) == TCP_ACK else Grant(True)
+        if f & (TCP_SYN | TCP_ACK) != TCP_ACK:
+            return Grant()
+        return self._ack(p, mtu_ns, pkt, now, queue_tat, iwa_on, t, self.links[link])
+
+    def _unshaped(self, pkt: Parsed, slot: int) -> Grant:
+        """An ACK that leaves with the client's own window: the edge the server now has (never left of the
+        edge it had: IWA only ever lowered the client's windows)."""
+        edge = self.edge[slot]
+        own = (pkt.ack + (pkt.window << (self.state[slot] & FLOW_SCALE_MASK))) & U32
+        if seq_before(edge, own):
+            self.edge[slot] = own
+        return Grant(True, False, TrackFlag.TRACKED, None, self.edge[slot], (self.edge[slot] - edge) & U32, 0)
+
+    def _ack(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, queue_tat: int, iwa_on: bool, t: Track,
+             lk: LinkShaping) -> Grant:
+        """An ACK of a tracked, open flow: the start phase's length at its first, and (IWA, a shaped flow) the
+        window it leaves with."""
+        slot = t.slot
+        state, edge, end, span = self.state[slot], self.edge[slot], self.end[slot], self.span[slot]
         lead, last_ack = self.srtt[slot], self.ack[slot]
         acked = (pkt.ack - last_ack) & U32 if seq_before(last_ack, pkt.ack) else 0
         flags = TrackFlag.TRACKED
@@ -223,56 +333,52 @@ class StartShaper:
         first = not state & FLOW_ACKED
         if first:  # the handshake's ACK: RTT at the switch, and the start phase's length
             rtt = min(t.age, U32) + lead  # the client's side (SYN-ACK to ACK) + the server's (SYN to SYN-ACK)
-            end = (t.isn + ns_to_bytes(p, min(rtt + p.target_ns, U32))) & U32
+            span = ns_to_bytes(p, min(rtt + p.target_ns, U32))
+            end = (t.isn + span) & U32
             released = bool(state & FLOW_ANNOUNCED)
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED
             flags |= TrackFlag.FIRST_ACK
-        # the number of shaped flows: counted from their first ACK to the client's FIN (or a RST)
-        nflows = lk.nflows
-        if first and state & FLOW_SHAPE:
-            state |= FLOW_COUNTED
-            nflows += 1
-        if f & TCP_FIN and state & FLOW_COUNTED:
-            state &= ~FLOW_COUNTED
-            nflows = nflows - 1 if nflows else 0
-        lk.nflows = nflows
         scale = state & FLOW_SCALE_MASK
         own = (pkt.ack + (pkt.window << scale)) & U32  # the client's own right edge
-        starting = seq_before(edge, end)
         new_edge = own if seq_before(edge, own) else edge
-        cur, old = lk.reserve(p, now) if iwa_on else (0, 0)
         window, room = None, 0
-        if iwa_on and state & FLOW_SHAPE and not seq_before(own, edge):
-            if starting:
+        mine_cur = bool(state & FLOW_EPOCH) == bool(lk.epoch & 1)
+        shaping = iwa_on and state & FLOW_SHAPE and not seq_before(own, edge)
+        if iwa_on and state & FLOW_SHAPE:
+            lk.roll(p.hold_ns, now)
+            mine_cur = bool(state & FLOW_EPOCH) == bool(lk.epoch & 1)
+            if lk.nflows == 0:  # no flow counted: the average window of the flows counted is nobody's
+                lk.wavg = 0
+            state = lk.count(state)
+        if shaping:
+            if seq_before(edge, end):
                 flags |= TrackFlag.STARTING
-            # the queue this ACK's data will find when it arrives, one server RTT (lead) from now
-            used = cur + old + max(0, queue_tat - now) + max(0, lk.grant_tat - (now + lead))
-            # its own reserved frame, if its generation still counts it
-            own_frame = (cur if bool(state & FLOW_EPOCH) == bool(lk.epoch & 1) else old) > 0
+            # the queue this ACK's data will find when it arrives: the virtual queue of what was granted, or the
+            # queue now if more (traffic no window holds), and the frames reserved for flows still to start
+            used = lk.reserve_cur + lk.reserve_old + max(queue_tat - now, lk.vq_tat - now, 0)
+            own_frame = (lk.reserve_cur if mine_cur else lk.reserve_old) > 0  # its own frame, still counted
             avail = p.target_ns + (mtu_ns if released and own_frame else 0)
             room = max(0, avail - used)
             deficit = max(0, used - avail)
             grant = ns_to_bytes(p, min(room, U32))
-            if not first and deficit:
+            restart = bool(state & FLOW_IDLE) and (pkt.tcp_payload > 0 or acked > 0)
+            retract = False
+            if first or restart:
+                state &= ~FLOW_IDLE  # a first window (the room), from the ACK: a new start's
+                edge_base = pkt.ack
+            elif app_limited(t.seqhi, self.mark[slot], self.mark_t[slot], now, lead, p.mss_bytes):
+                # the server left its window unused (a response ended): no opening, and what it sends next
+                # starts a new start phase; once this very ACK acknowledges all it sent, its window is
+                # retracted to one MSS (docs/iwa.md, "Restarts"), so that what it sends next is sized as a start
+                grant, end, edge_base = 0, (t.seqhi + span) & U32, edge
+                retract = acked > 0 and not seq_before(pkt.ack, t.seqhi)
+            elif deficit:
                 # the queue is above target: replace only part of what left (at most half), so it drains; at
                 # most half, because this ACK sees the queue one server RTT before its data would arrive
-                grant = acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32)))
-            elif not first:
-                # what this ACK acknowledges left the queue: replacing it keeps the queue as it is; on top,
-                # the room, but no more than the server's own slow start can use (twice what was acked),
-                # and none for a flow whose window is above the shaped flows' average while room is short and
-                # partly in use (margin_holds)
-                w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
-                inc = min(grant, acked)
-                # its share of the path and the budget, (end - isn) bytes, among the shaped flows (rounded down
-                # to a power of two: a shift)
-                share = ((end - t.isn) & U32) >> share_shift(nflows)
-                if w > share or margin_holds(w, lk.wavg, grant, acked, room, p.target_ns):
-                    inc = 0
-                # the average window of shaped flows: an EWMA with weight 1/8, by shifts
-                lk.wavg = lk.wavg + ((w - lk.wavg) >> 3) if w > lk.wavg else lk.wavg - ((lk.wavg - w) >> 3)
-                grant = acked + inc
-            want = (edge + grant) & U32
+                grant, edge_base = acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge
+            else:
+                grant, edge_base = acked + self._growth(p, lk, pkt.ack, edge, span, acked, grant, room), edge
+            want = (edge_base + grant) & U32
             if seq_before(own, want):
                 want = own
             floor = (pkt.ack + p.mss_bytes) & U32  # never below one MSS
@@ -280,23 +386,40 @@ class StartShaper:
                 floor = own
             if seq_before(want, floor):
                 want = floor
-            if seq_before(want, edge):  # never moves the right edge left
+            if retract:
+                want, state = floor, state | FLOW_IDLE
+            elif seq_before(want, edge):  # never moves the right edge left
                 want = edge
             field = (((want - pkt.ack) & U32) + (1 << scale) - 1) >> scale  # round up: never below want
             new_edge = (pkt.ack + (field << scale)) & U32
             if field < pkt.window:
                 window = field
+            if first or restart or not seq_before((t.seqhi + p.mss_bytes) & U32, self.mark[slot]):
+                self.mark[slot], self.mark_t[slot] = new_edge, now & U32  # (a new start, or it reached the mark)
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
-        self.state[slot], self.edge[slot], self.end[slot] = state, new_edge, end
+        if shaping and advance:  # served at the link rate from now: the queue its data builds one server RTT on
+            lk.vq_tat = max(lk.vq_tat, now) + bytes_to_ns(p, advance)
+        self.state[slot], self.edge[slot], self.end[slot], self.span[slot] = state, new_edge, end, span
         if seq_before(last_ack, pkt.ack):
             self.ack[slot] = pkt.ack
-        extra = advance - acked if advance > acked else 0  # beyond replacing what left: new queue
-        if iwa_on and state & FLOW_SHAPE and extra:
-            # scheduled on the link behind everything queued or granted, from when its data can arrive
-            lk.grant_tat = max(lk.grant_tat, now + lead) + bytes_to_ns(p, extra)
         if iwa_on and released:  # from the generation it was reserved in
-            if bool(state & FLOW_EPOCH) == bool(lk.epoch & 1):
-                lk.reserve_cur = cur - mtu_ns if cur > mtu_ns else 0
+            if mine_cur:
+                lk.reserve_cur = lk.reserve_cur - mtu_ns if lk.reserve_cur > mtu_ns else 0
             else:
-                lk.reserve_old = old - mtu_ns if old > mtu_ns else 0
+                lk.reserve_old = lk.reserve_old - mtu_ns if lk.reserve_old > mtu_ns else 0
         return Grant(True, False, flags, window, new_edge, advance, room)
+
+    @staticmethod
+    def _growth(p: IwaParams, lk: LinkShaping, ack: int, edge: int, span: int, acked: int, room_bytes: int,
+                room_ns: int) -> int:
+        """What an ACK may add beyond replacement: the room, at most what it acknowledged (the server's own
+        slow start could not use more), and none for a flow above its share of the path and budget among the
+        link's active flows (``span`` rounded down to a power of two: a shift), or above the average window
+        while the room is short and partly in use (``margin_holds``). Moves the average window (EWMA 1/8)."""
+        w = 0 if seq_before(edge, ack) else (edge - ack) & U32
+        inc = min(room_bytes, acked)
+        share = span >> share_shift(lk.nflows)
+        if w > share or margin_holds(w, lk.wavg, room_bytes, acked, room_ns, p.target_ns):
+            inc = 0
+        lk.wavg = lk.wavg + ((w - lk.wavg) >> 3) if w > lk.wavg else lk.wavg - ((lk.wavg - w) >> 3)
+        return inc

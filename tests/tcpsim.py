@@ -25,6 +25,11 @@ forwarded it*, so a rewritten window is the one it obeys.
   duplicate ACK, NewReno partial ACKs; an RTO (1 s, doubling: no RTT estimator, so no spurious RTO while
   queues stay under a second) resends the first unacked segment with cwnd = 1 MSS; a SYN-ACK whose ACK does
   not come is resent after 1 s. FINs are not retransmitted; the client answers the server's FIN with its own.
+* Keep-alive: ``more`` lists further responses ``(think_ns, size)``: once a response is complete the client
+  waits ``think_ns`` and sends the next request on the same connection; a server idle for longer than
+  ``restart_ns`` (Linux's ``tcp_slow_start_after_idle``: idle longer than its RTO) restarts from
+  ``min(cwnd, IW)``. The FIN follows the last response. ``Sim.close`` ends a connection at a given time: the
+  client's FIN, the server's FIN or a RST from either side.
 """
 
 from __future__ import annotations
@@ -65,6 +70,8 @@ class Flow:
     isn: int = 1_000_000  # the server's ISN
     ignore_window: bool = False  # a sender that obeys cwnd only
     close: bool = True  # the server sends a FIN after the last byte (else the flow just goes silent)
+    more: list = field(default_factory=list)  # keep-alive: further responses (think_ns, size) on this connection
+    restart_ns: int = 400 * MS  # idle longer than this, the server restarts slow start (Linux: its RTO)
     ecn: bool = False  # data segments sent ECT(0)
     hidden: tuple = ()  # kinds of frames ("syn", "synack") that reach the other end without the switch
     lose_synacks: int = 0  # this many SYN-ACKs are lost after the switch (on the access link)
@@ -96,6 +103,12 @@ class Flow:
     ooo: dict = field(default_factory=dict)  # out-of-order segments: seq -> end
     own_field: int = 0  # the window field the client writes
     requested: bool = False
+    nreq: int = 0  # requests the client sent
+    served: int = 0  # requests the server read
+    last_send: int = 0  # when the server last sent data
+    wanted: int = 0  # one past the last byte of the responses the client asked for
+    done_at: list = field(default_factory=list)  # ns from each request to its response's last byte
+    asked_at: int = 0
     quickacks: int = QUICKACKS  # segments still acked at once (delack)
     unacked: int = 0  # in-order segments received and not acked yet (delack)
     dtimer: int = 0  # generation of the delayed-ACK timer
@@ -117,6 +130,7 @@ class Sim:
         self.drops = []  # TCP frames the switch dropped: (t, port, kind, reason, cls)
         self.rewrites = []  # ACKs whose window the switch rewrote: (port, frame in, frame out)
         self.grants = []  # the switch's telemetry of every tracked upstream ACK: (t, port, record)
+        self.data = []  # every data segment the switch passed: (t, port, seq, class)
         for f in flows:
             self.at(f.start, self.client_syn, f)
         for t in range(audio[0], audio[1], 20 * MS):
@@ -136,6 +150,8 @@ class Sim:
 
     def down(self, f, frame, kind):
         r = self.p.process(self.now, frame, 1)
+        if f is not None and kind == "data" and r.egress is not None:
+            self.data.append((self.now, f.port, tcp_fields(frame).seq, r.cls))
         if r.egress is None:
             if f is None:
                 self.audio_drops += 1
@@ -175,8 +191,15 @@ class Sim:
         self.client_send(f, client_syn(CLIENT_ISN, f.syn_options, sport=f.port), "syn")
 
     def client_ack(self, f, payload=0):
-        seq = CLIENT_ISN + 1 + (REQUEST if f.requested and not payload else 0)
+        seq = CLIENT_ISN + 1 + REQUEST * (f.nreq - (1 if payload else 0))
         self.client_send(f, client_ack(f.rcv_nxt, f.own_field, seq, payload, "PA" if payload else "A", f.port))
+
+    def request(self, f, size):
+        """The client asks for ``size`` more bytes on its connection."""
+        f.nreq += 1
+        f.wanted = (f.wanted or f.isn + 1) + size
+        f.asked_at = self.now
+        self.client_ack(f, REQUEST)
 
     def client_rx(self, f, frame):
         t = tcp_fields(frame)
@@ -186,8 +209,8 @@ class Sim:
             f.rcv_nxt = f.isn + 1
             self.client_ack(f)  # the third ACK (again, for a retransmitted SYN-ACK)
             if not f.requested:
-                self.client_ack(f, REQUEST)
                 f.requested = True
+                self.request(f, f.size)
             return
         seq, n = unwrap(t.seq, f.rcv_nxt), len(t.payload) + (1 if t.flags.F else 0)
         if n == 0:
@@ -204,6 +227,11 @@ class Sim:
                 f.rcv_nxt = max(f.rcv_nxt, f.ooo.pop(s))
         if f.done is None and f.rcv_nxt >= f.isn + 1 + f.size:
             f.done = self.now - f.syn_at
+        if f.wanted and f.rcv_nxt >= f.wanted and len(f.done_at) < f.nreq:
+            f.done_at.append(self.now - f.asked_at)
+            if len(f.done_at) <= len(f.more):
+                think, size = f.more[len(f.done_at) - 1]
+                self.at(self.now + think, self.request, f, size)
         if f.delack and in_order and not t.flags.F and not f.quickacks:
             f.unacked += 1
             if f.unacked < 2:  # a lone segment: the delayed-ACK timer
@@ -214,9 +242,9 @@ class Sim:
         f.unacked = 0
         f.dtimer += 1
         self.client_ack(f)
-        if t.flags.F and f.rcv_nxt >= f.isn + 2 + f.size and not f.closed:
+        if t.flags.F and f.rcv_nxt >= f.wanted + 1 and not f.closed:
             f.closed = True  # the server's FIN in order: the application closes too (a FIN, as Linux sends it)
-            seq = CLIENT_ISN + 1 + REQUEST
+            seq = CLIENT_ISN + 1 + REQUEST * f.nreq
             self.client_send(f, client_ack(f.rcv_nxt, f.own_field, seq, 0, "FA", f.port))
 
     def delayed_ack(self, f, timer):
@@ -243,6 +271,9 @@ class Sim:
             if not f.synacks:
                 self.send_synack(f)
             return
+        if t.flags.R:  # the client reset the connection: nothing more is sent
+            f.fin, f.end = True, f.snd_nxt
+            return
         ack = unwrap(t.ack, f.snd_una or f.isn + 1)
         if not f.established:
             if ack != f.isn + 1:
@@ -251,8 +282,12 @@ class Sim:
         f.acks.append((self.now, ack, t.window, f.own_field, ack + (t.window << f.shift)))
         f.snd_wnd = t.window << f.shift
         f.max_wnd = max(f.max_wnd, f.snd_wnd)
-        if len(t.payload) and not f.end:
-            f.end = f.isn + 1 + f.size
+        if len(t.payload):  # a request: the next response (after idle, slow start restarts as Linux does)
+            f.served += 1
+            size = f.size if f.served == 1 else f.more[f.served - 2][1]
+            if f.end and self.now - f.last_send > f.restart_ns:
+                f.cwnd = min(f.cwnd, f.iw * MSS)
+            f.end = (f.end or f.isn + 1) + size
         self.on_ack(f, ack, len(t.payload) > 0)
         self.send(f)
 
@@ -289,12 +324,26 @@ class Sim:
             f.snd_nxt += n
         if idle and f.snd_nxt > f.snd_una:
             self.arm(f)
-        if f.close and f.end and f.snd_una == f.end and not f.fin:
+        if f.close and f.end and f.snd_una == f.end and not f.fin and f.served == len(f.more) + 1:
             f.fin, f.snd_nxt = True, f.end + 1
-            self.server_send(f, tcp(f.end, 0, "FA", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST), "fin")
+            self.server_send(f, tcp(f.end, 0, "FA", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST * f.served), "fin")
+
+    def close(self, f, how: str) -> None:
+        """End the connection now: ``client`` or ``server`` FIN, ``client-rst`` or ``server-rst``."""
+        who, _, rst = how.partition("-")
+        flags = "R" if rst else "FA"
+        if who == "client":
+            f.closed = True
+            seq = CLIENT_ISN + 1 + REQUEST * f.nreq
+            self.client_send(f, client_ack(f.rcv_nxt, f.own_field, seq, 0, flags, f.port))
+        else:
+            f.fin = True
+            self.server_send(f, tcp(f.snd_nxt, 0, flags, dport=f.port, ack=CLIENT_ISN + 1 + REQUEST * f.served),
+                             "fin")
 
     def segment(self, f, seq, n):
-        frame = tcp(seq, n, "A", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST, tos=2 if f.ecn else 0)
+        f.last_send = self.now
+        frame = tcp(seq, n, "A", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST * f.served, tos=2 if f.ecn else 0)
         self.server_send(f, frame, "data")
 
     def retransmit(self, f):

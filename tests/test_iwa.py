@@ -214,7 +214,9 @@ def test_windows_in_closed_loop_stay_within_floor_own_window_and_never_move_left
         for t, ack, field, own, e in f.acks:
             assert field <= own  # never above the client's own window
             assert e - ack >= min(MSS, own << f.shift)  # never below one MSS (unless the client's own is)
-            assert prev is None or e >= prev  # the right edge never moves left
+            # the right edge never moves left, but for one retraction: to one MSS (rounded up to the scale)
+            # beyond an ACK of all the server sent, once it had left its window unused (docs/iwa.md, "Restarts")
+            assert prev is None or e >= prev or (ack == f.end and e - ack < MSS + (1 << f.shift)), (f.port, t)
             prev = e
 
 
@@ -532,11 +534,17 @@ def test_codel_forgets_a_standing_queue_the_established_flows_did_not_see_end():
     assert all(r.decision == Decision.PASS for r in res)  # above target for less than an interval: no drop
 
 
-def test_audio_is_never_early_dropped():
-    p = pipe()
-    fill(p, 0, 40)  # far above every target
-    res = [p.process(k * MS, audio(), 1) for k in range(0, 400, 20)]
-    assert all(r.decision == Decision.PASS and r.cls == TrafficClass.UDP for r in res)
+def test_datagrams_are_the_standing_queue_controls():
+    """IWA cannot shape a datagram flow (QUIC, UDP bulk): it gets the standing-queue control, CoDel at IWA's
+    target, exactly as the codel AQM with the same knobs decides it (no plain tail drop), and the audio among
+    them is judged like any other datagram."""
+    iwa, codel = pipe(), Pipeline(ROUTES, params("codel", codel=dict(target_s=TARGET_NS / 1e9)))
+    frames = [(0, BIG_UDP)] * 30 + [(k * MS, BIG_UDP if k % 4 else audio()) for k in range(1, 600, 3)]
+    a = [iwa.process(t, f, 1) for t, f in frames]
+    c = [codel.process(t, f, 1) for t, f in frames]
+    assert [(r.decision, r.reason) for r in a] == [(r.decision, r.reason) for r in c]
+    assert all(r.cls == TrafficClass.UDP for r in a)
+    assert Reason.CODEL in {r.reason for r in a if r.decision == Decision.DROP}
 
 
 # --------------------------------------------------------------------------- the safety net
@@ -582,9 +590,11 @@ def test_retransmissions_of_a_starting_flow_pass():
 
 @functools.lru_cache(maxsize=None)
 def web6_ignoring():
+    """Six senders that obey their congestion windows only. Their surplus is dropped above target, each loses
+    its tail at most twice (two RTOs: 1 + 2 s), so they are done within 8 s."""
     flows = [Flow(40000 + i, 10 * MS + i * MS, SIZE, isn=1_000_000 * (i + 1), ignore_window=True)
              for i in range(6)]
-    return Sim(params(), flows, audio=(0, 5000 * MS)).run(6000 * MS)
+    return Sim(params(), flows, audio=(0, 5000 * MS)).run(8000 * MS)
 
 
 def test_senders_ignoring_the_window_lose_only_surplus_and_still_complete():

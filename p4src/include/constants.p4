@@ -91,14 +91,21 @@ const bit<8> TRACK_NEW_FLOW  = 8;
 const bit<8> TRACK_COLLISION = 16;
 const bit<8> TRACK_BEYOND    = 32;
 const bit<8> TRACK_FIRST_ACK = 64;
+const bit<8> TRACK_SHAPED    = 128;
 
-// Per-flow state of the start shaper (flow_state): low 4 bits are the client's window scale shift.
-const bit<16> FLOW_SCALE_MASK = 0x0F;
-const bit<16> FLOW_SHAPE      = 0x10;
-const bit<16> FLOW_ANNOUNCED  = 0x20;
-const bit<16> FLOW_ACKED      = 0x40;
-const bit<16> FLOW_EPOCH      = 0x80;
-const bit<16> FLOW_COUNTED    = 0x100;
+// Per-flow state of the start shaper (flow_state, 32 bits): low 4 bits are the client's window scale shift,
+// then these flags; the top 16 bits (FLOW_STAMP_SHIFT) hold the link's epoch the flow was last counted in.
+const bit<32> FLOW_SCALE_MASK = 0x0F;
+const bit<32> FLOW_SHAPE      = 0x10;
+const bit<32> FLOW_ANNOUNCED  = 0x20;
+const bit<32> FLOW_ACKED      = 0x40;
+const bit<32> FLOW_EPOCH      = 0x80;
+const bit<32> FLOW_COUNTED    = 0x100;
+const bit<32> FLOW_FRESH      = 0x200;
+const bit<32> FLOW_CLOSED     = 0x400;
+const bit<32> FLOW_IDLE       = 0x800;
+#define FLOW_STAMP_SHIFT 16
+const bit<32> EPOCH_MASK      = 0xFFFF;
 // The client's SYN as remembered until the SYN-ACK (flow_syn): signature (hash & 0xFFFFFF00) | these bits
 const bit<32> SYN_SEEN = 0x80;
 const bit<32> SYN_WS   = 0x40;
