@@ -182,7 +182,8 @@ class RecoveryStats:
             on_timeout(**kw)
             stats.pto += max(0, rec._pto_count - before)
 
-        rec.on_packet_sent, rec._on_packets_lost, rec.on_loss_detection_timeout = packet_sent, packets_lost, loss_timeout
+        rec.on_packet_sent, rec.on_loss_detection_timeout = packet_sent, loss_timeout
+        rec._on_packets_lost = packets_lost
         return stats
 
 

@@ -1,5 +1,6 @@
 """Workloads as objects: each section of a scenario file (``[audio]``, ``[web]``, ``[burst]``, ``[bulk]``,
-``[users]``, ``[rtc]``, ``[webrtc]``, ``[quic]``) is one class here that owns its random plan, its processes, its stop and its logs.
+``[users]``, ``[rtc]``, ``[webrtc]``, ``[quic]``) is one class here that owns its random plan, its processes,
+its stop and its logs.
 
 A replication is a topology, a switch and a list of workloads (``accessnet.replication``); the runner
 knows nothing of any workload. Adding a workload is one class with a ``section`` name here (and its keys in
