@@ -62,6 +62,26 @@ def test_the_aioquic_defaults_are_what_the_docs_say():
     assert scen.QUIC_IW == AIOQUIC_IW
 
 
+def test_recovery_counters_follow_a_handshake_that_gets_no_answer():
+    """Without the pinned aioquic's recovery methods the counters cannot work (the hooks RecoveryStats wraps),
+    and without a network: a client's Initial that nobody answers. Before any RTT sample aioquic's PTO is twice
+    its initial RTT (100 ms), doubled at each expiry (RFC 9002 6.2.1, A.8): expiries at 0.2, 0.6, 1.4 and 3.0 s,
+    each resending the Initial (a probe, not a loss)."""
+    from aioquic.quic.connection import QuicConnection
+    conn = QuicConnection(configuration=quic.client_configuration())
+    stats = quic.RecoveryStats.attach(conn)
+    conn.connect(("127.0.0.1", 1), now=0.0)
+    assert len(conn.datagrams_to_send(now=0.0)) == 1 and stats.packets_sent == 1
+    expiries = []
+    for _ in range(4):
+        expiries.append(conn.get_timer())
+        conn.handle_timer(now=expiries[-1])
+        conn.datagrams_to_send(now=expiries[-1])
+    assert expiries == pytest.approx([0.2, 0.6, 1.4, 3.0])
+    assert (stats.pto, stats.rescheduled, stats.lost, stats.packets_sent) == (4, 4, 0, 5)
+    assert stats.initial_cwnd_bytes == AIOQUIC_IW * AIOQUIC_DATAGRAM
+
+
 # ----------------------------------------------------------------------------- the workload and its keys
 
 
