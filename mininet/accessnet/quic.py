@@ -267,11 +267,10 @@ class PageServer(QuicConnectionProtocol):
             self.log.write(self.record(closed))
 
 
-async def serve_pages(host: str, port: int, log_path: Path, stop: asyncio.Event) -> int:
+async def serve_pages(host: str, port: int, log_path: Path, config: QuicConfiguration, stop: asyncio.Event) -> int:
     """Serve until ``stop`` is set; then log the connections still open and close them."""
     with open(log_path, "a") as f:
         log = ServerLog(f)
-        config = server_configuration()
         server: QuicServer = await serve(host, port, configuration=config,
                                          create_protocol=functools.partial(PageServer, log=log))
         print(f"listening on [{host}]:{port} (udp), ALPN {ALPN}, congestion control "
@@ -515,14 +514,16 @@ def check_args(ap: argparse.ArgumentParser, a: argparse.Namespace) -> None:
             ap.error(f"need 0 <= --bytes <= {MAX_STREAM_BYTES} per stream and --timeout > 0")
 
 
-async def run(a: argparse.Namespace) -> int:
-    """The command under a stop event that SIGTERM and SIGINT set (the event loop's own signal handling)."""
+async def run(a: argparse.Namespace, config: QuicConfiguration | None = None) -> int:
+    """The command under a stop event that SIGTERM and SIGINT set (the event loop's own signal handling);
+    the server's ``config`` is made before the loop runs (its key and certificate files are blocking work)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     if a.cmd == "server":
-        return await serve_pages(a.host, a.port, Path(a.log), stop)
+        assert config is not None
+        return await serve_pages(a.host, a.port, Path(a.log), config, stop)
     return await client(a, stop)
 
 
@@ -530,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = parser()
     a = ap.parse_args(argv)
     check_args(ap, a)
-    return asyncio.run(run(a))
+    return asyncio.run(run(a, server_configuration() if a.cmd == "server" else None))
 
 
 if __name__ == "__main__":
