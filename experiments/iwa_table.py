@@ -237,13 +237,13 @@ def users_completion(by_aqm: dict[str, Case]) -> dict[str, list[float]] | None:
 def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float = JB_MAIN_MS) -> str:
     """The budget's bound on the unit's burst completion (s), from its first replication's meta.json: link
     rate and RTT (profile), the bursts (plan), IWA's target for ``budget_ms``; "n/a" for workloads the bound
-    does not describe (a bulk flow, users, no bursts), "-" without a readable meta."""
+    does not describe (a bulk flow, users, a QUIC page, no bursts), "-" without a readable meta."""
     meta = next((r.meta for c in by_aqm.values() for r in c.reps if isinstance(r.meta.get("profile"), dict)), None)
     if meta is None:
         return "-"
     plan = meta.get("plan") or {}
     bursts = plan.get("bursts") or []
-    if not bursts or any(b.get("bulk") for b in bursts) or "users" in (plan.get("workloads") or {}):
+    if not bursts or any(b.get("bulk") or b.get("quic") for b in bursts) or "users" in (plan.get("workloads") or {}):
         return "n/a"
     try:
         prof = meta["profile"]

@@ -615,6 +615,7 @@ def test_burst_bound_only_for_bursts_on_an_idle_link(tmp_path: Path):
     cases = {c.aqm: c for c in report.load_cases([run])[0] if report.case_pair(c) == UNIT}
     assert unit_burst_bound(cases) not in ("n/a", "-")
     for plan in ({"bursts": [], "workloads": {"users": {"count": 5}}},
+                 {"bursts": [{"burst": 0, "flows": 1, "bytes": 372000, "quic": True, "streams": 6}]},
                  {"bursts": [{"burst": 0, "flows": 6, "bytes": 62000}, {"burst": 1, "flows": 1, "bytes": 10**9,
                                                                         "bulk": True}]}):
         for c in cases.values():

@@ -37,7 +37,9 @@ REDOK_ROWS = {
 P4_AQMS = ("fifo", "red", "redok", "codel", "pie", "iwa")
 KERNEL_AQMS = ("pfifo", "kred", "kcodel", "kfq_codel", "kpie")
 
-TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc", "users", "webrtc"}
+TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc", "users", "webrtc", "quic"}
+TCP_SECTIONS = ("web", "burst", "bulk", "users")  # the workloads whose flows the route's initcwnd (the IW) sets
+QUIC_IW = 10  # aioquic's initial window, in datagrams (accessnet.quic)
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
             "tail_s", "jitter_budget_ms", "rate_changes", "irto_s"}
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,63}")  # scenario, sweep and profile names: path-safe
@@ -60,6 +62,9 @@ RANGES: dict[str, dict[str, tuple]] = {
                "flows": ("int", 1, 4)},
     "users": {"count": ("int", 1, 1000), "min_bytes": ("int", 1, 10**11), "max_bytes": ("int", 1, 10**11),
               "idle_mean_s": ("num", 0.001, 86_400), "start_s": ("num", 0, 86_400)},
+    # streams: aioquic lets a peer open 128 at once; total_bytes: a response is one buffer in the server
+    "quic": {"connections": ("int", 1, 100), "streams": ("int", 1, 100), "total_bytes": ("int", 1, 10**8),
+             "start_s": ("range", 0, 86_400)},
 }
 
 
@@ -102,6 +107,28 @@ def check_sections(data: dict, label: str) -> None:
         if lo in t and hi in t and t[lo] > t[hi]:
             raise ConfigError(f"{label}: [{section}] {lo} = {t[lo]!r} is above {hi} = {t[hi]!r}")
     check_webrtc(data, label)
+    check_quic(data, label)
+
+
+def check_quic(data: dict, label: str) -> None:
+    """[quic]: at least one byte per stream, its IW not mislabelled, and aioquic importable (pinned in
+    requirements.txt: 'make setup' installs it)."""
+    if "quic" not in data:
+        return
+    q = data["quic"]
+    streams = q.get("connections", 1) * q.get("streams", 6)
+    if q.get("total_bytes", 372_000) < streams:
+        raise ConfigError(f"{label}: [quic] total_bytes = {q.get('total_bytes', 372_000)!r} is below connections x "
+                          f"streams = {streams}: every stream needs at least one byte")
+    iws = data.get("run", {}).get("iws", [10])
+    if not any(s in data for s in TCP_SECTIONS) and iws != [QUIC_IW]:
+        raise ConfigError(f"{label}: [run] iws = {iws!r} with [quic] alone: the IW is the TCP server's route "
+                          f"initcwnd, and QUIC runs aioquic's own window of {QUIC_IW} datagrams in every case; "
+                          f"use iws = [{QUIC_IW}] (or add a TCP workload whose IW it varies)")
+    import importlib.util
+    if importlib.util.find_spec("aioquic") is None:
+        raise ConfigError(f"{label}: [quic] needs aioquic, which is not installed in this Python "
+                          f"(run 'make setup': requirements.txt pins it)")
 
 
 def check_webrtc(data: dict, label: str) -> None:

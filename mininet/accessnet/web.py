@@ -24,6 +24,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
@@ -192,24 +193,37 @@ def write_client_log(log_path: str, rows: list[dict]) -> None:
 
 def merge_flows(client_csvs: list[Path], server_jsonl: Path, out: Path) -> int:
     """flows.csv: client rows joined with the server's retransmission and RTO counts (by client port)."""
-    srv = {}
-    if Path(server_jsonl).exists():
-        for line in Path(server_jsonl).read_text().splitlines():
-            if line.strip():
-                d = json.loads(line)
-                srv[d["client_port"]] = d
-    rows = []
-    for path in client_csvs:
-        with open(path, newline="") as f:
-            rows.extend(csv.DictReader(f))
+    return merge_flow_logs([(client_csvs, server_jsonl)], out)
+
+
+def merge_flow_logs(sources: Sequence[tuple[Sequence[Path], Path]], out: Path) -> int:
+    """flows.csv from (client logs, server log) pairs: each client row joined with its own server's line on the
+    client's port (``lport`` = the line's ``client_port``), within its pair only (TCP's and UDP's ports are two
+    spaces: the web server's and the QUIC server's logs, accessnet.quic); rows numbered in the pairs' order."""
+    rows: list[tuple[dict, dict]] = []
+    for client_csvs, server_jsonl in sources:
+        srv = read_server_log(Path(server_jsonl))
+        for path in client_csvs:
+            with open(path, newline="") as f:
+                rows.extend((r, srv.get(int(r["lport"] or 0), {})) for r in csv.DictReader(f))
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["flow", "burst", "start_ns", "end_ns", "bytes", "retrans", "rtos", "completed"])
-        for i, r in enumerate(rows):
-            s = srv.get(int(r["lport"] or 0), {})
+        for i, (r, s) in enumerate(rows):
             w.writerow([i, r["burst"], r["start_ns"], r["end_ns"], r["bytes"], s.get("retrans", ""),
                         s.get("rtos", ""), r["completed"]])
     return len(rows)
+
+
+def read_server_log(path: Path) -> dict[int, dict]:
+    """A server's JSON lines by client port (none when the file is missing)."""
+    srv = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                d = json.loads(line)
+                srv[d["client_port"]] = d
+    return srv
 
 
 def main(argv: list[str] | None = None) -> int:

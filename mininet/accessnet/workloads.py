@@ -1,5 +1,6 @@
 """Workloads as objects: each section of a scenario file (``[audio]``, ``[web]``, ``[burst]``, ``[bulk]``,
-``[users]``, ``[rtc]``, ``[webrtc]``) is one class here that owns its random plan, its processes, its stop and its logs.
+``[users]``, ``[rtc]``, ``[webrtc]``, ``[quic]``) is one class here that owns its random plan, its processes,
+its stop and its logs.
 
 A replication is a topology, a switch and a list of workloads (``accessnet.replication``); the runner
 knows nothing of any workload. Adding a workload is one class with a ``section`` name here (and its keys in
@@ -27,6 +28,8 @@ from .irto import preexec
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
 
 AUDIO_PORT, WEB_PORT, RTC_PORT = 5004, 8080, 5006
+QUIC_PORT = 4433  # UDP
+QUIC_READY_S = 15.0  # the QUIC server imports aioquic and makes its certificate before it listens
 WEBRTC_SIGNAL_PORT = 5008  # TCP, the offer/answer (flow k: + k); the media's UDP ports are ICE's own (ephemeral)
 PY = sys.executable
 # The audio endpoints run at a real-time priority (10: below the switch, 20, and the delay lines, 30) so
@@ -75,7 +78,9 @@ class Workload:
     """One traffic component of a replication. Subclasses set ``section`` and override what they need."""
 
     section: ClassVar[str] = ""
-    tcp: ClassVar[bool] = False  # its flows go into flows.csv (client logs merged with the web server's)
+    tcp: ClassVar[bool] = False  # its flows go into flows.csv (its client logs merged with its server's log)
+    # (client logs' glob, server log) that merge_tcp_logs joins into flows.csv, when ``tcp``
+    flow_logs: ClassVar[tuple[str, str]] = ("client_flows_*.csv", "server_flows.jsonl")
 
     def __init__(self, cfg: dict, seed: int) -> None:
         self.cfg = dict(cfg)
@@ -155,7 +160,7 @@ def _stop_sender(p: subprocess.Popen) -> None:
 
 
 class Bursts(Workload):
-    """Parallel TCP downloads starting together: one web client per burst."""
+    """Parallel downloads starting together: one client per burst (TCP web clients here; ``Quic``'s own)."""
 
     tcp = True
 
@@ -306,7 +311,52 @@ class WebRtc(Workload):
             _stop_sender(sender)
 
 
-WORKLOADS: dict[str, type[Workload]] = {w.section: w for w in (Audio, Web, Burst, Bulk, Users, Rtc, WebRtc)}
+class Quic(Bursts):
+    """``[quic]``: a page over QUIC (aioquic; accessnet.quic): ``connections`` parallel connections of ``streams``
+    streams each, ``total_bytes`` split evenly over all the streams, starting at U(start_s). For the analysis a
+    connection is a flow (flows.csv, joined with the QUIC server's log on the client's UDP port: ``rtos`` are
+    its PTO expiries, ``retrans`` the packets aioquic declared lost), so the overlap filter, burst completion
+    and the report read a QUIC page as a web burst. The route's initcwnd (the case's IW) does not reach it:
+    aioquic starts every connection with its own window of 10 datagrams."""
+
+    section = "quic"
+    flow_logs = ("client_quic_*.csv", "server_quic.jsonl")
+
+    def draw(self) -> dict:
+        lo, hi = _start_range(self.cfg)
+        c, total = int(self.cfg.get("connections", 1)), int(self.cfg.get("total_bytes", 372_000))
+        return {"bursts": [{"start_s": self.rng.uniform(lo, hi), "flows": c, "bytes": total // c, "quic": True,
+                            "streams": int(self.cfg.get("streams", 6))}], "total_bytes": total}
+
+    def start(self, lab: Lab) -> None:
+        server = lab.spawn(lab.net.srv, ["accessnet.quic", "server", "--host", SERVER_IP, "--port", str(QUIC_PORT),
+                                         "--log", str(lab.out / "server_quic.jsonl")], "quic_server")
+        wait_for_line(lab.out / "quic_server.out", "listening on", server, QUIC_READY_S)
+        for b in self.plan["bursts"]:
+            k = b["burst"]
+            self.procs.append(lab.spawn(lab.net.cli, [
+                "accessnet.quic", "client", "--dst", SERVER_IP, "--port", str(QUIC_PORT),
+                "--connections", str(b["flows"]), "--streams", str(b["streams"]),
+                "--bytes", str(self.plan["total_bytes"]), "--burst", str(k), "--start-at", str(lab.at(b["start_s"])),
+                "--timeout", str(lab.duration_s), "--log", str(lab.out / f"client_quic_{k}.csv"),
+                "--streams-log", str(lab.out / f"quic_streams_{k}.csv")], f"quic_client_{k}"))
+
+
+def wait_for_line(path: Path, text: str, proc: subprocess.Popen, timeout_s: float) -> None:
+    """Until a server's output holds ``text`` (it is ready); a server that exits or takes longer than
+    ``timeout_s`` fails the replication with the end of its output."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        out = path.read_text(errors="replace") if path.exists() else ""
+        if text in out:
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"{path.stem} exited ({proc.returncode}) before it was ready: {out[-500:]!r}")
+        time.sleep(0.05)
+    raise RuntimeError(f"{path.stem} was not ready after {timeout_s:g} s (no {text!r} in {path.name})")
+
+
+WORKLOADS: dict[str, type[Workload]] = {w.section: w for w in (Audio, Web, Burst, Bulk, Users, Rtc, WebRtc, Quic)}
 
 
 def workloads_for(spec: dict, seed: int) -> list[Workload]:
@@ -336,7 +386,9 @@ def run_limit_s(duration_s: float, workloads: list[Workload], rate_bps: float) -
 
 
 def merge_tcp_logs(workloads: list[Workload], out: Path) -> None:
-    """flows.csv from every TCP workload's client logs and the web server's log."""
-    if any(w.tcp for w in workloads):
-        from .web import merge_flows
-        merge_flows(sorted(out.glob("client_flows_*.csv")), out / "server_flows.jsonl", out / "flows.csv")
+    """flows.csv from every flow workload's client logs, each kind joined with its own server's log (the web
+    server's for TCP, the QUIC server's for QUIC: ``flow_logs``)."""
+    pairs = list(dict.fromkeys(w.flow_logs for w in workloads if w.tcp))
+    if pairs:
+        from .web import merge_flow_logs
+        merge_flow_logs([(sorted(out.glob(clients)), out / server) for clients, server in pairs], out / "flows.csv")
