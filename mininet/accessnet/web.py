@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+WEB_PORT = 8080  # the lab's web server (experiments.metrics tells its connections in the captures by it)
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_CA_LOSS = 4
@@ -332,12 +333,12 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("server")
-    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--port", type=int, default=WEB_PORT)
     p.add_argument("--cc", default="cubic")
     p.add_argument("--log", required=True)
     p = sub.add_parser("client")
     p.add_argument("--dst", required=True)
-    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--port", type=int, default=WEB_PORT)
     p.add_argument("--flows", type=int, default=1)
     p.add_argument("--bytes", type=int, required=True)
     p.add_argument("--start-at", type=int, default=0, help="absolute start, ns (CLOCK_REALTIME)")
@@ -346,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log", required=True)
     p = sub.add_parser("users", help="web users: page downloads separated by exponential idle periods")
     p.add_argument("--dst", required=True)
-    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--port", type=int, default=WEB_PORT)
     p.add_argument("--users", type=int, default=DEFAULTS["count"])
     p.add_argument("--min-bytes", type=int, default=DEFAULTS["min_bytes"])
     p.add_argument("--max-bytes", type=int, default=DEFAULTS["max_bytes"])

@@ -26,8 +26,9 @@ from typing import Any, ClassVar
 from .browse import DEFAULTS as USERS_DEFAULTS
 from .irto import preexec
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
+from .web import WEB_PORT
 
-AUDIO_PORT, WEB_PORT, RTC_PORT = 5004, 8080, 5006
+AUDIO_PORT, RTC_PORT = 5004, 5006
 WEBRTC_SIGNAL_PORT = 5008  # TCP, the offer/answer (flow k: + k); the media's UDP ports are ICE's own (ephemeral)
 PY = sys.executable
 # The audio endpoints run at a real-time priority (10: below the switch, 20, and the delay lines, 30) so
