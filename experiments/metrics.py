@@ -477,9 +477,42 @@ def delivered_bytes(pk: pd.DataFrame, conn: tuple[int, int, int, int, int]) -> t
     if ack.size == 0:
         return ts, ack
     base = int(synack["seq"].iloc[0]) + 1 if len(synack) else int(ack[0])
-    steps = (np.diff(ack) + 2**31) % 2**32 - 2**31  # signed 32-bit differences: unwraps sequence space
-    rel = ((int(ack[0]) - base + 2**31) % 2**32 - 2**31) + np.concatenate([[0], np.cumsum(steps)])
-    return ts, np.maximum.accumulate(np.maximum(rel, 0))
+    return ts, np.maximum.accumulate(np.maximum(unwrap_seq(ack, base), 0))
+
+
+def unwrap_seq(values: np.ndarray, base: int) -> np.ndarray:
+    """32-bit sequence numbers in capture order as offsets from ``base``, unwrapped past 2^32: each step is the
+    signed 32-bit difference from the previous value (a connection never moves 2^31 in one step)."""
+    v = np.asarray(values, dtype=np.int64)
+    if v.size == 0:
+        return v
+    steps = (np.diff(v) + 2**31) % 2**32 - 2**31
+    return ((int(v[0]) - base + 2**31) % 2**32 - 2**31) + np.concatenate([[0], np.cumsum(steps)])
+
+
+def connection_segments(pk: pd.DataFrame, synacks: pd.DataFrame) -> pd.DataFrame:
+    """pk's segments of the server's connections (a TCP connection: a 4-tuple and the server's initial sequence
+    number, so a reused client port is a new connection), each with its connection's key (client address and port,
+    server address and port) and the server's ISN in force when it was captured (the latest SYN-ACK of the
+    4-tuple in ``synacks`` at or before it; for the client's SYN, the one at or after it)."""
+    down = pk.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port"})
+    up = pk.rename(columns={"dst": "s_ip", "dport": "s_port", "src": "c_ip", "sport": "c_port"})
+    down["down"], up["down"] = True, False
+    both = pd.concat([down, up], ignore_index=True)
+    key = ["s_ip", "s_port", "c_ip", "c_port"]
+    isn = synacks.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port",
+                                  "seq": "isn", "ts_ns": "isn_ts"})[key + ["isn", "isn_ts"]]
+    isn = isn.drop_duplicates(key + ["isn"]).sort_values("isn_ts")
+    both = both[both.set_index(key).index.isin(isn.set_index(key).index)].sort_values("ts_ns")
+    back = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="backward")
+    ahead = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="forward")
+    # a client's SYN comes before its connection's SYN-ACK (the first, or the one answering it when sent again);
+    # anything else after it
+    syn = ((back["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN).to_numpy()
+    back["isn"] = np.where(syn, ahead["isn"].fillna(back["isn"]), back["isn"].fillna(ahead["isn"]))
+    back = back.dropna(subset=["isn"])
+    back["isn"] = back["isn"].astype("int64")
+    return back.drop(columns=["isn_ts"])
 
 
 def _at(ts: np.ndarray, cum: np.ndarray, t_ns: int) -> int:
