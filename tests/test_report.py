@@ -187,6 +187,7 @@ def test_main_table_holds_the_hand_computed_numbers(built):
     assert row["good quality @{jb} (%)"] == ci_text([45.0, 30.0])
     assert row["burst completion (s)"] == "0.38 ± 0.00"  # first connect() to last byte: 19 * 20 ms
     assert row["RTOs per rep"] == ci_text([1, 0])
+    assert row["frozen flows per rep"] == "– (2 not measured)"  # no server.pcap in these replications
     iwa = dict(zip(report.MAIN_HEADER, table_row(md, IWA)))
     assert (iwa["reps"], iwa["failed"]) == ("1", "1")
     assert iwa["OWD median (ms)"] == "80.0" and iwa["loss rate @{jb} (%)"] == "0.0"  # one rep: no ± part
@@ -765,3 +766,22 @@ def test_iwa_table_judges_a_unit_whose_frame_exceeds_the_buffer_at_the_next_stud
     assert edge["iwa level ≥ 2 (%)"] == "0.0" and edge["IWA level"] == "pass"
     assert float(hspa["iwa level ≥ 2 (%)"]) > 40 and hspa["IWA level"] == "FAIL"
     assert unit_jitter_buffer({}, 40.0) == 40.0  # no profile known: the buffer asked for
+
+
+def test_main_table_counts_frozen_flows_per_replication(tmp_path):
+    """The frozen-flow column: the mean over replications of metrics.frozen_flows' count, from each replication's
+    server.pcap (rep0: one flow stalled for 3 s beside a flow that streams all along, as in test_frozen; rep1: the
+    same two flows, no stall)."""
+    from servercapture import Flow, write_server_pcap
+    run = tmp_path / "run"
+    for k, stall in ((0, True), (1, False)):
+        rep = write_rep(run, FIFO, k, owd_ramp(5))
+        a, b = Flow(40001, 1, 0.99), Flow(40002, 2, 0.99)
+        a.stream(1.00, 3.98)
+        a.send(4.00, 7.10 if stall else 4.10)
+        a.stream(7.12 if stall else 4.02, 8.98)
+        b.stream(1.00, 8.98)
+        write_server_pcap(rep / "server.pcap", [a, b])
+    cases, _ = report.load_cases([run], [40.0])
+    row = dict(zip(report.MAIN_HEADER, table_row("\n".join(report.main_table(cases)), FIFO)))
+    assert row["frozen flows per rep"] == ci_text([1, 0])
