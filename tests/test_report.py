@@ -629,10 +629,13 @@ def test_burst_bound_only_for_bursts_on_an_idle_link(tmp_path: Path):
     assert unit_burst_bound(cases) == "-"
 
 
-def test_web_users_are_judged_on_the_pages_every_aqm_completed(tmp_path: Path):
+@pytest.mark.parametrize("users", [{"count": 2}, {"count": 2, "mode": "keepalive", "objects": 6, "connections": 6},
+                                   {"count": 2, "mode": "h2", "objects": 6}])
+def test_web_users_are_judged_on_the_pages_every_aqm_completed(tmp_path: Path, users: dict):
     """users5: every user's last page is cut off by the run's end under every AQM, so there is no burst time;
     the pages completed under every AQM of the replication are compared instead (the k-th page of a user has
-    the same size under every AQM)."""
+    the same size under every AQM). The same for users on kept-alive or HTTP/2-like connections (meta.json's
+    plan says the mode; flows.csv has a row per page as for fresh users)."""
     from experiments.iwa_table import iwa_table_md, users_completion
     run = tmp_path / "users"
     # (user, start s, duration s or None): fifo and iwa, the same pages in another order of starts
@@ -640,7 +643,7 @@ def test_web_users_are_judged_on_the_pages_every_aqm_completed(tmp_path: Path):
              "iwa": [(0, 0.0, 1.1), (0, 2.0, None), (1, 0.5, 3.4), (1, 4.5, None)]}
     for aqm, rows in pages.items():
         rep = write_rep(run, f"users5-hspa-48p-{aqm}-iw10", 0, lost_at_end(0), aqm=aqm, pair="users5-hspa-48p-iw10",
-                        meta_extra={"scenario": "users5", "plan": {"bursts": [], "workloads": {"users": {"count": 2}}}})
+                        meta_extra={"scenario": "users5", "plan": {"bursts": [], "workloads": {"users": users}}})
         (rep / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n" + "".join(
             f"{i},{u},{TCP_START + round(t * 1e9)},{'' if d is None else TCP_START + round((t + d) * 1e9)},"
             f"100000,0,0,{0 if d is None else 1}\n" for i, (u, t, d) in enumerate(rows)))
