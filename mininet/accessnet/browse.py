@@ -1,4 +1,5 @@
-"""Web users browsing: pages separated by think times, as ``python -m accessnet.web users`` runs them.
+"""The web clients' side: one download (``fetch``, a fresh connection: the bursts' flows and the fresh users'
+pages), and web users browsing pages separated by think times, as ``python -m accessnet.web users`` runs them.
 
 User k draws from ``random.Random(seed * 1009 + k)``: a start offset Exp(idle_mean_s) / 4, then per page its
 size U(min_bytes, max_bytes) and the think time Exp(idle_mean_s) after it. Every mode makes exactly these
@@ -34,13 +35,40 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .web import CHUNK, fetch, write_client_log
-
+CHUNK = 65536  # bytes per send() and recv()
 MODES = ("fresh", "keepalive", "h2")
 # [users]'s defaults (mininet/scenarios/README.md): the seeds' 002 users, a browser's 6 connections per origin.
 DEFAULTS = {"count": 5, "min_bytes": 100_000, "max_bytes": 1_500_000, "idle_mean_s": 10.0, "start_s": 2.0,
             "mode": "fresh", "objects": 6, "connections": 6}
 OBJECT_COLUMNS = ["flow", "burst", "object", "lport", "request", "start_ns", "end_ns", "bytes", "completed"]
+
+
+def fetch(dst: str, port: int, nbytes: int, timeout: float, row: dict) -> None:
+    row["start_ns"] = time.time_ns()
+    try:
+        s = socket.create_connection((dst, port), timeout=timeout)
+        row["lport"] = s.getsockname()[1]
+        s.sendall(f"GET {nbytes}\n".encode())
+        got = 0
+        while got < nbytes:
+            chunk = s.recv(CHUNK)
+            if not chunk:
+                break
+            got += len(chunk)
+            row["end_ns"] = time.time_ns()
+        row["bytes"] = got
+        row["completed"] = int(got >= nbytes)
+        s.close()
+    except OSError as e:
+        row["error"] = str(e)
+
+
+def write_client_log(log_path: str, rows: list[dict]) -> None:
+    with open(log_path, "w", newline="") as f:
+        w = csv.DictWriter(f, ["flow", "burst", "start_ns", "end_ns", "bytes", "completed", "lport"],
+                           extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
 
 
 @dataclass(frozen=True)

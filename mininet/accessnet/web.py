@@ -30,11 +30,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .browse import CHUNK, DEFAULTS, MODES, Browser, fetch, requests_log, users, write_client_log
+
 WEB_PORT = 8080  # the lab's web server (experiments.metrics tells its connections in the captures by it)
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_CA_LOSS = 4
-CHUNK = 65536
 # The listen queue: a page of 50 connections opens them within a millisecond (web50); the kernel caps it at
 # net.core.somaxconn (4096 by default since Linux 5.4).
 LISTEN_BACKLOG = 1024
@@ -225,26 +226,6 @@ def server(port: int, cc: str, log_path: str) -> int:
     return 0
 
 
-def fetch(dst: str, port: int, nbytes: int, timeout: float, row: dict) -> None:
-    row["start_ns"] = time.time_ns()
-    try:
-        s = socket.create_connection((dst, port), timeout=timeout)
-        row["lport"] = s.getsockname()[1]
-        s.sendall(f"GET {nbytes}\n".encode())
-        got = 0
-        while got < nbytes:
-            chunk = s.recv(CHUNK)
-            if not chunk:
-                break
-            got += len(chunk)
-            row["end_ns"] = time.time_ns()
-        row["bytes"] = got
-        row["completed"] = int(got >= nbytes)
-        s.close()
-    except OSError as e:
-        row["error"] = str(e)
-
-
 def client(dst: str, port: int, flows: int, nbytes: int, start_at: int, burst: int, timeout: float,
            log_path: str) -> int:
     while (wait := start_at - time.time_ns()) > 0:
@@ -261,14 +242,6 @@ def client(dst: str, port: int, flows: int, nbytes: int, start_at: int, burst: i
     finally:  # also when stopped (SIGTERM): what was measured is kept
         write_client_log(log_path, rows)
     return 0 if all(r["completed"] for r in rows) else 1
-
-
-def write_client_log(log_path: str, rows: list[dict]) -> None:
-    with open(log_path, "w", newline="") as f:
-        w = csv.DictWriter(f, ["flow", "burst", "start_ns", "end_ns", "bytes", "completed", "lport"],
-                           extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
 
 
 def read_server_log(path: Path) -> dict[tuple[int, int], list[dict]]:
@@ -308,7 +281,6 @@ def merge_flows(client_csvs: list[Path], server_jsonl: Path, out: Path) -> int:
     """flows.csv: the client rows (a flow, or a page of the users) joined with the server's retransmission and
     RTO counts: a flow's by its client port (request 0); a page's, when its client kept a per-object log
     (``browse.requests_log``), summed over its objects' rows (client port and request index)."""
-    from .browse import requests_log
     srv = read_server_log(server_jsonl)
     merged = []
     for path in client_csvs:
@@ -328,7 +300,6 @@ def merge_flows(client_csvs: list[Path], server_jsonl: Path, out: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .browse import DEFAULTS, MODES  # browse imports this module
     ap = argparse.ArgumentParser(prog="python -m accessnet.web", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -368,7 +339,6 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "server":
         return server(a.port, a.cc, a.log)
     if a.cmd == "users":
-        from .browse import Browser, users
         return users(a.dst, a.port, a.users, a.min_bytes, a.max_bytes, a.idle_mean_s, a.start_at, a.duration,
                      a.seed, a.log, Browser(a.mode, a.objects, a.connections, a.keepalive_timeout_s))
     return client(a.dst, a.port, a.flows, a.bytes, a.start_at, a.burst, a.timeout, a.log)
