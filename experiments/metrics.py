@@ -477,9 +477,42 @@ def delivered_bytes(pk: pd.DataFrame, conn: tuple[int, int, int, int, int]) -> t
     if ack.size == 0:
         return ts, ack
     base = int(synack["seq"].iloc[0]) + 1 if len(synack) else int(ack[0])
-    steps = (np.diff(ack) + 2**31) % 2**32 - 2**31  # signed 32-bit differences: unwraps sequence space
-    rel = ((int(ack[0]) - base + 2**31) % 2**32 - 2**31) + np.concatenate([[0], np.cumsum(steps)])
-    return ts, np.maximum.accumulate(np.maximum(rel, 0))
+    return ts, np.maximum.accumulate(np.maximum(unwrap_seq(ack, base), 0))
+
+
+def unwrap_seq(values: np.ndarray, base: int) -> np.ndarray:
+    """32-bit sequence numbers in capture order as offsets from ``base``, unwrapped past 2^32: each step is the
+    signed 32-bit difference from the previous value (a connection never moves 2^31 in one step)."""
+    v = np.asarray(values, dtype=np.int64)
+    if v.size == 0:
+        return v
+    steps = (np.diff(v) + 2**31) % 2**32 - 2**31
+    return ((int(v[0]) - base + 2**31) % 2**32 - 2**31) + np.concatenate([[0], np.cumsum(steps)])
+
+
+def connection_segments(pk: pd.DataFrame, synacks: pd.DataFrame) -> pd.DataFrame:
+    """pk's segments of the server's connections (a TCP connection: a 4-tuple and the server's initial sequence
+    number, so a reused client port is a new connection), each with its connection's key (client address and port,
+    server address and port) and the server's ISN in force when it was captured (the latest SYN-ACK of the
+    4-tuple in ``synacks`` at or before it; for the client's SYN, the one at or after it)."""
+    down = pk.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port"})
+    up = pk.rename(columns={"dst": "s_ip", "dport": "s_port", "src": "c_ip", "sport": "c_port"})
+    down["down"], up["down"] = True, False
+    both = pd.concat([down, up], ignore_index=True)
+    key = ["s_ip", "s_port", "c_ip", "c_port"]
+    isn = synacks.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port",
+                                  "seq": "isn", "ts_ns": "isn_ts"})[key + ["isn", "isn_ts"]]
+    isn = isn.drop_duplicates(key + ["isn"]).sort_values("isn_ts")
+    both = both[both.set_index(key).index.isin(isn.set_index(key).index)].sort_values("ts_ns")
+    back = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="backward")
+    ahead = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="forward")
+    # a client's SYN comes before its connection's SYN-ACK (the first, or the one answering it when sent again);
+    # anything else after it
+    syn = ((back["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN).to_numpy()
+    back["isn"] = np.where(syn, ahead["isn"].fillna(back["isn"]), back["isn"].fillna(ahead["isn"]))
+    back = back.dropna(subset=["isn"])
+    back["isn"] = back["isn"].astype("int64")
+    return back.drop(columns=["isn_ts"])
 
 
 def _at(ts: np.ndarray, cum: np.ndarray, t_ns: int) -> int:
@@ -625,6 +658,176 @@ def rtc_metrics(rep: Path, flows: pd.DataFrame | None, n_flows: int, suffix: str
     return out
 
 
+# ----------------------------------------------------------------------------- frozen flows
+
+FROZEN_WINDOW_NS = 2 * NS  # the delivery rate's sliding window, and how long below half its share freezes a flow
+FROZEN_SHARE = 0.5  # a flow below this part of its fair share is starved
+FROZEN_STEP_NS = 10 * MS  # the time grid the rule is evaluated on
+
+
+@dataclass
+class ServerConnection:
+    """One connection of the web server in server.pcap: when it had data (``periods``, ns) and how many bytes
+    the client had acknowledged at each of its ACKs (``ack_ns``, ``acked``)."""
+
+    client_port: int
+    periods: list[tuple[int, int]]
+    ack_ns: np.ndarray
+    acked: np.ndarray
+
+
+def data_periods(seg: pd.DataFrame, last_ns: int) -> ServerConnection:
+    """A connection's periods with data and its delivery, from its segments in server.pcap (connection_segments'
+    columns, in time order). Offsets count from the server's initial sequence number + 1 (``unwrap_seq``): the
+    server has sent up to the highest seq + payload of its data segments, the client has acknowledged up to its
+    highest cumulative ACK. A period starts with a data segment sent when everything before it was
+    acknowledged, and ends with the ACK of everything sent, or at ``last_ns`` (the capture's end) if that never
+    came; but a response only starts on a request, so two such runs with no request of the client's (a
+    segment with payload) between them are one period: the pause was TCP's (a flow recovering from a timeout
+    with a window of one segment has everything acknowledged once per round trip, the rest of its response
+    still in the server's buffer). So a kept-alive connection has no data between its responses, and the
+    server's FIN (no payload) is none."""
+    isn = int(seg["isn"].iloc[0]) + 1
+    ts = seg["ts_ns"].to_numpy(np.int64)
+    down = seg["down"].to_numpy(bool)
+    data = down & (seg["payload"].to_numpy() > 0)
+    up = ~down & ((seg["flags"].to_numpy() & TCP_ACK) != 0)
+    sent, acked = np.full(ts.size, -1, np.int64), np.zeros(ts.size, np.int64)
+    sent[data] = unwrap_seq(seg["seq"].to_numpy(np.int64)[data] + seg["payload"].to_numpy(np.int64)[data], isn)
+    acked[up] = np.maximum(unwrap_seq(seg["ack"].to_numpy(np.int64)[up], isn), 0)
+    sent, acked = np.maximum.accumulate(sent), np.maximum.accumulate(acked)
+    has = np.r_[False, sent > acked, False]
+    starts, ends = np.flatnonzero(has[1:] & ~has[:-1]), np.flatnonzero(~has[1:] & has[:-1])
+    asked = np.r_[0, np.cumsum(~down & (seg["payload"].to_numpy() > 0))]  # requests before each segment
+    periods: list[tuple[int, int]] = []
+    for s, e in zip(starts, ends):
+        end = int(ts[e]) if e < ts.size else int(last_ns)
+        if periods and asked[s + 1] == asked[prev]:  # no request from the last period's end (its ACK may be one)
+            periods[-1] = (periods[-1][0], end)
+        else:
+            periods.append((int(ts[s]), end))
+        prev = e
+    return ServerConnection(int(seg["c_port"].iloc[0]), periods, ts[up], acked[up])
+
+
+def web_connections(pk: pd.DataFrame, last_ns: int) -> list[ServerConnection]:
+    """The web server's connections (its SYN-ACKs from ``accessnet.web.WEB_PORT``) in a capture's TCP headers."""
+    from accessnet.web import WEB_PORT
+    synacks = pk[((pk["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)) & (pk["sport"] == WEB_PORT)]
+    if synacks.empty:
+        return []
+    segs = connection_segments(pk, synacks)
+    return [data_periods(g, last_ns) for _, g in segs.groupby(["s_ip", "s_port", "c_ip", "c_port", "isn"],
+                                                              sort=False)]
+
+
+def link_rate_bps(meta: dict, t_ns: np.ndarray) -> np.ndarray:
+    """The link's rate at each time: the profile's rate (a radio's configured mean: its slots' draws are the
+    radio's noise, not a share anyone is owed), changed by the scenario's rate_changes (from the audio's
+    start) on a link without a radio."""
+    prof = meta.get("profile") or {}
+    if not prof.get("rate_bps"):
+        raise MetricsError("meta.json: no profile rate_bps (the fair share needs the link's rate)")
+    rate = np.full(t_ns.size, float(prof["rate_bps"]))
+    if prof.get("rate_min_bps") is None and meta.get("audio_start_ns") is not None:
+        for at_s, bps in sorted(meta.get("rate_changes") or []):
+            rate[t_ns >= int(meta["audio_start_ns"]) + round(float(at_s) * NS)] = float(bps)
+    return rate
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """(first index, length) of every run of True in ``mask``."""
+    edges = np.diff(np.r_[0, mask.astype(np.int8), 0])
+    return [(int(s), int(e - s)) for s, e in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))]
+
+
+def below_share(c: ServerConnection, grid: np.ndarray, owed: np.ndarray, window_ns: int = FROZEN_WINDOW_NS,
+                share: float = FROZEN_SHARE) -> list[tuple[int, int]]:
+    """The stretches (first grid index, points) in which connection ``c`` got less than ``share`` of its fair
+    share: at grid time t in one of its periods (start, end], the window is the ``window_ns`` before t clipped to
+    the period's start; it is below when the bytes the client acknowledged in the window are fewer than
+    ``share`` x what the fair share owed it there (``owed``: the fair share's integral, bytes, at the grid)."""
+    out = []
+    for start, end in c.periods:
+        i0, i1 = np.searchsorted(grid, start, "right"), np.searchsorted(grid, end, "right")
+        t = grid[i0:i1]
+        if t.size == 0:
+            continue
+        a = np.maximum(t - window_ns, start)
+        got = _delivered(c, t) - _delivered(c, a)
+        due = owed[i0:i1] - np.interp(a, grid, owed)
+        out += [(i0 + s, n) for s, n in _runs(got < share * due)]
+    return out
+
+
+def _delivered(c: ServerConnection, t: np.ndarray) -> np.ndarray:
+    """The bytes the client had acknowledged at each time (the last ACK at or before it; 0 before the first)."""
+    i = np.searchsorted(c.ack_ns, t, "right") - 1
+    return np.where(i >= 0, c.acked[np.maximum(i, 0)], 0)
+
+
+def frozen_flows(rep: Path, meta: dict, window_ns: int = FROZEN_WINDOW_NS, share: float = FROZEN_SHARE,
+                 step_ns: int = FROZEN_STEP_NS) -> dict:
+    """"Never a flow frozen": no flow below half its fair share for longer than 2 s while it has data.
+
+    From server.pcap, which shows both what the server sent and the client's cumulative ACKs (client.pcap
+    cannot tell a flow whose next segments wait in the queue or were dropped from one that is done):
+
+    * a flow is one of the web server's TCP connections (``web_connections``); it has data from a data segment
+      sent when all before it was acknowledged until the client's ACK covers everything sent (``data_periods``:
+      per response on a kept-alive connection; none between responses);
+    * its delivery: the bytes the client acknowledged (its cumulative ACKs as they reach the server; the
+      upstream has no queue, so they lag the client's by the constant one-way delay), in a sliding 2 s window
+      clipped to the start of the period;
+    * the fair share at time t: the link's rate (``link_rate_bps``: the profile's rate, a radio's configured
+      mean) / (flows with data at t + 1 for the audio + 1 per rtc/webrtc flow): each real-time flow counts as a
+      flow. Its integral over the same window is what the flow was owed;
+    * a flow is below half its share at t when it got less than half of what it was owed in the window
+      (``below_share``), evaluated every ``step_ns`` (10 ms); a stretch is a run of such times (its length: points
+      x 10 ms), and the flow is frozen when a stretch is longer than 2 s. A flow delivering its share before
+      and after a stall is below half from about the stall's first second to its end + 1 s: a stretch as long as
+      the stall. A new period's first round trip delivers nothing and counts as below.
+
+    Returns {"flows", "frozen_flows", "longest_below_s" (over all flows; 0.0 without any stretch), "frozen":
+    [{"client_port", "from_s", "to_s" (the longest stretch's first and last time, s after the audio's start),
+    "below_s"}], "window_s", "share", "not_measured"}; without server.pcap or the link's rate, the counts are None
+    and "not_measured" says why."""
+    out = {"flows": None, "frozen_flows": None, "longest_below_s": None, "frozen": [], "window_s": window_ns / NS,
+           "share": share, "not_measured": None}
+    try:
+        pk, last = read_tcp_headers(Path(rep) / "server.pcap")
+        conns = [c for c in web_connections(pk, last or 0) if c.periods]
+        if not conns:
+            return {**out, "flows": 0, "frozen_flows": 0, "longest_below_s": 0.0}
+        t0 = min(p[0] for c in conns for p in c.periods)
+        grid = np.arange(t0, max(p[1] for c in conns for p in c.periods) + step_ns, step_ns, dtype=np.int64)
+        fair = link_rate_bps(meta, grid) / 8 / (_with_data(conns, grid) + 1 + len(rtc_suffixes(Path(rep))))
+    except MetricsError as e:
+        return {**out, "not_measured": str(e)}
+    owed = np.r_[0.0, np.cumsum(fair[1:] * step_ns / NS)]  # step (t_j-1, t_j] at t_j's share, as periods hold
+    zero = int(meta.get("audio_start_ns") or t0)
+    frozen, longest = [], 0
+    for c in conns:
+        runs = below_share(c, grid, owed, window_ns, share)
+        first, n = max(runs, key=lambda r: r[1], default=(0, 0))
+        longest = max(longest, n)
+        if n * step_ns > window_ns:
+            frozen.append({"client_port": c.client_port, "from_s": (int(grid[first]) - zero) / NS,
+                           "to_s": (int(grid[first + n - 1]) - zero) / NS, "below_s": n * step_ns / NS})
+    return {**out, "flows": len(conns), "frozen_flows": len(frozen), "longest_below_s": longest * step_ns / NS,
+            "frozen": frozen}
+
+
+def _with_data(conns: list[ServerConnection], grid: np.ndarray) -> np.ndarray:
+    """How many connections have data at each grid time (a period (start, end] holds the times in it)."""
+    diff = np.zeros(grid.size + 1, np.int64)
+    for c in conns:
+        for start, end in c.periods:
+            diff[np.searchsorted(grid, start, "right")] += 1
+            diff[np.searchsorted(grid, end, "right")] -= 1
+    return np.cumsum(diff[:-1])
+
+
 # ----------------------------------------------------------------------------- one replication
 
 
@@ -693,6 +896,7 @@ def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_M
     if flows is not None:
         out["tcp"] = tcp_metrics(flows)
         out["tcp"]["timeouts"] = capture_timeouts(Path(path), flows)
+        out["frozen"] = frozen_flows(Path(path), meta)
     if bulk_bursts(meta):
         out["bulk"] = bulk_goodput(Path(path), flows, meta, int(df["send_ns"].max()))
     sfx = rtc_suffixes(Path(path))

@@ -217,14 +217,16 @@ def _burst_s(s: dict, bulk: Iterable[int] = ()) -> float | None:
     return float(np.mean([b["completion_s"] for b in bursts]))
 
 
-MAIN_KEYS = ("owd_median_s", "owd_p99_s", "level2plus", "loss_rate", "good_quality", "burst_s", "rtos", "bulk_bps")
+MAIN_KEYS = ("owd_median_s", "owd_p99_s", "level2plus", "loss_rate", "good_quality", "burst_s", "rtos", "bulk_bps",
+             "frozen")
 
 
 def rep_scalars(s: dict, jb_ms: float = JB_MAIN_MS, bulk: Iterable[int] = ()) -> dict[str, float | None]:
     """The main table's per-replication values (from summarize_rep): OWD median / p99 (s), share of packets
     at loss period level >= 2, loss rate and good-quality share at ``jb_ms``, burst completion (s; bursts
     numbered in ``bulk`` left out, ``bursts`` says how many are left), RTOs, bulk goodput (bit/s,
-    metrics.bulk_goodput; None when not measured, ``has_bulk`` says whether the replication has a bulk flow)."""
+    metrics.bulk_goodput; None when not measured, ``has_bulk`` says whether the replication has a bulk flow),
+    frozen flows (metrics.frozen_flows; None when not measured or without TCP)."""
     j = s["jitter_buffers_ms"][_jb_key(jb_ms)]
     tcp = s.get("tcp")
     bulk = set(bulk)
@@ -232,7 +234,12 @@ def rep_scalars(s: dict, jb_ms: float = JB_MAIN_MS, bulk: Iterable[int] = ()) ->
             "level2plus": float(sum(j["levels"][2:])), "loss_rate": j["loss_rate"],
             "good_quality": j["good_quality"], "burst_s": _burst_s(s, bulk) if tcp else None,
             "bursts": len(_bursts(s, bulk)), "rtos": float(tcp["rtos"]) if tcp else None,
-            "bulk_bps": (s.get("bulk") or {}).get("goodput_bps"), "has_bulk": "bulk" in s}
+            "bulk_bps": (s.get("bulk") or {}).get("goodput_bps"), "has_bulk": "bulk" in s,
+            "frozen": _opt_float((s.get("frozen") or {}).get("frozen_flows")), "has_tcp": bool(tcp)}
+
+
+def _opt_float(v) -> float | None:
+    return None if v is None else float(v)
 
 
 def rep_values(r: Rep, jb_ms: float = JB_MAIN_MS) -> dict[str, float | None]:
@@ -243,9 +250,10 @@ def rep_values(r: Rep, jb_ms: float = JB_MAIN_MS) -> dict[str, float | None]:
 def stats_of(per_rep: Sequence[dict], keys: Iterable[str] = MAIN_KEYS) -> dict[str, dict]:
     """mean_ci95 over replications' rep_values; burst completion only over replications that have bursts (a
     bulk-only workload has none: not "incomplete"), bulk goodput only over those with a bulk flow (one not
-    measured counts as missing)."""
+    measured counts as missing), frozen flows over those with TCP."""
     def applies(p: dict, k: str) -> bool:
-        return bool(p["bursts"]) if k == "burst_s" else bool(p.get("has_bulk")) if k == "bulk_bps" else True
+        return (bool(p["bursts"]) if k == "burst_s" else bool(p.get("has_bulk")) if k == "bulk_bps"
+                else bool(p.get("has_tcp")) if k == "frozen" else True)
 
     return {k: mean_ci95(p[k] for p in per_rep if applies(p, k)) for k in keys}
 
@@ -433,7 +441,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 MAIN_HEADER = ["case", "AQM", "IW", "N", "reps", "failed", "OWD median (ms)", "OWD p99 (ms)",
                "level ≥ 2 @{jb} (%)", "loss rate @{jb} (%)", "good quality @{jb} (%)", "burst completion (s)",
-               "RTOs per rep", "bulk goodput (kbit/s)"]
+               "RTOs per rep", "bulk goodput (kbit/s)", "frozen flows per rep"]
 
 
 def main_table(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
@@ -444,8 +452,8 @@ def main_table(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
         cells = ([fmt_ci(st["owd_median_s"], 1e3), fmt_ci(st["owd_p99_s"], 1e3), fmt_ci(st["level2plus"], 100),
                   fmt_ci(st["loss_rate"], 100), fmt_ci(st["good_quality"], 100),
                   fmt_ci(st["burst_s"], 1, 2, "incomplete"), fmt_ci(st["rtos"], 1, 1),
-                  fmt_ci(st["bulk_bps"], 1e-3, 0, "not measured")]
-                 if st else ["–"] * 8)
+                  fmt_ci(st["bulk_bps"], 1e-3, 0, "not measured"), fmt_ci(st["frozen"], 1, 1, "not measured")]
+                 if st else ["–"] * 9)
         rows.append([c.name, str(c.aqm), str(c.iw), str(c.n_flows), str(len(c.reps)), str(len(c.failed)), *cells])
     return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in MAIN_HEADER], rows)
 
@@ -737,7 +745,9 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              "seen by the server, per replication. Bulk goodput (workloads with a bulk flow): its in-order bytes "
              "from 2 s after its start to 2 s before the audio's end, from the client's ACKs in client.pcap "
              "(`experiments.metrics.bulk_goodput`); a replication without that capture counts as \"not "
-             "measured\".", "",
+             "measured\". Frozen flows: TCP connections of the web server below half their fair share for more "
+             "than 2 s while they had data (`experiments.metrics.frozen_flows`, from server.pcap), per "
+             "replication.", "",
              *main_table(cases, jitter_buffer_ms), "",
              "## Paired differences against FIFO", "",
              "Every AQM of a pairing unit (scenario, profile, buffer, IW) draws the same traffic in replication k "

@@ -37,35 +37,12 @@ import numpy as np
 import pandas as pd
 
 from .metrics import TCP_ACK, TCP_SYN, MetricsError, read_tcp_headers
+from .metrics import connection_segments as _epochs
 
 MS = 1_000_000
 RTO_MIN_NS = 200 * MS
 SEQ = 2**32
 FIELDS = ("timeouts", "handshake", "spurious", "needed", "unknown")
-
-
-def _epochs(pk: pd.DataFrame, synacks: pd.DataFrame) -> pd.DataFrame:
-    """pk's segments of the server's connections, each with its connection's key (client address and port,
-    server address and port) and the server's ISN in force when it was captured (the latest SYN-ACK of the
-    4-tuple in ``synacks`` at or before it; for the client's SYN, the one at or after it)."""
-    down = pk.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port"})
-    up = pk.rename(columns={"dst": "s_ip", "dport": "s_port", "src": "c_ip", "sport": "c_port"})
-    down["down"], up["down"] = True, False
-    both = pd.concat([down, up], ignore_index=True)
-    key = ["s_ip", "s_port", "c_ip", "c_port"]
-    isn = synacks.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port",
-                                  "seq": "isn", "ts_ns": "isn_ts"})[key + ["isn", "isn_ts"]]
-    isn = isn.drop_duplicates(key + ["isn"]).sort_values("isn_ts")
-    both = both[both.set_index(key).index.isin(isn.set_index(key).index)].sort_values("ts_ns")
-    back = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="backward")
-    ahead = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="forward")
-    # a client's SYN comes before its connection's SYN-ACK (the first, or the one answering it when sent again);
-    # anything else after it
-    syn = ((back["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN).to_numpy()
-    back["isn"] = np.where(syn, ahead["isn"].fillna(back["isn"]), back["isn"].fillna(ahead["isn"]))
-    back = back.dropna(subset=["isn"])
-    back["isn"] = back["isn"].astype("int64")
-    return back.drop(columns=["isn_ts"])
 
 
 def _fate(sent_ids: list[int], sent_ts: list[int], j: int, got_ids: list[int], got_ts: list[int]) -> str:

@@ -187,6 +187,7 @@ def test_main_table_holds_the_hand_computed_numbers(built):
     assert row["good quality @{jb} (%)"] == ci_text([45.0, 30.0])
     assert row["burst completion (s)"] == "0.38 ± 0.00"  # first connect() to last byte: 19 * 20 ms
     assert row["RTOs per rep"] == ci_text([1, 0])
+    assert row["frozen flows per rep"] == "– (2 not measured)"  # no server.pcap in these replications
     iwa = dict(zip(report.MAIN_HEADER, table_row(md, IWA)))
     assert (iwa["reps"], iwa["failed"]) == ("1", "1")
     assert iwa["OWD median (ms)"] == "80.0" and iwa["loss rate @{jb} (%)"] == "0.0"  # one rep: no ± part
@@ -629,10 +630,13 @@ def test_burst_bound_only_for_bursts_on_an_idle_link(tmp_path: Path):
     assert unit_burst_bound(cases) == "-"
 
 
-def test_web_users_are_judged_on_the_pages_every_aqm_completed(tmp_path: Path):
+@pytest.mark.parametrize("users", [{"count": 2}, {"count": 2, "mode": "keepalive", "objects": 6, "connections": 6},
+                                   {"count": 2, "mode": "h2", "objects": 6}])
+def test_web_users_are_judged_on_the_pages_every_aqm_completed(tmp_path: Path, users: dict):
     """users5: every user's last page is cut off by the run's end under every AQM, so there is no burst time;
     the pages completed under every AQM of the replication are compared instead (the k-th page of a user has
-    the same size under every AQM)."""
+    the same size under every AQM). The same for users on kept-alive or HTTP/2-like connections (meta.json's
+    plan says the mode; flows.csv has a row per page as for fresh users)."""
     from experiments.iwa_table import iwa_table_md, users_completion
     run = tmp_path / "users"
     # (user, start s, duration s or None): fifo and iwa, the same pages in another order of starts
@@ -640,7 +644,7 @@ def test_web_users_are_judged_on_the_pages_every_aqm_completed(tmp_path: Path):
              "iwa": [(0, 0.0, 1.1), (0, 2.0, None), (1, 0.5, 3.4), (1, 4.5, None)]}
     for aqm, rows in pages.items():
         rep = write_rep(run, f"users5-hspa-48p-{aqm}-iw10", 0, lost_at_end(0), aqm=aqm, pair="users5-hspa-48p-iw10",
-                        meta_extra={"scenario": "users5", "plan": {"bursts": [], "workloads": {"users": {"count": 2}}}})
+                        meta_extra={"scenario": "users5", "plan": {"bursts": [], "workloads": {"users": users}}})
         (rep / "flows.csv").write_text("flow,burst,start_ns,end_ns,bytes,retrans,rtos,completed\n" + "".join(
             f"{i},{u},{TCP_START + round(t * 1e9)},{'' if d is None else TCP_START + round((t + d) * 1e9)},"
             f"100000,0,0,{0 if d is None else 1}\n" for i, (u, t, d) in enumerate(rows)))
@@ -766,3 +770,22 @@ def test_iwa_table_judges_a_unit_whose_frame_exceeds_the_buffer_at_the_next_stud
     assert edge["iwa level ≥ 2 (%)"] == "0.0" and edge["IWA level"] == "pass"
     assert float(hspa["iwa level ≥ 2 (%)"]) > 40 and hspa["IWA level"] == "FAIL"
     assert unit_jitter_buffer({}, 40.0) == 40.0  # no profile known: the buffer asked for
+
+
+def test_main_table_counts_frozen_flows_per_replication(tmp_path):
+    """The frozen-flow column: the mean over replications of metrics.frozen_flows' count, from each replication's
+    server.pcap (rep0: one flow stalled for 3 s beside a flow that streams all along, as in test_frozen; rep1: the
+    same two flows, no stall)."""
+    from servercapture import Flow, write_server_pcap
+    run = tmp_path / "run"
+    for k, stall in ((0, True), (1, False)):
+        rep = write_rep(run, FIFO, k, owd_ramp(5))
+        a, b = Flow(40001, 1, 0.99), Flow(40002, 2, 0.99)
+        a.stream(1.00, 3.98)
+        a.send(4.00, 7.10 if stall else 4.10)
+        a.stream(7.12 if stall else 4.02, 8.98)
+        b.stream(1.00, 8.98)
+        write_server_pcap(rep / "server.pcap", [a, b])
+    cases, _ = report.load_cases([run], [40.0])
+    row = dict(zip(report.MAIN_HEADER, table_row("\n".join(report.main_table(cases)), FIFO)))
+    assert row["frozen flows per rep"] == ci_text([1, 0])

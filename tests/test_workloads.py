@@ -105,3 +105,30 @@ def test_a_failed_replication_names_where_its_logs_are_kept(tmp_path, monkeypatc
     assert meta["status"] == "failed" and f"{tmp_path / 'case' / 'rep0' / 'switch.log'}" in meta["error"]
     assert json.loads((tmp_path / "case" / "rep0" / "meta.json").read_text())["error"] == meta["error"]
     assert (tmp_path / "case" / "rep0" / "switch.log").exists() and not (tmp_path / "case" / "rep0.tmp").exists()
+
+
+def test_users_modes_keep_the_fresh_users_plan_and_command_and_share_the_draws(tmp_path):
+    """[users] without a mode starts exactly the command and plan it always did; keepalive and h2 add their
+    arguments and plan keys, with the same seed drawn (same page sizes and think times in every mode)."""
+    base = {"count": 2, "idle_mean_s": 1.0, "start_s": 2.0}
+    plans, cmds = {}, {}
+    for mode, extra in (("fresh", {}), ("keepalive", {"mode": "keepalive", "objects": 4, "connections": 3,
+                                                      "keepalive_timeout_s": 90}),
+                        ("h2", {"mode": "h2", "objects": 8})):
+        log: list = []
+        lab = Lab(FakeNet(log), tmp_path, T0, 40.0, 2.0, "cubic")
+        (w,) = [w for w in workloads_for({"users": {**base, **extra}}, 5) if w.section == "users"]
+        w.start(lab)
+        for p in lab.procs:
+            p.wait()
+        plans[mode], cmds[mode] = w.plan, next(argv for _, argv in log if "users" in argv)
+    assert set(plans["fresh"]) == {"seed", "count", "start_s"}
+    assert not any(a.startswith("--mode") or a == "--objects" for a in cmds["fresh"])
+    assert plans["fresh"]["seed"] == plans["keepalive"]["seed"] == plans["h2"]["seed"]
+    assert plans["keepalive"] == {**plans["fresh"], "mode": "keepalive", "objects": 4, "connections": 3}
+    assert plans["h2"] == {**plans["fresh"], "mode": "h2", "objects": 8}
+    ka = cmds["keepalive"]
+    assert ka[:len(cmds["fresh"])] == cmds["fresh"]  # the fresh command, then the mode's arguments
+    assert ka[len(cmds["fresh"]):] == ["--mode", "keepalive", "--objects", "4", "--connections", "3",
+                                       "--keepalive-timeout-s", "90.0"]
+    assert cmds["h2"][len(cmds["fresh"]):] == ["--mode", "h2", "--objects", "8"]

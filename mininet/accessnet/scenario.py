@@ -18,6 +18,8 @@ from pathlib import Path
 
 from refmodel.params import ConfigError
 
+from .browse import DEFAULTS as USERS_DEFAULTS
+from .browse import MODES as USER_MODES
 from .irto import check_irto
 from .profiles import Profile, buffer_packets, profile
 
@@ -46,7 +48,8 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,63}")  # scenario, sweep an
 CC_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
 # Every value a scenario may hold, with its allowed range: (kind, low, high), bounds inclusive; "num" is an
-# int or a float, "int" an int, "range" a [low, high] pair of numbers within the bounds.
+# int or a float, "int" an int, "range" a [low, high] pair of numbers within the bounds; "choice" one of the
+# strings in ``low`` (high unused).
 RANGES: dict[str, dict[str, tuple]] = {
     "run": {"reps": ("int", 1, 100_000), "seed": ("int", 0, 2**62), "duration_s": ("num", 1, 86_400),
             "audio_only_s": ("num", 0.1, 86_400), "tail_s": ("num", 0, 3600), "jitter_budget_ms": ("num", 0.001, 1000)},
@@ -61,11 +64,16 @@ RANGES: dict[str, dict[str, tuple]] = {
                "fps": ("num", 1, 120), "start_s": ("num", 0, 86_400), "max_burst_ms": ("num", 0, 10_000),
                "flows": ("int", 1, 4)},
     "users": {"count": ("int", 1, 1000), "min_bytes": ("int", 1, 10**11), "max_bytes": ("int", 1, 10**11),
-              "idle_mean_s": ("num", 0.001, 86_400), "start_s": ("num", 0, 86_400)},
+              "idle_mean_s": ("num", 0.001, 86_400), "start_s": ("num", 0, 86_400),
+              "mode": ("choice", USER_MODES, None), "objects": ("int", 1, 1000), "connections": ("int", 1, 256),
+              "keepalive_timeout_s": ("num", 0.001, 86_400)},
     # streams: aioquic lets a peer open 128 at once; total_bytes: a response is one buffer in the server
     "quic": {"connections": ("int", 1, 100), "streams": ("int", 1, 100), "total_bytes": ("int", 1, 10**8),
              "start_s": ("range", 0, 86_400)},
 }
+# [users] keys that apply only to some modes (accessnet.browse).
+USERS_MODE_KEYS = {"objects": ("keepalive", "h2"), "connections": ("keepalive",),
+                   "keepalive_timeout_s": ("keepalive", "h2")}
 
 
 def _is_num(v) -> bool:
@@ -75,6 +83,10 @@ def _is_num(v) -> bool:
 def check_value(where: str, key: str, value, spec: tuple) -> None:
     """Refuse a value outside its kind or range, naming the key, the value and what is allowed."""
     kind, lo, hi = spec
+    if kind == "choice":
+        if not (isinstance(value, str) and value in lo):
+            raise ConfigError(f"{where} {key} = {value!r}: must be one of {', '.join(map(repr, lo))}")
+        return
     if kind == "range":
         ok = (isinstance(value, list) and len(value) == 2 and all(_is_num(x) for x in value)
               and lo <= value[0] <= value[1] <= hi)
@@ -106,6 +118,7 @@ def check_sections(data: dict, label: str) -> None:
         t = data.get(section, {})
         if lo in t and hi in t and t[lo] > t[hi]:
             raise ConfigError(f"{label}: [{section}] {lo} = {t[lo]!r} is above {hi} = {t[hi]!r}")
+    check_users(data, label)
     check_webrtc(data, label)
     check_quic(data, label)
 
@@ -129,6 +142,20 @@ def check_quic(data: dict, label: str) -> None:
     if importlib.util.find_spec("aioquic") is None:
         raise ConfigError(f"{label}: [quic] needs aioquic, which is not installed in this Python "
                           f"(run 'make setup': requirements.txt pins it)")
+
+
+def check_users(data: dict, label: str) -> None:
+    """[users]: the keys of the persistent modes only with a mode that has them, and every object of a page at
+    least one byte."""
+    u = {**USERS_DEFAULTS, **data.get("users", {})}
+    mode = u["mode"]
+    for key, modes in USERS_MODE_KEYS.items():
+        if key in data.get("users", {}) and mode not in modes:
+            raise ConfigError(f"{label}: [users] {key} applies to mode {' or '.join(map(repr, modes))}, not to "
+                              f"mode = {mode!r}")
+    if "users" in data and mode != "fresh" and u["objects"] > u["min_bytes"]:
+        raise ConfigError(f"{label}: [users] objects = {u['objects']!r} is above min_bytes = {u['min_bytes']!r}: "
+                          "every object of a page needs a byte")
 
 
 def check_webrtc(data: dict, label: str) -> None:

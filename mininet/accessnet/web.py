@@ -1,16 +1,18 @@
-"""Short web-like TCP transfers: ``python -m accessnet.web server|client ...``.
+"""Short web-like TCP transfers: ``python -m accessnet.web server|client|users ...``.
 
-* ``server``: for each connection, reads ``GET <nbytes>\\n`` and sends that
-  many bytes, then closes. A sampler reads TCP_INFO every millisecond while
-  the transfer is in flight and counts retransmission timeouts (entries into
-  the ``TCP_CA_Loss`` state) and retransmitted segments; one JSON line per
-  connection goes to the log. The initial window is the route's ``initcwnd``
-  (set by the lab), the congestion control ``--cc``.
-* ``client``: at an absolute time opens N connections in parallel, each
-  fetching B bytes, and logs per flow: start (connect called), end (last byte
-  received), bytes, completed, and its local port.
+* ``server``: for each connection, reads ``GET <nbytes>\\n`` requests and answers each with that many
+  bytes, in order, until the client closes (one request for a fresh connection; many for a kept-alive one
+  or an HTTP/2-like one, whose requests may come at once and are answered back to back). A sampler reads
+  TCP_INFO every millisecond while a response is in flight and counts retransmission timeouts (entries
+  into the ``TCP_CA_Loss`` state) and retransmitted segments, each for the oldest response not yet
+  acknowledged; one JSON line per response goes to the log (docs/data-formats.md, server_flows.jsonl). The
+  initial window is the route's ``initcwnd`` (set by the lab), the congestion control ``--cc``.
+* ``client``: at an absolute time opens N connections in parallel, each fetching B bytes, and logs per
+  flow: start (connect called), end (last byte received), bytes, completed, and its local port.
+* ``users``: web users browsing pages with think times between them (``accessnet.browse``: a fresh
+  connection per page, a browser's pool of kept-alive connections, or one HTTP/2-like connection).
 
-``merge_flows`` joins both logs into ``flows.csv`` (docs/data-formats.md).
+``merge_flows`` joins the logs into ``flows.csv`` (docs/data-formats.md).
 """
 
 from __future__ import annotations
@@ -24,73 +26,187 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from .browse import CHUNK, DEFAULTS, MODES, Browser, fetch, requests_log, users, write_client_log
+
+WEB_PORT = 8080  # the lab's web server (experiments.metrics tells its connections in the captures by it)
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_CA_LOSS = 4
-CHUNK = 65536
+# The listen queue: a page of 50 connections opens them within a millisecond (web50); the kernel caps it at
+# net.core.somaxconn (4096 by default since Linux 5.4).
+LISTEN_BACKLOG = 1024
+
+
+TCP_INFO_LEN = 128  # through tcpi_bytes_acked (Linux >= 4.1)
 
 
 def tcp_info(sock: socket.socket) -> dict:
-    raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, 104)
+    raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, TCP_INFO_LEN)
     ca_state, retransmits = raw[1], raw[2]
     unacked, = struct.unpack_from("I", raw, 24)
     total_retrans, = struct.unpack_from("I", raw, 100)
-    return {"ca_state": ca_state, "retransmits": retransmits, "unacked": unacked, "total_retrans": total_retrans}
+    bytes_acked, = struct.unpack_from("Q", raw, 120)
+    return {"ca_state": ca_state, "retransmits": retransmits, "unacked": unacked, "total_retrans": total_retrans,
+            "bytes_acked": bytes_acked}
 
 
-def serve_one(conn: socket.socket, peer, log, lock: threading.Lock) -> None:
-    start = time.time_ns()
-    req = b""
-    while not req.endswith(b"\n") and len(req) < 64:
-        chunk = conn.recv(64)
-        if not chunk:
-            conn.close()
-            return
-        req += chunk
-    try:
-        nbytes = int(req.split()[1])
-    except (IndexError, ValueError):
-        conn.close()
-        return
-    rtos = 0
-    state = {"done": False}
-    info = tcp_info(conn)
+@dataclass
+class Response:
+    """One answer on a connection: its request's index on the connection, its size, where its last byte sits in
+    the connection's byte stream (``end_off``), and the retransmissions and RTOs attributed to it."""
 
-    def sample():
-        nonlocal rtos, info
-        last = info["ca_state"]
+    request: int
+    nbytes: int
+    start_ns: int
+    end_off: int
+    sent: int = 0
+    retrans: int = 0
+    rtos: int = 0
+
+
+class Connection:
+    """The server's side of one connection: responses in order, and a sampler of TCP_INFO.
+
+    The sampler reads TCP_INFO every millisecond while a response is not yet fully acknowledged, and sleeps
+    while none is (a kept-alive connection idles for minutes: polling it would cost a core). A retransmission
+    or an entry into ``TCP_CA_Loss`` (an RTO) is the oldest unacknowledged response's: a timeout resends the
+    segment at snd_una, which belongs to it. Events with no response open (the handshake's SYN-ACK resent)
+    go to the next response, so the first response of a connection carries its handshake's, as a one-response
+    connection always did, and the responses' counts sum to the connection's. A response ends when the
+    client has acknowledged its last byte (``tcpi_bytes_acked``); then its JSON line is written."""
+
+    def __init__(self, conn: socket.socket, port: int, log, lock: threading.Lock) -> None:
+        self.conn, self.port, self.log, self.lock = conn, port, log, lock
+        self.open: list[Response] = []
+        self.cond = threading.Condition()
+        self.closing = False
+        info = tcp_info(conn)
+        self.acked0 = info["bytes_acked"]  # the handshake's, already counted when accept() returns
+        self.in_loss = info["ca_state"] == TCP_CA_LOSS
+        self.seen_retrans = info["total_retrans"]
+        self.pending_retrans, self.pending_rtos = info["total_retrans"], 0
+        self.offset = 0
+        self.requests = 0
+        self.sampler = threading.Thread(target=self.sample, daemon=True)
+
+    def start(self) -> "Connection":
+        self.sampler.start()
+        return self
+
+    def begin(self, nbytes: int) -> Response:
+        """A response starts: the request was read."""
+        r = Response(self.requests, nbytes, time.time_ns(), self.offset + nbytes)
+        self.requests += 1
+        self.offset += nbytes
+        with self.cond:
+            r.retrans, r.rtos = self.pending_retrans, self.pending_rtos
+            self.pending_retrans = self.pending_rtos = 0
+            self.open.append(r)
+            self.cond.notify()
+        return r
+
+    def sample(self) -> None:
         while True:
+            with self.cond:
+                while not self.open and not self.closing:
+                    self.cond.wait()
+                if not self.open:
+                    return
             try:
-                info = tcp_info(conn)
+                info = tcp_info(self.conn)
             except OSError:
                 return
-            if info["ca_state"] == TCP_CA_LOSS and last != TCP_CA_LOSS:
-                rtos += 1
-            last = info["ca_state"]
-            if state["done"] and info["unacked"] == 0:
-                return
+            self.account(info)
             time.sleep(0.001)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    sent = 0
+    def account(self, info: dict) -> None:
+        """One sample: new retransmissions and a new entry into TCP_CA_Loss to the oldest open response;
+        responses whose last byte the client acknowledged are logged."""
+        now = time.time_ns()
+        loss = info["ca_state"] == TCP_CA_LOSS
+        new_rto = int(loss and not self.in_loss)
+        self.in_loss = loss
+        new_retrans = info["total_retrans"] - self.seen_retrans
+        self.seen_retrans = info["total_retrans"]
+        done = []
+        with self.cond:
+            if self.open:
+                self.open[0].retrans += new_retrans
+                self.open[0].rtos += new_rto
+            else:
+                self.pending_retrans += new_retrans
+                self.pending_rtos += new_rto
+            acked = info["bytes_acked"] - self.acked0
+            while self.open and acked >= self.open[0].end_off:
+                done.append(self.open.pop(0))
+        for r in done:
+            self.write(r, now, r.nbytes)  # all acknowledged, so all sent (send() may not have returned yet)
+
+    def write(self, r: Response, end_ns: int, nbytes: int) -> None:
+        with self.lock:
+            self.log.write(json.dumps({"client_port": self.port, "request": r.request, "bytes": nbytes,
+                                       "retrans": r.retrans, "rtos": r.rtos, "start_ns": r.start_ns,
+                                       "end_ns": end_ns}) + "\n")
+            self.log.flush()
+
+    def close(self) -> None:
+        """The client closed (or the connection broke): wait up to 60 s for the open responses' last ACKs,
+        log what is still open as it stands, close."""
+        with self.cond:
+            self.closing = True
+            self.cond.notify()
+        if self.sampler.is_alive():
+            self.sampler.join(timeout=60)
+        with self.cond:
+            left, self.open = self.open, []
+        for r in left:
+            self.write(r, time.time_ns(), r.sent)
+        self.conn.close()
+
+
+def requests(conn: socket.socket) -> Iterator[int]:
+    """The sizes a client asks for on one connection (``GET <n>\\n`` lines, any number per segment), until it
+    closes or sends something else."""
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            if len(buf) > 64:
+                return
+            try:
+                chunk = conn.recv(4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        try:
+            verb, n = line.split()
+            nbytes = int(n)
+        except ValueError:
+            return
+        if verb != b"GET" or nbytes < 0:
+            return
+        yield nbytes
+
+
+def serve_conn(conn: socket.socket, peer, log, lock: threading.Lock) -> None:
+    """Answer a connection's requests in order, each with its bytes, until the client closes."""
+    c = Connection(conn, peer[1], log, lock).start()
     block = b"\x00" * CHUNK
     try:
-        while sent < nbytes:
-            sent += conn.send(block[: min(CHUNK, nbytes - sent)])
+        for nbytes in requests(conn):
+            r = c.begin(nbytes)
+            while r.sent < nbytes:
+                r.sent += conn.send(block[: min(CHUNK, nbytes - r.sent)])
     except OSError:
         pass
-    state["done"] = True
-    sampler.join(timeout=60)
-    end = time.time_ns()
-    with lock:
-        log.write(json.dumps({"client_port": peer[1], "bytes": sent, "retrans": info["total_retrans"],
-                              "rtos": rtos, "start_ns": start, "end_ns": end}) + "\n")
-        log.flush()
-    conn.close()
+    finally:
+        c.close()
 
 
 def server(port: int, cc: str, log_path: str) -> int:
@@ -98,36 +214,16 @@ def server(port: int, cc: str, log_path: str) -> int:
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
     ls.bind(("0.0.0.0", port))
-    ls.listen(128)
+    ls.listen(LISTEN_BACKLOG)
     lock = threading.Lock()
     with open(log_path, "a") as log:
         try:
             while True:
                 conn, peer = ls.accept()
-                threading.Thread(target=serve_one, args=(conn, peer, log, lock), daemon=True).start()
+                threading.Thread(target=serve_conn, args=(conn, peer, log, lock), daemon=True).start()
         except (KeyboardInterrupt, SystemExit):
             pass
     return 0
-
-
-def fetch(dst: str, port: int, nbytes: int, timeout: float, row: dict) -> None:
-    row["start_ns"] = time.time_ns()
-    try:
-        s = socket.create_connection((dst, port), timeout=timeout)
-        row["lport"] = s.getsockname()[1]
-        s.sendall(f"GET {nbytes}\n".encode())
-        got = 0
-        while got < nbytes:
-            chunk = s.recv(CHUNK)
-            if not chunk:
-                break
-            got += len(chunk)
-            row["end_ns"] = time.time_ns()
-        row["bytes"] = got
-        row["completed"] = int(got >= nbytes)
-        s.close()
-    except OSError as e:
-        row["error"] = str(e)
 
 
 def client(dst: str, port: int, flows: int, nbytes: int, start_at: int, burst: int, timeout: float,
@@ -148,82 +244,67 @@ def client(dst: str, port: int, flows: int, nbytes: int, start_at: int, burst: i
     return 0 if all(r["completed"] for r in rows) else 1
 
 
-def users(dst: str, port: int, n_users: int, min_bytes: int, max_bytes: int, idle_mean_s: float, start_at: int,
-          duration: float, seed: int, log_path: str) -> int:
-    """The rtc+web workload's web users: each a sequence of page downloads of U(min, max) bytes separated
-    by idle periods ~ Exp(idle_mean_s), from ``start_at`` for ``duration`` s. One row per download; the
-    "burst" column holds the user. Reproducible from ``seed``."""
-    import random
-    while (wait := start_at - time.time_ns()) > 0:
-        time.sleep(min(wait, 5_000_000) / 1e9)
-    end = time.monotonic() + duration
-    rows: list[dict] = []
-    lock = threading.Lock()
-
-    def user(k: int) -> None:
-        rng = random.Random(seed * 1009 + k)
-        time.sleep(rng.expovariate(1 / idle_mean_s) / 4)  # users do not all start at once
-        while time.monotonic() < end:
-            row = {"flow": 0, "burst": k, "start_ns": 0, "end_ns": "", "bytes": 0, "completed": 0, "lport": 0}
-            with lock:
-                row["flow"] = len(rows)
-                rows.append(row)
-            fetch(dst, port, rng.randint(min_bytes, max_bytes), max(1.0, end - time.monotonic()), row)
-            time.sleep(rng.expovariate(1 / idle_mean_s))
-
-    threads = [threading.Thread(target=user, args=(k,), daemon=True) for k in range(n_users)]
-    for t in threads:
-        t.start()
-    try:
-        for t in threads:
-            t.join(timeout=max(0.0, end - time.monotonic()) + 1)
-    finally:
-        with lock:
-            write_client_log(log_path, list(rows))
-    return 0
+def read_server_log(path: Path) -> dict[tuple[int, int], list[dict]]:
+    """The server's rows by (client port, request index on the connection); a port reused by a later
+    connection gives several rows under one key (``server_row`` picks by time). Rows from before requests were
+    numbered count as request 0."""
+    rows: dict[tuple[int, int], list[dict]] = {}
+    if Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            if line.strip():
+                d = json.loads(line)
+                rows.setdefault((int(d["client_port"]), int(d.get("request", 0))), []).append(d)
+    return rows
 
 
-def write_client_log(log_path: str, rows: list[dict]) -> None:
-    with open(log_path, "w", newline="") as f:
-        w = csv.DictWriter(f, ["flow", "burst", "start_ns", "end_ns", "bytes", "completed", "lport"],
-                           extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+def server_row(srv: dict[tuple[int, int], list[dict]], port: int, request: int, start_ns: int) -> dict | None:
+    """The server's row of a request: the one under (port, request) whose start is nearest the client's."""
+    rows = srv.get((port, request))
+    return min(rows, key=lambda d: abs(int(d["start_ns"]) - start_ns)) if rows else None
+
+
+def _read_rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _losses(srv: dict, requests: list[dict]) -> tuple[object, object]:
+    """retrans and rtos summed over a flow's requests' server rows; "" (unknown) if any row is missing."""
+    found = [server_row(srv, int(r["lport"] or 0), int(r["request"] or 0), int(r["start_ns"] or 0))
+             for r in requests]
+    if not found or any(d is None for d in found):
+        return "", ""
+    return sum(int(d["retrans"]) for d in found), sum(int(d["rtos"]) for d in found)
 
 
 def merge_flows(client_csvs: list[Path], server_jsonl: Path, out: Path) -> int:
-    """flows.csv: client rows joined with the server's retransmission and RTO counts (by client port)."""
+    """flows.csv from one server's log (``merge_flow_logs`` with one pair)."""
     return merge_flow_logs([(client_csvs, server_jsonl)], out)
 
 
 def merge_flow_logs(sources: Sequence[tuple[Sequence[Path], Path]], out: Path) -> int:
-    """flows.csv from (client logs, server log) pairs: each client row joined with its own server's line on the
-    client's port (``lport`` = the line's ``client_port``), within its pair only (TCP's and UDP's ports are two
-    spaces: the web server's and the QUIC server's logs, accessnet.quic); rows numbered in the pairs' order."""
-    rows: list[tuple[dict, dict]] = []
+    """flows.csv from (client logs, server log) pairs, each client row joined with its own server's rows only
+    (TCP's and UDP's ports are two spaces: the web server's and the QUIC server's logs, accessnet.quic), rows
+    numbered in the pairs' order: a flow's retransmission and RTO counts by its client port (request 0); a
+    page's, when its client kept a per-object log (``browse.requests_log``), summed over its objects' rows
+    (client port and request index)."""
+    merged = []
     for client_csvs, server_jsonl in sources:
         srv = read_server_log(Path(server_jsonl))
         for path in client_csvs:
-            with open(path, newline="") as f:
-                rows.extend((r, srv.get(int(r["lport"] or 0), {})) for r in csv.DictReader(f))
+            objects: dict[str, list[dict]] = {}
+            if requests_log(Path(path)).exists():
+                for o in _read_rows(requests_log(Path(path))):
+                    objects.setdefault(o["flow"], []).append(o)
+            for r in _read_rows(path):
+                reqs = objects.get(r["flow"]) if objects else [{**r, "request": 0}]
+                merged.append((r, *_losses(srv, reqs or [])))
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["flow", "burst", "start_ns", "end_ns", "bytes", "retrans", "rtos", "completed"])
-        for i, (r, s) in enumerate(rows):
-            w.writerow([i, r["burst"], r["start_ns"], r["end_ns"], r["bytes"], s.get("retrans", ""),
-                        s.get("rtos", ""), r["completed"]])
-    return len(rows)
-
-
-def read_server_log(path: Path) -> dict[int, dict]:
-    """A server's JSON lines by client port (none when the file is missing)."""
-    srv = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                d = json.loads(line)
-                srv[d["client_port"]] = d
-    return srv
+        for i, (r, retrans, rtos) in enumerate(merged):
+            w.writerow([i, r["burst"], r["start_ns"], r["end_ns"], r["bytes"], retrans, rtos, r["completed"]])
+    return len(merged)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,12 +312,12 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("server")
-    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--port", type=int, default=WEB_PORT)
     p.add_argument("--cc", default="cubic")
     p.add_argument("--log", required=True)
     p = sub.add_parser("client")
     p.add_argument("--dst", required=True)
-    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--port", type=int, default=WEB_PORT)
     p.add_argument("--flows", type=int, default=1)
     p.add_argument("--bytes", type=int, required=True)
     p.add_argument("--start-at", type=int, default=0, help="absolute start, ns (CLOCK_REALTIME)")
@@ -245,22 +326,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log", required=True)
     p = sub.add_parser("users", help="web users: page downloads separated by exponential idle periods")
     p.add_argument("--dst", required=True)
-    p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--users", type=int, default=5)
-    p.add_argument("--min-bytes", type=int, default=100_000)
-    p.add_argument("--max-bytes", type=int, default=1_500_000)
-    p.add_argument("--idle-mean-s", type=float, default=10.0)
+    p.add_argument("--port", type=int, default=WEB_PORT)
+    p.add_argument("--users", type=int, default=DEFAULTS["count"])
+    p.add_argument("--min-bytes", type=int, default=DEFAULTS["min_bytes"])
+    p.add_argument("--max-bytes", type=int, default=DEFAULTS["max_bytes"])
+    p.add_argument("--idle-mean-s", type=float, default=DEFAULTS["idle_mean_s"])
     p.add_argument("--start-at", type=int, default=0)
     p.add_argument("--duration", type=float, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--log", required=True)
+    p.add_argument("--mode", choices=MODES, default=DEFAULTS["mode"],
+                   help="a new connection per page, a pool of kept-alive ones, or one HTTP/2-like connection")
+    p.add_argument("--objects", type=int, default=DEFAULTS["objects"], help="objects per page (keepalive, h2)")
+    p.add_argument("--connections", type=int, default=DEFAULTS["connections"],
+                   help="the pool's size per user (keepalive)")
+    p.add_argument("--keepalive-timeout-s", type=float, default=None,
+                   help="close a connection idle this long (default: never)")
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if a.cmd == "server":
         return server(a.port, a.cc, a.log)
     if a.cmd == "users":
         return users(a.dst, a.port, a.users, a.min_bytes, a.max_bytes, a.idle_mean_s, a.start_at, a.duration,
-                     a.seed, a.log)
+                     a.seed, a.log, Browser(a.mode, a.objects, a.connections, a.keepalive_timeout_s))
     return client(a.dst, a.port, a.flows, a.bytes, a.start_at, a.burst, a.timeout, a.log)
 
 

@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .browse import DEFAULTS as USERS_DEFAULTS
 from .irto import preexec
 from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
+from .web import WEB_PORT
 
-AUDIO_PORT, WEB_PORT, RTC_PORT = 5004, 8080, 5006
+AUDIO_PORT, RTC_PORT = 5004, 5006
 QUIC_PORT = 4433  # UDP
 QUIC_READY_S = 15.0  # the QUIC server imports aioquic and makes its certificate before it listens
 WEBRTC_SIGNAL_PORT = 5008  # TCP, the offer/answer (flow k: + k); the media's UDP ports are ICE's own (ephemeral)
@@ -224,14 +226,25 @@ class Bulk(Bursts):
 
 class Users(Workload):
     """``[users]``: web users, each page downloads of U(min, max) bytes with Exp(idle) between (the tool
-    draws them from this replication's seed)."""
+    draws them from this replication's seed), over a fresh connection per page, a browser's pool of kept-alive
+    connections, or one HTTP/2-like connection per user (``mode``; accessnet.browse). One row per page in
+    flows.csv: the user is its burst."""
 
     section = "users"
     tcp = True
 
+    def __init__(self, cfg: dict, seed: int) -> None:
+        super().__init__({**USERS_DEFAULTS, **cfg}, seed)
+
     def draw(self) -> dict:
-        return {"seed": self.rng.getrandbits(48), "count": int(self.cfg.get("count", 5)),
-                "start_s": float(self.cfg.get("start_s", 2.0))}
+        plan = {"seed": self.rng.getrandbits(48), "count": int(self.cfg["count"]),
+                "start_s": float(self.cfg["start_s"])}
+        mode = self.cfg["mode"]
+        if mode != "fresh":  # a fresh user's plan stays as it always was
+            plan.update(mode=mode, objects=int(self.cfg["objects"]))
+            if mode == "keepalive":
+                plan["connections"] = int(self.cfg["connections"])
+        return plan
 
     def tcp_start_s(self) -> float | None:
         return self.plan["start_s"]
@@ -239,15 +252,27 @@ class Users(Workload):
     def n_flows(self) -> int:
         return self.plan["count"]
 
+    def browser_args(self) -> list[str]:
+        """The persistent modes' arguments (none for fresh users: their command is as it always was)."""
+        u = self.cfg
+        if u["mode"] == "fresh":
+            return []
+        args = ["--mode", u["mode"], "--objects", str(int(u["objects"]))]
+        if u["mode"] == "keepalive":
+            args += ["--connections", str(int(u["connections"]))]
+        if "keepalive_timeout_s" in u:
+            args += ["--keepalive-timeout-s", str(float(u["keepalive_timeout_s"]))]
+        return args
+
     def start(self, lab: Lab) -> None:
         u = self.cfg
         lab.ensure_web_server()
         self.procs.append(lab.spawn(lab.net.cli, [
             "accessnet.web", "users", "--dst", SERVER_IP, "--port", str(WEB_PORT), "--users", str(self.plan["count"]),
-            "--min-bytes", str(int(u.get("min_bytes", 100_000))), "--max-bytes", str(int(u.get("max_bytes", 1_500_000))),
-            "--idle-mean-s", str(float(u.get("idle_mean_s", 10.0))), "--start-at", str(lab.at(self.plan["start_s"])),
+            "--min-bytes", str(int(u["min_bytes"])), "--max-bytes", str(int(u["max_bytes"])),
+            "--idle-mean-s", str(float(u["idle_mean_s"])), "--start-at", str(lab.at(self.plan["start_s"])),
             "--duration", str(lab.duration_s - self.plan["start_s"] - lab.tail_s), "--seed", str(self.plan["seed"]),
-            "--log", str(lab.out / "client_flows_users.csv")], "web_users"))
+            "--log", str(lab.out / "client_flows_users.csv"), *self.browser_args()], "web_users"))
 
     def ends_run(self) -> bool:
         return True
