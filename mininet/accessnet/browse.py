@@ -318,8 +318,11 @@ class Session:
                 w.writerows(objects)
 
 
-def requests_log(client_log: Path) -> Path:
-    """The per-object log beside a client's page log: client_flows_X.csv -> client_requests_X.csv."""
+def requests_log(client_log: Path) -> Path | None:
+    """The per-object log beside a web client's page log: client_flows_X.csv -> client_requests_X.csv (None for
+    another client's log, e.g. a QUIC client's)."""
+    if not client_log.name.startswith("client_flows_"):
+        return None
     return client_log.with_name(client_log.name.replace("client_flows_", "client_requests_", 1))
 
 

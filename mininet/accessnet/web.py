@@ -293,8 +293,9 @@ def merge_flow_logs(sources: Sequence[tuple[Sequence[Path], Path]], out: Path) -
         srv = read_server_log(Path(server_jsonl))
         for path in client_csvs:
             objects: dict[str, list[dict]] = {}
-            if requests_log(Path(path)).exists():
-                for o in _read_rows(requests_log(Path(path))):
+            per_object = requests_log(Path(path))
+            if per_object is not None and per_object.exists():
+                for o in _read_rows(per_object):
                     objects.setdefault(o["flow"], []).append(o)
             for r in _read_rows(path):
                 reqs = objects.get(r["flow"]) if objects else [{**r, "request": 0}]
