@@ -5,7 +5,9 @@
   the transfer is in flight and counts retransmission timeouts (entries into
   the ``TCP_CA_Loss`` state) and retransmitted segments; one JSON line per
   connection goes to the log. The initial window is the route's ``initcwnd``
-  (set by the lab), the congestion control ``--cc``.
+  (set by the lab), the congestion control ``--cc``. It listens on both
+  families (``::`` with IPV6_V6ONLY off), so one server serves an IPv4 run
+  and an IPv6 run alike; the clients connect to ``--dst`` in its family.
 * ``client``: at an absolute time opens N connections in parallel, each
   fetching B bytes, and logs per flow: start (connect called), end (last byte
   received), bytes, completed, and its local port.
@@ -25,6 +27,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from .addresses import bind_any
 
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
@@ -93,10 +97,8 @@ def serve_one(conn: socket.socket, peer, log, lock: threading.Lock) -> None:
 
 
 def server(port: int, cc: str, log_path: str) -> int:
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls = bind_any(socket.SOCK_STREAM, port)
     ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
-    ls.bind(("0.0.0.0", port))
     ls.listen(128)
     lock = threading.Lock()
     with open(log_path, "a") as log:
