@@ -277,6 +277,7 @@ def test_telemetry_pcap_roundtrip_and_truncation(tmp_path):
 
 from bulkcapture import CLIENT, SERVER, audio_frames, connection, write_pcap_us  # noqa: E402
 
+from accessnet.addresses import V4, V6, Hosts  # noqa: E402
 from experiments.metrics import bulk_goodput, delivered_bytes, read_tcp_headers  # noqa: E402
 
 NS = 1_000_000_000
@@ -294,11 +295,11 @@ def acks(k_max: int = 100, base: int = TB + 1_300_000_000) -> list[tuple[int, in
 
 def write_bulk_rep(rep: Path, *, n_audio: int = 596, start: int = BULK_START, ack_list=None, end: int | None = None,
                    nbytes: int = 0, client_log: bool = True, extra=(), fin_at: int | None = None,
-                   bulk: bool = True) -> Path:
+                   bulk: bool = True, hosts: Hosts = V4) -> Path:
     """Audio every 20 ms from TB (n_audio packets: the last one sent at TB + 11.9 s by default, so the window
     ends 2 s earlier, at TB + 9.9 s), one bulk flow
     (burst 0) from ``start`` that never completes unless ``end`` is given, its client log, and client.pcap:
-    the bulk connection, the audio, ``extra`` frames and a last frame at TB + 12 s."""
+    the bulk connection, the audio, ``extra`` frames and a last frame at TB + 12 s, between ``hosts``."""
     rep.mkdir(parents=True)
     plan = {"bursts": [{"burst": 0, "start_s": (start - TB) / NS, "flows": 1, "bytes": 10**9, **({"bulk": True}
                                                                                                  if bulk else {})}]}
@@ -315,8 +316,8 @@ def write_bulk_rep(rep: Path, *, n_audio: int = 596, start: int = BULK_START, ac
     if client_log:
         (rep / "client_flows_0.csv").write_text("flow,burst,start_ns,end_ns,bytes,completed,lport\n"
                                                 f"0,0,{start},{end if done else TB},{nbytes},{int(done)},{PORT}\n")
-    frames = connection(start, PORT, ISN, acks() if ack_list is None else ack_list, fin_at=fin_at)
-    frames += audio_frames(TB, n_audio) + list(extra) + [(TB + 12 * NS, audio_frames(0, 1)[0][1])]
+    frames = connection(start, PORT, ISN, acks() if ack_list is None else ack_list, fin_at=fin_at, hosts=hosts)
+    frames += audio_frames(TB, n_audio, hosts) + list(extra) + [(TB + 12 * NS, audio_frames(0, 1, hosts)[0][1])]
     write_pcap_us(rep / "client.pcap", frames)
     return rep
 
@@ -334,6 +335,36 @@ def test_tcp_headers_of_a_capture(tmp_path):
     ts, cum = delivered_bytes(pk, (syn["src"], syn["dst"], PORT, 8080, syn["ts_ns"]))
     assert cum.tolist() == [0, ACK_BYTES, 2 * ACK_BYTES]  # the handshake's ACK, then ACK 1 and 2, unwrapped
     assert ts.tolist() == [BULK_START + 162_050_000, TB + 1_400 * MS, TB + 1_500 * MS]
+
+
+def test_tcp_headers_of_an_ipv6_capture(tmp_path):
+    """The same download over IPv6: the same segments, 128-bit addresses (exact), no IP ID (0), the payload from
+    the IPv6 payload length; a capture holding both families keeps each segment's own."""
+    import ipaddress
+    rep = write_bulk_rep(tmp_path / "rep0", ack_list=acks(2), hosts=V6)
+    pk, last = read_tcp_headers(rep / "client.pcap")
+    v4, _ = read_tcp_headers(write_bulk_rep(tmp_path / "v4", ack_list=acks(2)) / "client.pcap")
+    assert last == TB + 12 * NS and len(pk) == len(v4) == 7
+    same = ["ts_ns", "sport", "dport", "seq", "ack", "flags", "payload"]
+    assert pk[same].equals(v4[same]) and set(pk["ipver"]) == {6} and set(v4["ipver"]) == {4}
+    assert set(pk["ip_id"]) == {0} and pk["payload"].tolist() == [0, 0, 0, 1448, 0, 1448, 0]
+    syn = pk.iloc[0]
+    assert (syn["src"], syn["dst"]) == (int(ipaddress.IPv6Address(V6.client)), int(ipaddress.IPv6Address(V6.server)))
+    ts, cum = delivered_bytes(pk, (syn["src"], syn["dst"], PORT, 8080, syn["ts_ns"]))
+    assert cum.tolist() == [0, ACK_BYTES, 2 * ACK_BYTES]
+    both = tmp_path / "both.pcap"
+    write_pcap_us(both, connection(BULK_START, PORT, ISN, acks(2), hosts=V6) + connection(BULK_START, PORT + 1, 7, acks(2)))
+    mixed, _ = read_tcp_headers(both)
+    assert sorted(mixed["ipver"].unique()) == [4, 6] and mixed["src"].map(type).eq(int).all()
+
+
+def test_bulk_goodput_over_ipv6_is_the_ipv4_one(tmp_path):
+    """summarize_rep of the same replication captured over IPv6: every metric as over IPv4 (the bulk goodput
+    read from the client's IPv6 ACKs)."""
+    v4 = summarize_rep(write_bulk_rep(tmp_path / "v4"), jitter_buffers=[40])
+    v6 = summarize_rep(write_bulk_rep(tmp_path / "v6", hosts=V6), jitter_buffers=[40])
+    assert v6["bulk"]["bytes"] == 1_725_000 and v6["bulk"]["goodput_bps"] == pytest.approx(2e6, rel=1e-12)
+    assert {k: v for k, v in v6.items() if k != "path"} == {k: v for k, v in v4.items() if k != "path"}
 
 
 def test_bulk_goodput_by_hand(tmp_path):
