@@ -245,6 +245,26 @@ def write_pcap(path: Path, frames: list[bytes]) -> None:
             w.writepkt(fr, ts=i / 1000)
 
 
+def test_telemetry_ipver_and_ipv6_hosts(tmp_path):
+    """Byte 45 of a record is its packet's IP version (6 for IPv6, else 0; docs/telemetry.md), src/dst an IPv6
+    address's low 32 bits: both readers give ipver, and host_mask finds a host's records of either family."""
+    from experiments.telemetry_reader import host_mask
+    v6 = Record(4, 0, 0, 1, 0, 114, 0, 0, T0, 0, 0, 0x00000001, 0x00000002, 5004, 5004, 17, 0, 0)
+    v4 = Record(4, 0, 0, 1, 0, 94, 1, 0, T0, 0, 0, 0x0A000001, 0x0A000002, 5004, 5004, 17, 0, 0)
+    decoy = Record(4, 0, 0, 1, 0, 94, 2, 0, T0, 0, 0, 0x00000001, 0x00000002, 5004, 5004, 17, 0, 0)  # 0.0.0.2
+    frame6 = bytearray(encode_frame(v6))
+    frame6[14 + 45] = 6
+    path = tmp_path / "telemetry.pcap"
+    write_pcap(path, [bytes(frame6), encode_frame(v4), encode_frame(decoy)])
+    df, _ = read_telemetry(path)
+    assert df["ipver"].tolist() == [6, 0, 0]
+    assert read_telemetry_scapy(path).astype(object).equals(df.astype(object))
+    assert host_mask(df, "fd00::2").tolist() == [True, False, False]
+    assert host_mask(df, "fd00::1", "src").tolist() == [True, False, False]
+    assert host_mask(df, "10.0.0.2").tolist() == [False, True, False]
+    assert host_mask(df, "fd00::3").tolist() == [False, False, False]
+
+
 def test_telemetry_pcap_roundtrip_and_truncation(tmp_path):
     recs = [Record(4, i % 3, 2, 1, 3, 94 + i, i, 7 * i, T0 + i * 1000, 5 * i, 6, 0x0A000001, 0x0A000002, 5004,
                    40000 + i, 17, 2**64 - 1 - i, i) for i in range(5)]
@@ -252,8 +272,9 @@ def test_telemetry_pcap_roundtrip_and_truncation(tmp_path):
     other = b"\xff" * 12 + b"\x08\x00" + b"\x45" + b"\x00" * 39  # an IPv4 frame
     write_pcap(path, [encode_frame(r) for r in recs[:2]] + [other] + [encode_frame(r) for r in recs[2:]])
     df, skipped = read_telemetry(path)
-    assert skipped == 1 and list(df.columns) == COLUMNS
-    assert [Record(**{k: int(v) for k, v in row.items()}) for row in df.to_dict("records")] == recs
+    assert skipped == 1 and list(df.columns) == COLUMNS and set(df["ipver"]) == {0}
+    fields = set(Record.__dataclass_fields__)
+    assert [Record(**{k: int(v) for k, v in row.items() if k in fields}) for row in df.to_dict("records")] == recs
     slow = read_telemetry_scapy(path)
     assert slow.astype(object).equals(df.astype(object))
 
