@@ -58,6 +58,9 @@ LOG = logging.getLogger("iwlab.net")
 ROOT = Path(__file__).resolve().parents[2]
 DELAYLINE = ROOT / "build" / "delayline"
 RWND_OBJECT, RWND_LOADER = ROOT / "build" / "rwnd.bpf.o", ROOT / "build" / "rwnd-attach"  # the phone's window
+# A Linux bridge that forwards and says nothing: with multicast snooping on, a bridge joins the all-snoopers
+# groups (RFC 4286) and its IGMP report crossed the bottleneck (seen in a kernel-backend run's captures).
+QUIET_BRIDGE = "bridge mcast_snooping 0"
 
 
 def sh(node: Node, cmd: str, timeout: float = 20.0, check: bool = False) -> str:
@@ -222,7 +225,7 @@ class AccessNet:
             a, b = f"{node.name}-eth0", f"{node.name}-eth1"
             us = int(round(ms * 1000))
             if self.netem:
-                sh(node, f"ip link add br0 type bridge && ip link set {a} master br0 && "
+                sh(node, f"ip link add br0 type {QUIET_BRIDGE} && ip link set {a} master br0 && "
                          f"ip link set {b} master br0 && ip link set br0 up", check=True)
                 for intf in (a, b):
                     sh(node, f"tc qdisc replace dev {intf} root netem delay {ms}ms limit 1000000", check=True)
@@ -243,7 +246,7 @@ class AccessNet:
         """Kernel backend: the switch is a Linux bridge and the AQM a child of the tbf."""
         p = self.prefix
         br = f"{p}br"
-        sh(self.sw, f"ip link add {br} type bridge && ip link set {self.ports.server} master {br} && "
+        sh(self.sw, f"ip link add {br} type {QUIET_BRIDGE} && ip link set {self.ports.server} master {br} && "
                     f"ip link set {self.ports.client} master {br} && ip link set {br} up", check=True)
         r = sh(self.sw, f"tc qdisc replace dev {self.ports.client} parent 1:1 handle 10: {qdisc} 2>&1; echo rc=$?")
         if not r.strip().endswith("rc=0"):
