@@ -22,7 +22,7 @@ import dpkt
 import pytest
 from test_e2e_smoke import host_stalled
 
-from accessnet.addresses import V6, ipv6_missing
+from accessnet.addresses import V4, V6, ipv6_missing
 from experiments.metrics import read_flows, summarize_rep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +64,46 @@ def frames(pcap: Path) -> list[tuple[float, dpkt.ethernet.Ethernet]]:
 
 def addr(raw: bytes) -> str:
     return str(ipaddress.IPv6Address(raw))
+
+
+def test_the_hosts_are_dual_stack_and_the_forwarders_have_no_ipv6():
+    """The network as AccessNet builds it for every run, read back from the kernel: the server and the phone
+    hold their IPv4 and IPv6 addresses (no link-local one), permanent neighbours of both families, the server's
+    initcwnd on both connected routes, and no router advertisements taken or solicitations sent; every
+    interface of the delay nodes, the switch and the monitor has IPv6 off and no address."""
+    from accessnet.leftovers import Lease
+    from accessnet.profiles import profile
+    from accessnet.topology import AccessNet, sh
+    with Lease() as lease:
+        net = AccessNet(lease.prefix, profile("hspa"), registry=lease.registry)
+        try:
+            net.start()
+            net.set_iw(4)
+
+            def conf(node, intf: str, key: str) -> str:
+                return sh(node, f"cat /proc/sys/net/ipv6/conf/{intf}/{key}").strip()
+
+            for node, me, peer in ((net.srv, "server", "client"), (net.cli, "client", "server")):
+                intf = f"{node.name}-eth0"
+                addrs = sh(node, f"ip -o addr show dev {intf}")
+                assert f" inet {getattr(V4, me)}/24 " in addrs, addrs
+                assert f" inet6 {getattr(V6, me)}/64 " in addrs and " fe80:" not in addrs, addrs
+                for fam in (4, 6):
+                    peer_addr = getattr(V4 if fam == 4 else V6, peer)
+                    neigh = sh(node, f"ip -{fam} neigh show {peer_addr} dev {intf}")
+                    assert "PERMANENT" in neigh, neigh
+                assert [conf(node, intf, k) for k in ("disable_ipv6", "accept_ra", "router_solicitations",
+                                                      "accept_dad")] == ["0", "0", "0", "0"]
+            srv_if = f"{net.srv.name}-eth0"
+            assert "initcwnd 4" in sh(net.srv, f"ip -4 route show 10.0.0.0/24 dev {srv_if}")
+            assert "initcwnd 4" in sh(net.srv, f"ip -6 route show fd00::/64 dev {srv_if}")
+            for node in (net.d1, net.d2, net.sw, net.mon):
+                for intf in node.intfNames():
+                    if intf != "lo":
+                        assert conf(node, intf, "disable_ipv6") == "1", (node.name, intf)
+                        assert sh(node, f"ip -6 -o addr show dev {intf}").strip() == "", (node.name, intf)
+        finally:
+            net.stop()
 
 
 def test_the_run_is_recorded_as_ipv6(rep):
