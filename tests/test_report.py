@@ -805,3 +805,12 @@ def test_iwa_table_judges_a_unit_whose_frame_exceeds_the_buffer_at_the_next_stud
     assert edge["iwa level ≥ 2 (%)"] == "0.0" and edge["IWA level"] == "pass"
     assert float(hspa["iwa level ≥ 2 (%)"]) > 40 and hspa["IWA level"] == "FAIL"
     assert unit_jitter_buffer({}, 40.0) == 40.0  # no profile known: the buffer asked for
+
+
+def test_the_setup_names_the_ip_family(built, tmp_path):
+    """The setup says which IP family the replications ran over (meta.json ip; runs before it: IPv4)."""
+    _, _, md = built
+    assert "; IP: IPv4\n" in md
+    run = tmp_path / "run6"
+    write_rep(run, "hspa-48p-fifo-iw10-ip6", 0, owd_ramp(5), meta_extra={"ip": 6})
+    assert "; IP: IPv6\n" in report.write_report([run], tmp_path / "out").read_text()
