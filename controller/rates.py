@@ -30,7 +30,7 @@ from .entries import product_rows
 
 # IWA's product tables (their P4Info aliases) and which of RateKey's constants each holds
 PRODUCT_TABLES = (("span_bytes.products", "bytes_per_ns_q32"), ("room_bytes.products", "bytes_per_ns_q32"),
-                  ("extra_ns.products", "payload_ns_q16"))
+                  ("grant_ns.products", "payload_ns_q16"))
 
 
 class RateKey(NamedTuple):

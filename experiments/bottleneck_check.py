@@ -1,7 +1,9 @@
 """Is the switch's modelled queue the only bottleneck? Compare, per audio packet, the delay it
 really got beyond the base delay with the sojourn the switch predicted for it (telemetry).
 
-Audio records are matched to audio packets by order (one sender, FIFO path,
+Audio records (UDP to the audio port of the phone: its IPv4 address, or in a
+run over IPv6, meta.json's ``ip``, the low 32 bits of its IPv6 address in an
+IPv6 record) are matched to audio packets by order (one sender, FIFO path,
 nothing lost before the switch); packets the switch dropped are skipped. The
 order is only trusted as far as the records' sequence numbers run without a
 gap: a record lost on the way to the capture (it may have been an audio
@@ -18,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from accessnet.addresses import hosts
 from refmodel.constants import Decision
 
 from .metrics import MetricsError, base_delay_ns, owd_ns, read_audio, read_meta
-from .telemetry_reader import read_telemetry
+from .telemetry_reader import host_mask, read_telemetry
 
 AUDIO_PORT = 5004
 
@@ -45,7 +48,9 @@ def _matched(rep: Path) -> tuple[dict, np.ndarray, np.ndarray]:
     tel, _ = read_telemetry(rep / "telemetry.pcap")
     missing, first_missing = record_gaps(tel["seq"].to_numpy())
     meta = {**meta, "records_missing": missing}
-    a = tel[(tel["proto"] == 17) & (tel["dport"] == AUDIO_PORT) & (tel["decision"] != Decision.BYPASS)]
+    phone = hosts(int(meta.get("ip", 4))).client  # runs recorded before [run] ip existed were IPv4
+    a = tel[(tel["proto"] == 17) & (tel["dport"] == AUDIO_PORT) & (tel["decision"] != Decision.BYPASS)
+            & host_mask(tel, phone)]
     if first_missing is not None:
         a = a[a["seq"] < first_missing]
     a = a.sort_values("seq")

@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .iplayer import PROTO_TCP, ip_layer
+
 NS = 1_000_000_000
 MS = 1_000_000
 JITTER_BUFFERS_MS: tuple[float, ...] = tuple(range(20, 201, 20))
@@ -364,7 +366,9 @@ BULK_COOLDOWN_S = 2.0
 SYN_MATCH_NS = 1 * NS  # a flow's first SYN leaves within this of its connect() (flows.csv start_ns)
 SYN_EARLY_NS = 1 * MS  # ... and no earlier than this before it (pcap timestamps are truncated to the us)
 TCP_SYN, TCP_ACK = 0x02, 0x10
-TCP_HEADER_COLUMNS = ["ts_ns", "src", "dst", "sport", "dport", "seq", "ack", "flags", "ip_id", "payload"]
+TCP_HEADER_COLUMNS = ["ts_ns", "ipver", "src", "dst", "sport", "dport", "seq", "ack", "flags", "ip_id", "tsval",
+                      "payload"]
+TCP_OPT_EOL, TCP_OPT_NOP, TCP_OPT_TIMESTAMP = 0, 1, 8
 _PCAP_MAGICS = {b"\xd4\xc3\xb2\xa1": ("<", 1000), b"\xa1\xb2\xc3\xd4": (">", 1000),  # us timestamps
                 b"\x4d\x3c\xb2\xa1": ("<", 1), b"\xa1\xb2\x3c\x4d": (">", 1)}  # ns timestamps
 _DLT_EN10MB = 1
@@ -378,14 +382,37 @@ def bulk_bursts(meta: dict) -> set[int]:
             and isinstance(b.get("burst"), int)}
 
 
+def tcp_tsval(buf: bytes, at: int, end: int) -> int:
+    """The TSval of the timestamp option (RFC 7323) among the TCP options in ``buf[at:end]``, 0 without one (or
+    where the capture cut it): which transmission a copy of a segment is, where the IP header cannot say."""
+    while at + 1 < end:
+        kind = buf[at]
+        if kind == TCP_OPT_EOL:
+            break
+        if kind == TCP_OPT_NOP:
+            at += 1
+            continue
+        size = buf[at + 1]
+        if size < 2:
+            break
+        if kind == TCP_OPT_TIMESTAMP and size == 10 and at + 6 <= end:
+            return int.from_bytes(buf[at + 2:at + 6], "big")
+        at += size
+    return 0
+
+
 def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
-    """The IPv4 TCP headers of a classic pcap with Ethernet frames (tcpdump's client.pcap, server.pcap): one row
-    per segment with ``TCP_HEADER_COLUMNS`` (ts_ns exact from the record's us or ns; addresses as integers;
-    seq/ack as unsigned 32-bit values; flags the TCP flag byte; ip_id the IPv4 identification; payload the TCP
-    payload's length from the IP total length, so a capture's snap length does not matter), and the time of the
-    capture's last frame of any kind (None without frames). Non-first IP fragments and frames too short for the
-    TCP header are skipped; a capture cut inside its last record (tcpdump killed) is read up to the cut. A
-    missing file, a file without a pcap header or of another link type raises MetricsError naming it."""
+    """The TCP headers, over IPv4 or IPv6, of a classic pcap with Ethernet frames (tcpdump's client.pcap,
+    server.pcap): one row per segment with ``TCP_HEADER_COLUMNS`` (ts_ns exact from the record's us or ns;
+    ipver 4 or 6; addresses as integers, 32 or 128 bits (int64 columns for a capture of IPv4 alone, Python
+    integers where IPv6 is in it); seq/ack as unsigned 32-bit values; flags the TCP flag byte; ip_id the IPv4
+    identification, 0 over IPv6, which has none; tsval the timestamp option's TSval, 0 without it (``tcp_tsval``);
+    payload the TCP payload's length from the IP header's
+    lengths, so a capture's snap length does not matter), and the time of the capture's last frame of any
+    kind (None without frames). The IP layer is ``iplayer.ip_layer``'s. Non-first IP fragments and frames too
+    short for the TCP header are skipped; a capture cut inside its last record (tcpdump killed) is read up to
+    the cut. A missing file, a file without a pcap header or of another link type raises MetricsError naming
+    it."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -412,24 +439,18 @@ def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
         if pos > n:
             break
         last = sec * NS + frac * frac_ns
-        off, etype = f + 14, data[f + 12:f + 14]
-        while etype == b"\x81\x00" and off + 4 <= pos:  # 802.1Q tags
-            etype, off = data[off + 2:off + 4], off + 4
-        if etype != b"\x08\x00" or off + 20 > pos or data[off] >> 4 != 4 or data[off + 9] != 6:
+        ip = ip_layer(data, f, pos)
+        if ip is None or ip.proto != PROTO_TCP or ip.later_fragment or ip.l4 + 14 > pos:
             continue
-        if struct.unpack_from("!H", data, off + 6)[0] & 0x1FFF:
-            continue  # a later fragment: no TCP header
-        t = off + (data[off] & 0x0F) * 4
-        if t + 14 > pos:
-            continue
-        src, dst = struct.unpack_from("!II", data, off + 12)
-        total, ip_id = struct.unpack_from("!HH", data, off + 2)
-        sport, dport, seq, ack, doff, flags = tcp.unpack_from(data, t)
-        payload = max(total - (t - off) - (doff >> 4) * 4, 0)
-        rows.append((last, src, dst, sport, dport, seq, ack, flags, ip_id, payload))
+        sport, dport, seq, ack, doff, flags = tcp.unpack_from(data, ip.l4)
+        hdr = (doff >> 4) * 4
+        tsval = tcp_tsval(data, ip.l4 + 20, min(ip.l4 + hdr, pos)) if hdr > 20 else 0
+        rows.append((last, ip.version, ip.src, ip.dst, sport, dport, seq, ack, flags, ip.ip_id, tsval,
+                     max(ip.l4_len - hdr, 0)))
     df = pd.DataFrame(rows, columns=TCP_HEADER_COLUMNS) if rows else pd.DataFrame(
         {c: pd.Series(dtype="int64") for c in TCP_HEADER_COLUMNS})
-    return df.astype("int64"), last
+    wide = (df["ipver"] == 6).any()  # 128-bit addresses do not fit int64: exact Python integers instead
+    return df.astype({c: object if wide and c in ("src", "dst") else "int64" for c in TCP_HEADER_COLUMNS}), last
 
 
 def _client_port(rep: Path, flow: pd.Series) -> int | None:

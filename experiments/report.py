@@ -465,9 +465,9 @@ MISSING_WORD = {"bulk_bps": "not measured"}  # what a pair without a value lacks
 
 
 def case_pair(c: Case) -> str:
-    """The case's pairing unit (everything but the AQM: scenario, profile, buffer, IW): meta.json "pair" of any
-    of its replications, failed ones too, else its name without the AQM (runs written before meta.json
-    recorded it; ``<scenario>-<profile>-<buffer>-iw<IW>``)."""
+    """The case's pairing unit (everything but the AQM: scenario, profile, buffer, IW, initial RTO, IP family):
+    meta.json "pair" of any of its replications, failed ones too, else its name without the AQM (runs written
+    before meta.json recorded it; ``<scenario>-<profile>-<buffer>-iw<IW>``)."""
     for p in [r.meta.get("pair") for r in c.reps] + [f.get("pair") for f in c.failed]:
         if p:
             return str(p)
@@ -700,7 +700,8 @@ def setup_md(run_dirs: Sequence[Path], cases: list[Case], failed: list[dict]) ->
         f"- AQM: {', '.join(dict.fromkeys(str(c.aqm) for c in cases))}",
         f"- initial window (segments): {_distinct(m.get('iw') for m in metas)}; "
         f"parallel flows N: {_distinct(m.get('n_flows') for m in metas)}; "
-        f"congestion control: {_distinct(m.get('cc') for m in metas)}",
+        f"congestion control: {_distinct(m.get('cc') for m in metas)}; "
+        f"IP: {_distinct('IPv' + str(m.get('ip') or 4) for m in metas)}",
         f"- replications: {n_ok} read, {len(failed)} failed, over {len(cases)} cases",
         f"- switch: {_distinct(m.get('switch') for m in metas)}; delay: {_distinct(m.get('delay') for m in metas)}; "
         f"run length: {_span(m.get('duration_s') for m in metas)} s",
@@ -750,7 +751,8 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
              "replication.", "",
              *main_table(cases, jitter_buffer_ms), "",
              "## Paired differences against FIFO", "",
-             "Every AQM of a pairing unit (scenario, profile, buffer, IW) draws the same traffic in replication k "
+             "Every AQM of a pairing unit (scenario, profile, buffer, IW, initial RTO, IP family) draws the same "
+             "traffic in replication k "
              "(same seed: start times, sizes, tool and switch seeds). Per replication number k read ok for both "
              "the AQM and FIFO: the difference AQM − FIFO; mean ± 95 % confidence interval (Student t, n − 1 "
              "degrees of freedom) over the n pairs, \"n/a\" with fewer than 2; negative is lower than FIFO. "

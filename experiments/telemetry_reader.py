@@ -4,10 +4,14 @@
 (Ethernet link type), the 64-byte records of frames with ethertype 0x88B5 are
 joined and decoded at once with a numpy structured dtype equivalent to
 ``refmodel.telemetry.FORMAT``. It returns ``(records, skipped)``: one row per
-record with the columns of ``refmodel.telemetry.Record`` (in its field order),
+record with the columns of ``refmodel.telemetry.Record`` (in its field order)
+and ``ipver`` (byte 45: 6 for an IPv6 packet, 0 otherwise; docs/telemetry.md),
 and the number of frames of other ethertypes, which are skipped. A missing,
 truncated or corrupt capture, a telemetry frame too short for a record, or a
 record of another telemetry version raises ``MetricsError`` naming the file.
+
+An IPv6 packet's record holds the low 32 bits of its addresses in ``src`` and
+``dst``: ``host_mask`` finds the records from or to a host of either family.
 
 ``read_telemetry_scapy(path)`` reads the same with Scapy's ``rdpcap`` and
 ``Record.decode`` per frame: the slow reference for the benchmark.
@@ -23,19 +27,23 @@ import dpkt
 import numpy as np
 import pandas as pd
 
+from accessnet.addresses import low32
 from refmodel.constants import TELEMETRY_ETHERTYPE, TELEMETRY_VERSION
 from refmodel.telemetry import ETH_HEADER, SIZE, Record
 
 from .metrics import MetricsError
 
-COLUMNS = [f.name for f in fields(Record)]
+IPVER_AT = 45  # the record's IP version byte (docs/telemetry.md): 6 for IPv6, else 0
+# Record's fields, and ipver where Record does not carry it yet (the byte was padding before IPv6)
+COLUMNS = [f.name for f in fields(Record)] + ([] if "ipver" in {f.name for f in fields(Record)} else ["ipver"])
 # refmodel.telemetry.FORMAT = "!BBBBBBHIIQIIIIHHBxHQQ", field by field (network byte order).
 DTYPE = np.dtype([
     ("version", "u1"), ("aqm", "u1"), ("decision", "u1"), ("reason", "u1"), ("cls", "u1"), ("tflags", "u1"),
     ("length", ">u2"), ("seq", ">u4"), ("rand", ">u4"), ("ts_ns", ">u8"), ("sojourn_ns", ">u4"),
     ("backlog_ns", ">u4"), ("src", ">u4"), ("dst", ">u4"), ("sport", ">u2"), ("dport", ">u2"), ("proto", "u1"),
-    ("_pad", "V1"), ("link", ">u2"), ("s1", ">u8"), ("s2", ">u8"),
+    ("ipver", "u1"), ("link", ">u2"), ("s1", ">u8"), ("s2", ">u8"),
 ])
+assert DTYPE.fields["ipver"][1] == IPVER_AT
 assert DTYPE.itemsize == SIZE and set(COLUMNS) <= set(DTYPE.names or ())
 _ETHERTYPE = struct.pack("!H", TELEMETRY_ETHERTYPE)
 _MAGICS = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}
@@ -121,7 +129,15 @@ def read_telemetry_scapy(path: Path) -> pd.DataFrame:
         rec = _frame_payload(path, bytes(pkt))
         if rec is not None:
             try:
-                rows.append(astuple(Record.decode(rec)))
+                r = Record.decode(rec)
             except ValueError as e:
                 raise MetricsError(f"{path}: {e}") from None
+            rows.append(astuple(r) + ((rec[IPVER_AT],) if len(COLUMNS) > len(astuple(r)) else ()))
     return _frame(path, rows)
+
+
+def host_mask(records: pd.DataFrame, addr: str, field: str = "dst") -> pd.Series:
+    """The records whose ``field`` (src or dst) is host ``addr``: an IPv4 address's records carry ipver 0 and the
+    address whole, an IPv6 address's ipver 6 and its low 32 bits (``accessnet.addresses.low32``)."""
+    six = ":" in addr
+    return (records["ipver"] == (6 if six else 0)) & (records[field] == low32(addr))

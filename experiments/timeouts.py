@@ -18,9 +18,12 @@ and every segment it received; ``client.pcap``: every segment that reached the c
   SYNs and SYN-ACKs). A tail loss probe that resends a flow's only outstanding
   segment looks the same and is counted (the server's own count leaves it out). The client's SYN, sent again
   when no SYN-ACK came within its initial RTO, is a timeout of the client.
-* **Spurious**: a copy sent before the retransmission reached the receiver. Linux numbers the IP packets of a
+* **Spurious**: a copy sent before the retransmission reached the receiver. Linux numbers the IPv4 packets of a
   connected socket (the IP ID), so where the copies' IDs differ the receiver's capture says exactly which
-  arrived. Where they are equal (a SYN-ACK: ID 0) the order decides, since the path keeps it (one FIFO queue
+  arrived. IPv6 has no ID; there a copy is told by its TCP timestamp (TSval, in milliseconds: a timer's
+  retransmission leaves at least 200 ms after the copy before it), where the segments carry the option (Linux's
+  default). Where the copies' marks are equal (a SYN-ACK: ID 0; IPv6 without timestamps) the order decides,
+  since the path keeps it (one FIFO queue
   per direction; an AQM drops, it never reorders): with m copies sent, the retransmission the j-th, and n
   captured at the receiver, at least n - (m - j + 1) copies sent before it arrived; and a copy captured before
   the retransmission was sent was sent before it. Either makes it spurious; no copy arriving makes it
@@ -46,8 +49,8 @@ FIELDS = ("timeouts", "handshake", "spurious", "needed", "unknown")
 
 
 def _fate(sent_ids: list[int], sent_ts: list[int], j: int, got_ids: list[int], got_ts: list[int]) -> str:
-    """'spurious', 'needed' or 'unknown' for copy j (0-based, j >= 1) of a segment sent at sent_ts with IP IDs
-    sent_ids, of which the receiver captured copies with got_ids at got_ts (module docstring)."""
+    """'spurious', 'needed' or 'unknown' for copy j (0-based, j >= 1) of a segment sent at sent_ts with marks
+    (``copy_marks``) sent_ids, of which the receiver captured copies with got_ids at got_ts (module docstring)."""
     if not got_ids:
         return "needed"
     if len(set(sent_ids)) == len(sent_ids):
@@ -58,17 +61,24 @@ def _fate(sent_ids: list[int], sent_ts: list[int], j: int, got_ids: list[int], g
     return "unknown"
 
 
+def copy_marks(pk: pd.DataFrame) -> pd.Series:
+    """What tells the copies of a segment apart (the module's docstring): the IP ID over IPv4, the TCP
+    timestamp over IPv6 (``read_tcp_headers``'s ipver, ip_id, tsval)."""
+    return pk["ip_id"].where(pk["ipver"] == 4, pk["tsval"])
+
+
 def _count(out: dict, sender: pd.DataFrame, receiver: pd.DataFrame, rel: int, j: int) -> None:
     """Judge copy j of the segment at relative sequence number rel (sender's copies in time order)."""
     same = sender[sender["rel"] == rel]
     got = receiver[receiver["rel"] == rel]
-    out[_fate(same["ip_id"].tolist(), same["ts_ns"].tolist(), j, got["ip_id"].tolist(), got["ts_ns"].tolist())] += 1
+    out[_fate(same["mark"].tolist(), same["ts_ns"].tolist(), j, got["mark"].tolist(), got["ts_ns"].tolist())] += 1
     out["timeouts"] += 1
 
 
 def count_connection(sv: pd.DataFrame, cl: pd.DataFrame) -> dict:
     """The timeouts of one connection from its segments in server.pcap (sv) and client.pcap (cl), both with
-    columns ts_ns, down (server to client), flags, seq, ack, ip_id, payload and isn, in time order."""
+    columns ts_ns, down (server to client), flags, seq, ack, mark (``copy_marks``), payload and isn, in time
+    order."""
     out = dict.fromkeys(FIELDS, 0)
 
     def rel(v: pd.Series, isn: pd.Series) -> pd.Series:
@@ -116,6 +126,7 @@ def timeouts(rep: Path) -> dict:
         cl, _ = read_tcp_headers(rep / "client.pcap")
     except MetricsError as e:
         return {**dict.fromkeys(FIELDS), "not_measured": str(e)}
+    sv, cl = sv.assign(mark=copy_marks(sv)), cl.assign(mark=copy_marks(cl))
     synacks = sv[(sv["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)]
     total = dict.fromkeys(FIELDS, 0)
     if synacks.empty:

@@ -14,7 +14,7 @@
  *     TcpWindowRewrite      include/tcp_window.p4: IWA clamps a starting flow's window
  *   downstream (server -> client): through the modelled access link
  *     QueuePredict          include/queue_model.p4: backlog, sojourn, limit
- *     Aqm*                  include/aqm_*.p4: the selected AQM decides (IWA: CoDel for established flows)
+ *     Aqm*                  include/aqm_*.p4: the selected AQM decides (IWA: CoDel for all it does not hold)
  *     commit                admit: the modelled link is busy for this frame
  *     EcnMark / drop        include/ecn.p4
  *   counters, TelemetryReport (include/telemetry.p4: clone to the monitor port)
@@ -194,9 +194,13 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
             queue_ring.read(ring_nth, ring + ((seq - (bit<32>)meta.qcfg.limit_pkts) & (RING_SIZE - 1)));
             predict.apply(now, length, tat, ring_nth, meta.qcfg, meta.pred);
 
-            // CoDel decides for the codel AQM and for IWA's established flows; under IWA it observes
-            // every other admitted packet (its sojourn measurement covers the whole queue).
-            bool codel_decides = meta.qcfg.aqm == AQM_CODEL || (iwa_on && meta.track.cls == CLASS_TCP_EST);
+            // CoDel decides for the codel AQM and, under IWA, for every packet IWA does not hold by a window
+            // (datagrams, flows it does not shape, frames it cannot parse, shaped flows past their start); under
+            // IWA it observes every other admitted packet (its sojourn measurement covers the whole queue).
+            bool held = (meta.track.cls == CLASS_TCP_START || meta.track.cls == CLASS_TCP_RTX) &&
+                        meta.track.flags & TRACK_SHAPED != 0;
+            bool codel_decides = meta.qcfg.aqm == AQM_CODEL ||
+                                 (iwa_on && meta.track.cls != CLASS_TCP_CTRL && !held);
             if (meta.qcfg.aqm == AQM_RED) {
                 red.apply(meta.pred, meta.red, meta.link, meta.rand, meta.verdict);
             } else if (meta.qcfg.aqm == AQM_PIE) {

@@ -4,13 +4,15 @@ See ``docs/iwa.md``. IWA's main lever is upstream and loss-free:
 ``shaper.py`` sizes the windows of starting flows to the queue room the
 audio's budget leaves. Here:
 
-* established flows (``TCP_EST``) are CoDel's (the pipeline runs ``codel.py``
-  on them, with ``codel_cfg``), so a bulk incumbent cannot hold the queue;
+* everything no window holds is CoDel's (the pipeline runs ``codel.py`` on it,
+  with ``codel_cfg``: ``pipeline.codel_decides_under_iwa``): datagrams, flows
+  IWA does not shape, frames it cannot parse, and shaped flows past their start
+  phase, so no traffic meets a plain FIFO;
 * the safety net: new data of a starting flow beyond the window it was given
   (a sender that ignores the window) is dropped while its sojourn exceeds the
   target; a mark would not shrink that queue, so ECN or not, it is a drop;
-* retransmissions, datagrams (the audio) and control segments pass; the
-  buffer limit applies to everything.
+* a shaped flow's retransmissions and control segments pass; the buffer limit
+  applies to everything.
 """
 
 from __future__ import annotations

@@ -6,9 +6,11 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from frames import tcp
+from frames import ether, ip, tcp
 
-CLIENT, SERVER, WEB_PORT = "10.0.0.2", "10.0.0.1", 8080
+from accessnet.addresses import V4, Hosts
+
+CLIENT, SERVER, WEB_PORT = V4.client, V4.server, 8080
 US = 1_000
 MS = 1_000_000
 
@@ -24,13 +26,14 @@ def write_pcap_us(path: Path, frames: list[tuple[int, bytes]], snaplen: int = 12
 
 
 def connection(start_ns: int, port: int, isn: int, acks: list[tuple[int, int]], handshake: bool = True,
-               fin_at: int | None = None) -> list[tuple[int, bytes]]:
+               fin_at: int | None = None, hosts: Hosts = V4) -> list[tuple[int, bytes]]:
     """A download the client opens at ``start_ns`` (connect(); SYN 100 us later) from ``port``: the server's
     SYN-ACK (initial sequence number ``isn``) and the handshake ACK, then per (t, n) in ``acks`` a server
     segment 50 us before t and the client's ACK at t of n bytes in order (ack = isn + 1 + n, mod 2^32);
-    ``fin_at``: the client's ACK of the server's FIN (one more sequence number after the last ACK's bytes)."""
-    up = dict(src=CLIENT, dst=SERVER, sport=port, dport=WEB_PORT, payload=0)
-    down = dict(src=SERVER, dst=CLIENT, sport=WEB_PORT, dport=port)
+    ``fin_at``: the client's ACK of the server's FIN (one more sequence number after the last ACK's bytes).
+    Between the lab's ``hosts`` (IPv4 by default; ``addresses.V6`` for IPv6)."""
+    up = dict(src=hosts.client, dst=hosts.server, sport=port, dport=WEB_PORT, payload=0)
+    down = dict(src=hosts.server, dst=hosts.client, sport=WEB_PORT, dport=port)
     out = [(start_ns + 100 * US, tcp(seq=7, flags="S", **up))]
     if handshake:
         out += [(start_ns + 162 * MS, tcp(seq=isn, flags="SA", ack=8, payload=0, **down)),
@@ -45,8 +48,9 @@ def connection(start_ns: int, port: int, isn: int, acks: list[tuple[int, int]], 
     return out
 
 
-def audio_frames(t0_ns: int, n: int) -> list[tuple[int, bytes]]:
-    """n audio packets (UDP, 94 B on the wire) every 20 ms from t0: other traffic in the capture."""
-    from scapy.all import IP, UDP, Ether, Raw, raw
-    return [(t0_ns + i * 20 * MS + 80 * MS, raw(Ether() / IP(src=SERVER, dst=CLIENT) / UDP(sport=38405, dport=5004)
+def audio_frames(t0_ns: int, n: int, hosts: Hosts = V4) -> list[tuple[int, bytes]]:
+    """n audio packets (UDP, 94 B on the wire over IPv4) every 20 ms from t0: other traffic in the capture."""
+    from scapy.all import UDP, Ether, Raw, raw
+    eth = ether() if hosts.version == 6 else Ether()
+    return [(t0_ns + i * 20 * MS + 80 * MS, raw(eth / ip(hosts.server, hosts.client) / UDP(sport=38405, dport=5004)
                                                  / Raw(b"\x00" * 52))) for i in range(n)]

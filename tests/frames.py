@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scapy.all import IP, TCP, UDP, Ether, Raw, raw
+from scapy.all import IP, TCP, UDP, Ether, IPv6, Raw, raw
 
 SERVER = "10.0.0.1"
 CLIENT = "10.0.1.1"
@@ -19,12 +19,29 @@ MACOS_SYN = [("MSS", 1460), ("NOP", None), ("WScale", 6), ("NOP", None), ("NOP",
 NO_WS_SYN = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (1, 0))]
 
 
+def ether():
+    """The Ethernet header of ``tcp``'s and ``ip``'s frames over IPv6: explicit MACs, since Scapy resolves a
+    missing destination MAC for IPv6 by neighbour solicitation on the host's own network (seconds a frame)."""
+    return Ether(**MACS)
+
+
+def ip(src: str, dst: str, tos: int = 0, **fields):
+    """The IP header for ``src`` and ``dst``: IPv4, or IPv6 for IPv6 addresses (``tos`` then the traffic class;
+    an IPv4 ``id`` is left out: IPv6 has no identification, so every copy of a segment looks alike)."""
+    if ":" in src:
+        fields.pop("id", None)
+        return IPv6(src=src, dst=dst, tc=tos, **fields)
+    return IP(src=src, dst=dst, tos=tos, **fields)
+
+
 def tcp(seq: int = 1000, payload: int = MSS, flags: str = "A", sport: int = 80, dport: int = 40000,
-        src: str = SERVER, dst: str = CLIENT, tos: int = 0, ack: int = 0, window: int = 8192, **ip) -> bytes:
-    """A server's data segment (downstream)."""
-    return raw(Ether() / IP(src=src, dst=dst, tos=tos, **ip)
+        src: str = SERVER, dst: str = CLIENT, tos: int = 0, ack: int = 0, window: int = 8192,
+        options: list | None = None, **fields) -> bytes:
+    """A server's data segment (downstream), over IPv4 or IPv6 as the addresses are (``ip``), with TCP
+    ``options`` (none by default)."""
+    return raw((ether() if ":" in src else Ether()) / ip(src, dst, tos, **fields)
                / TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags=flags,
-                     window=window)
+                     window=window, options=options or [])
                / Raw(b"\x00" * payload))
 
 

@@ -4,8 +4,8 @@
 
 Forwards every frame between IF_A and IF_B (AF_PACKET sockets, run inside the test's middle namespace) and
 drops the first N SYN-ACKs (``synack=N``) and the first N TCP segments with payload sent by the server,
-the SYN-ACK's sender (``data=N``). Prints ``ready`` once both sockets are bound and one line per drop,
-``drop <what> <time.time()>``, on stdout.
+the SYN-ACK's sender (``data=N``), over IPv4 or IPv6 (``experiments.iplayer``). Prints ``ready`` once both
+sockets are bound and one line per drop, ``drop <what> <time.time()>``, on stdout.
 """
 
 from __future__ import annotations
@@ -13,30 +13,27 @@ from __future__ import annotations
 import os
 import select
 import socket
-import struct
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mininet"))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path[:0] = [os.path.join(ROOT, "mininet"), ROOT]
 from accessnet.rawsock import packet_socket  # noqa: E402
+from experiments.iplayer import PROTO_TCP, ip_layer  # noqa: E402
 
 PACKET_OUTGOING = 4
 
 
 def classify(frame: bytes) -> str | None:
     """'synack', 'data' (TCP payload) or None."""
-    if len(frame) < 34 or frame[12:14] != b"\x08\x00" or frame[23] != 6:
+    ip = ip_layer(frame)
+    if ip is None or ip.proto != PROTO_TCP or ip.later_fragment or len(frame) < ip.l4 + 14:
         return None
-    ihl = (frame[14] & 0x0F) * 4
-    total = struct.unpack_from("!H", frame, 16)[0]
-    t = 14 + ihl
-    if len(frame) < t + 14:
-        return None
-    flags = frame[t + 13]
-    off = (frame[t + 12] >> 4) * 4
+    flags = frame[ip.l4 + 13]
+    off = (frame[ip.l4 + 12] >> 4) * 4
     if flags & 0x12 == 0x12:
         return "synack"
-    return "data" if total - ihl - off > 0 else None
+    return "data" if ip.l4_len - off > 0 else None
 
 
 def main() -> None:

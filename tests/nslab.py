@@ -1,9 +1,11 @@
 """Network namespaces of a test's own in a chain, a -- m -- b or a -- m1 -- m2 -- b: processes the test starts
 in the middle namespaces forward between their two veth ends (a delay line, a dropper, a switch). Offloads off
 on every end (a raw-socket forwarder would break TCP checksums otherwise), loopbacks up, a /24 address at each
-outer end and static neighbours across the chain (ARP resolution through a forwarder would hold the first
-packets back). ``lab_switch`` runs the lab's own switch (the reference model or BMv2 with its controller) in
-one of them. Used by test_delayline and test_irto."""
+outer end, with ``addrs6`` a /64 IPv6 address too, and static neighbours across the chain (ARP or neighbour
+discovery through a forwarder would hold the first packets back). IPv6 as in the lab (``accessnet.addresses``):
+quiet at the outer ends, off in the middle, so the forwarders see the test's traffic only. ``lab_switch`` runs
+the lab's own switch (the reference model or BMv2 with its controller) in one of them. Used by test_delayline,
+test_irto and test_rwnd."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from accessnet.addresses import NO_IPV6, QUIET_IPV6, ipv6_missing, sysctl_args
 from accessnet.leftovers import Registry
 from accessnet.switches import Bmv2Switch, ModelSwitch, Switch, TuneSpec
 from accessnet.topology import Ports
@@ -31,12 +34,17 @@ def veth_up(ns: str, *ifs: str) -> None:
         sh("ip", "-n", ns, "link", "set", i, "up")
 
 
+def ipv6_settings(ns: str, settings: dict[str, int], ifnames: tuple[str, ...]) -> None:
+    if ipv6_missing() is None:
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", *sysctl_args(settings, ifnames))
+
+
 @contextmanager
 def namespace_chain(ns: tuple[str, ...], links: tuple[tuple[str, str], ...],
-                    addrs: tuple[str, str]) -> Iterator[None]:
+                    addrs: tuple[str, str], addrs6: tuple[str, str] | None = None) -> Iterator[None]:
     """Namespaces ``ns`` in a chain, ``ns[i]`` joined to ``ns[i + 1]`` by a veth pair whose ends are
-    ``links[i]`` = (the end in ns[i], the end in ns[i + 1]), with ``addrs`` on the two outer ends (the first
-    and the last); every namespace is deleted on the way out, also after an error."""
+    ``links[i]`` = (the end in ns[i], the end in ns[i + 1]), with ``addrs`` (and ``addrs6``) on the two outer
+    ends (the first and the last); every namespace is deleted on the way out, also after an error."""
     assert len(links) == len(ns) - 1
     a, b = ns[0], ns[-1]
     a_if, b_if = links[0][0], links[-1][1]
@@ -44,6 +52,8 @@ def namespace_chain(ns: tuple[str, ...], links: tuple[tuple[str, str], ...],
     for n in ns:
         sh("ip", "netns", "del", n, check=False)
         sh("ip", "netns", "add", n)
+        outer = n in (a, b)  # before the veths: they take the namespace's defaults
+        ipv6_settings(n, QUIET_IPV6 if outer else NO_IPV6, ("all", "default") if outer else ("default",))
     try:
         for (left, right), (left_if, right_if) in zip(zip(ns, ns[1:]), links):
             sh("ip", "link", "add", left_if, "netns", left, "type", "veth", "peer", "name", right_if, "netns", right)
@@ -57,6 +67,12 @@ def namespace_chain(ns: tuple[str, ...], links: tuple[tuple[str, str], ...],
                for n, i in ((a, a_if), (b, b_if))}
         sh("ip", "-n", a, "neigh", "replace", ip_b, "lladdr", mac[b], "dev", a_if, "nud", "permanent")
         sh("ip", "-n", b, "neigh", "replace", ip_a, "lladdr", mac[a], "dev", b_if, "nud", "permanent")
+        if addrs6 is not None:
+            (v6_a, v6_b) = addrs6
+            sh("ip", "-n", a, "-6", "addr", "add", f"{v6_a}/64", "dev", a_if, "nodad")
+            sh("ip", "-n", b, "-6", "addr", "add", f"{v6_b}/64", "dev", b_if, "nodad")
+            sh("ip", "-n", a, "-6", "neigh", "replace", v6_b, "lladdr", mac[b], "dev", a_if, "nud", "permanent")
+            sh("ip", "-n", b, "-6", "neigh", "replace", v6_a, "lladdr", mac[a], "dev", b_if, "nud", "permanent")
         yield
     finally:
         for n in ns:
@@ -64,11 +80,11 @@ def namespace_chain(ns: tuple[str, ...], links: tuple[tuple[str, str], ...],
 
 
 def three_namespaces(ns: tuple[str, str, str], ifs: tuple[str, str, str, str],
-                     addrs: tuple[str, str]):
+                     addrs: tuple[str, str], addrs6: tuple[str, str] | None = None):
     """Namespaces ``ns`` = (a, m, b) joined by veth pairs a:ifs[0] -- m:ifs[1] and b:ifs[3] -- m:ifs[2], with
-    ``addrs`` on a's and b's ends (``namespace_chain`` of three)."""
+    ``addrs`` (and ``addrs6``) on a's and b's ends (``namespace_chain`` of three)."""
     a_if, m_a, m_b, b_if = ifs
-    return namespace_chain(ns, ((a_if, m_a), (m_b, b_if)), addrs)
+    return namespace_chain(ns, ((a_if, m_a), (m_b, b_if)), addrs, addrs6)
 
 
 class NsNode:

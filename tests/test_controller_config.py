@@ -71,7 +71,7 @@ def test_iwa_entities_carry_the_set_iwa_parameters():
     # the rate conversions are the rate class's product tables
     rows = contents(product_entries(rate_key(p), 4))
     assert rows["span_bytes.products"] == rows["room_bytes.products"] == arith.mul_rows(p.iwa.bytes_per_ns_q32)
-    assert rows["extra_ns.products"] == arith.mul_rows(p.iwa.payload_ns_q16)
+    assert rows["grant_ns.products"] == arith.mul_rows(p.iwa.payload_ns_q16)
     from refmodel.params import FIELD_BITS
     assert all(v < 1 << FIELD_BITS[k] for k, v in iwa.action.args.items())
     # what the tuner rewrites between rate changes: IWA's knobs and its established flows' CoDel target

@@ -11,7 +11,9 @@ each packet in the kernel when it enters and when it leaves the line, so the
 error is the line's own, not the Python sender's scheduling (a sender stamps
 its packet in user space before sendto; that noise is printed beside, as the
 application-level OWD error, but not asserted at 0.5 ms). A short TCP transfer
-checks that segments cross intact (checksums, offloads off).
+checks that segments cross intact (checksums, offloads off), and an IPv6 exchange
+(the outer ends are dual-stack, as the lab's hosts) that the line passes IPv6
+frames byte for byte.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import pandas as pd
 import pytest
 from nslab import three_namespaces
 
+from accessnet.addresses import ipv6_missing
 from accessnet.audio import parse
+from experiments.iplayer import PROTO_UDP, ip_layer
 from accessnet.keepawake import KeepAwake, StealLog, steal_ms
 from accessnet.workloads import REALTIME
 
@@ -38,6 +42,7 @@ DELAYLINE = ROOT / "build" / "delayline"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 # named per test process: a second test run on the host (another terminal) never deletes these
 NS = tuple(f"iwt-dl-{x}-{os.getpid()}" for x in "amb")
+V6 = ("fd00:77::1", "fd00:77::2")
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +53,8 @@ def line():
 
 def _line():
     subprocess.run(["bash", str(ROOT / "mininet/accessnet/build_native.sh")], check=True)
-    with three_namespaces(NS, ("iwtdla", "iwtdlm0", "iwtdlm1", "iwtdlb"), ("10.77.0.1", "10.77.0.2")):
+    with three_namespaces(NS, ("iwtdla", "iwtdlm0", "iwtdlm1", "iwtdlb"), ("10.77.0.1", "10.77.0.2"),
+                          None if ipv6_missing() else V6):
         log = open(ROOT / "build" / "test-delayline.log", "w")
         proc = subprocess.Popen(["ip", "netns", "exec", NS[1], str(DELAYLINE), "iwtdlm0", "iwtdlm1", "70000",
                                  "11000"], stderr=log)
@@ -63,21 +69,21 @@ def run_in(ns, *args, realtime=False, **kw):
     return subprocess.Popen(["ip", "netns", "exec", ns, *prio, sys.executable, "-m", *args], cwd=ROOT, **kw)
 
 
-def capture(ns: str, ifname: str, path: Path) -> subprocess.Popen:
-    return subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-s", "96", "-U", "-n",
-                             "--time-stamp-precision=nano", "-w", str(path), "udp"],
+def capture(ns: str, ifname: str, path: Path, snaplen: int = 96, expr: str = "udp") -> subprocess.Popen:
+    return subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-s", str(snaplen), "-U", "-n",
+                             "--time-stamp-precision=nano", "-w", str(path), expr],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def wire_times(path: Path, port: int) -> dict[int, int]:
-    """seq -> kernel capture time (ns) of every audio packet to ``port`` in a pcap (first sighting)."""
+    """seq -> kernel capture time (ns) of every audio packet to ``port`` in a pcap (first sighting), either family."""
     out: dict[int, int] = {}
     with open(path, "rb") as f:
         for ts, buf in dpkt.pcap.Reader(f):
-            ip = dpkt.ethernet.Ethernet(buf).data
-            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.udp.UDP) or ip.data.dport != port:
+            ip = ip_layer(buf)
+            if ip is None or ip.proto != PROTO_UDP or int.from_bytes(buf[ip.l4 + 2:ip.l4 + 4], "big") != port:
                 continue
-            seq, _ = parse(bytes(ip.data.data))
+            seq, _ = parse(bytes(buf[ip.l4 + 8:]))
             out.setdefault(seq, int(Decimal(ts) * 1_000_000_000))  # dpkt gives nano captures as Decimal
     return out
 
@@ -164,6 +170,45 @@ def test_tcp_crosses_the_delay_line(line, tmp_path):
     finally:
         srv.terminate()
         srv.wait(timeout=5)
+
+
+def frames(path: Path) -> list[bytes]:
+    with open(path, "rb") as f:
+        return [bytes(buf) for _, buf in dpkt.pcap.Reader(f)]
+
+
+@pytest.mark.skipif(ipv6_missing() is not None, reason=f"{ipv6_missing()}")
+def test_ipv6_frames_cross_the_delay_line_untouched(line, tmp_path):
+    """Audio a -> b and a TCP transfer b -> a over IPv6: every IPv6 frame that left one end arrives at the other,
+    byte for byte and in order (whole frames captured), and the tools' own logs agree."""
+    a, _, b = NS
+    caps = {"a": tmp_path / "a.pcap", "b": tmp_path / "b.pcap"}
+    dumps = [capture(a, "iwtdla", caps["a"], 0, "ip6"), capture(b, "iwtdlb", caps["b"], 0, "ip6")]
+    procs = []
+    try:
+        time.sleep(1.0)
+        procs.append(run_in(b, "accessnet.audio", "recv", "--port", "6002", "--duration", "4", "--log",
+                            str(tmp_path / "rx.csv")))
+        procs.append(run_in(a, "accessnet.web", "server", "--port", "6081", "--log", str(tmp_path / "s.jsonl")))
+        time.sleep(0.5)
+        tx = run_in(a, "accessnet.audio", "send", "--dst", V6[1], "--port", "6002", "--interval-ms", "5",
+                    "--duration", "1", "--log", str(tmp_path / "tx.csv"))
+        cli = run_in(b, "accessnet.web", "client", "--dst", V6[0], "--port", "6081", "--flows", "1",
+                     "--bytes", "100000", "--timeout", "20", "--log", str(tmp_path / "c.csv"))
+        assert tx.wait(timeout=30) == 0 and cli.wait(timeout=30) == 0
+        time.sleep(0.3)  # the last frames leave the 70 ms line
+    finally:
+        for p in procs + dumps:
+            p.terminate()
+            p.wait(timeout=10)
+    assert pd.read_csv(tmp_path / "c.csv")["completed"].tolist() == [1]
+    assert sorted(pd.read_csv(tmp_path / "rx.csv")["seq"]) == list(range(200))
+    at_a, at_b = frames(caps["a"]), frames(caps["b"])
+    assert all(f[12:14] == b"\x86\xdd" for f in at_a + at_b) and len(at_a) > 200 + 70
+    a_to_b = [f for f in at_a if ip_layer(f).address("src").compressed == V6[0]]
+    b_to_a = [f for f in at_b if ip_layer(f).address("src").compressed == V6[1]]
+    assert [f for f in at_b if ip_layer(f).address("src").compressed == V6[0]] == a_to_b
+    assert [f for f in at_a if ip_layer(f).address("src").compressed == V6[1]] == b_to_a
 
 
 def test_steal_log_brackets_each_stretch():

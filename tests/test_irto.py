@@ -17,6 +17,9 @@ them. Measured:
   under 1 s here); with no RTT sample at all (SYN-ACK retransmitted, no timestamps) the tail-loss probe
   fires after 1 s (TCP_TIMEOUT_INIT) and, without TLP, the RTO after 3 s (TCP_TIMEOUT_FALLBACK, RFC 6298
   5.7): constants of the kernel that the sock_ops reply does not reach.
+* over IPv6 (the ends are dual-stack, as the lab's hosts): the client's SYN and the server's SYN-ACK
+  retransmitted after their initial RTOs as over IPv4 (sock_ops answers TIMEOUT_INIT for sockets of either
+  family).
 """
 
 from __future__ import annotations
@@ -41,10 +44,12 @@ from accessnet.leftovers import Lease, Registry
 from accessnet.replication import stop_gracefully
 from accessnet.switches import Switch
 from accessnet.topology import Ports
+from experiments.iplayer import PROTO_TCP, ip_layer
 from refmodel.params import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 SRV, CLI, PORT = "10.78.0.1", "10.78.0.2", 8080
+SRV6, CLI6 = "fd00:78::1", "fd00:78::2"
 CLIENT_IF, SERVER_IF, DROPPER_IFS = "iwtirc", "iwtirs", ("iwtirm0", "iwtirm1")
 SWITCH_PORTS = Ports(server="iwtirw1", client="iwtirw2", monitor="iwtirw3")
 # A fast FIFO with room for all: on the test's path only the dropper drops.
@@ -130,25 +135,31 @@ def net(request, tmp_path_factory):
     roles, links = chain(kind)
     with Lease() as lease:
         ns = {r: f"{lease.prefix}irto-{r}" for r in roles}
-        with namespace_chain(tuple(ns.values()), links, (CLI, SRV)), \
+        with namespace_chain(tuple(ns.values()), links, (CLI, SRV), (CLI6, SRV6)), \
                 (nullcontext() if kind == "none" else
                  lab_switch(kind, ns["w"], SWITCH_PORTS, SWITCH_CFG, tmp_path_factory.mktemp(f"irto-{kind}"),
                             lease.registry)) as switch:
             yield Net(kind, ns, f"{lease.prefix}irto-", lease.registry, switch)
 
 
-SERVER = f"""
+def server_script(addr: str) -> str:
+    return f"""
 import socket, sys
-l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind(("{SRV}", {PORT})); l.listen(4); print("listening", flush=True)
+l = socket.socket(socket.AF_INET6 if ":" in "{addr}" else socket.AF_INET)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("{addr}", {PORT})); l.listen(4); print("listening", flush=True)
 c, _ = l.accept(); c.settimeout(20)
 assert c.recv(100) == b"GET"
 c.sendall(b"x" * 100)
 c.recv(100)
 """
-CLIENT = f"""
+
+
+def client_script(addr: str) -> str:
+    return f"""
 import socket
-c = socket.create_connection(("{SRV}", {PORT}), timeout=20)
+c = socket.create_connection(("{addr}", {PORT}), timeout=20)
+assert c.family == (socket.AF_INET6 if ":" in "{addr}" else socket.AF_INET)
 c.sendall(b"GET")
 got = b""
 while len(got) < 100:
@@ -158,24 +169,25 @@ c.close()
 
 
 def segments(path: Path) -> list[tuple[float, str, int, int, int]]:
-    """(time, sender 'c'/'s', TCP flags, seq, payload length) of every TCP segment of the test's connection."""
+    """(time, sender 'c'/'s', TCP flags, seq, payload length) of every TCP segment of the test's connection,
+    over IPv4 or IPv6."""
     out = []
     with open(path, "rb") as f:
         for ts, buf in dpkt.pcap.Reader(f):
-            ip = dpkt.ethernet.Ethernet(buf).data
-            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
+            ip = ip_layer(buf)
+            if ip is None or ip.proto != PROTO_TCP or ip.later_fragment:
                 continue
-            t = ip.data
+            t = dpkt.tcp.TCP(bytes(buf[ip.l4:]))
             if PORT not in (t.sport, t.dport):
                 continue
-            out.append((float(ts), "s" if t.sport == PORT else "c", t.flags, t.seq, len(t.data)))
+            out.append((float(ts), "s" if t.sport == PORT else "c", t.flags, t.seq, ip.l4_len - 4 * t.off))
     return out
 
 
 def exchange(net: Net, tmp_path: Path, srv_s: float | None, cli_s: float | None, drops: dict,
-             timestamps: bool = True, tlp: bool = True) -> dict:
-    """One connection, client -> server, through the path (the switch, the dropper); returns both ends'
-    captures."""
+             timestamps: bool = True, tlp: bool = True, server: str = SRV) -> dict:
+    """One connection, client -> ``server`` (its IPv4 or its IPv6 address), through the path (the switch, the
+    dropper); returns both ends' captures."""
     assert net.switch is None or net.switch.alive(), f"the {net.switch_kind} switch is not running"
     c, m, s = (net.ns[r] for r in "cms")
     for ns in (c, s):
@@ -200,15 +212,15 @@ def exchange(net: Net, tmp_path: Path, srv_s: float | None, cli_s: float | None,
         time.sleep(1.0)  # the captures are listening (and exec'd: their command lines are final)
         for p in procs:
             net.registry.process(p.pid)
-        server = subprocess.Popen(["ip", "netns", "exec", s, sys.executable, "-c", SERVER], stdout=subprocess.PIPE,
-                                  text=True, preexec_fn=irto.preexec(hosts["srv"]))
-        procs.append(server)
-        assert server.stdout.readline().startswith("listening")
-        client = subprocess.Popen(["ip", "netns", "exec", c, sys.executable, "-c", CLIENT],
+        listener = subprocess.Popen(["ip", "netns", "exec", s, sys.executable, "-c", server_script(server)],
+                                    stdout=subprocess.PIPE, text=True, preexec_fn=irto.preexec(hosts["srv"]))
+        procs.append(listener)
+        assert listener.stdout.readline().startswith("listening")
+        client = subprocess.Popen(["ip", "netns", "exec", c, sys.executable, "-c", client_script(server)],
                                   preexec_fn=irto.preexec(hosts["cli"]))
         procs.append(client)
         assert client.wait(timeout=25) == 0
-        assert server.wait(timeout=5) == 0
+        assert listener.wait(timeout=5) == 0
         time.sleep(0.3)
     finally:
         stop_gracefully(list(reversed(procs)), 5.0)
@@ -299,3 +311,23 @@ def test_data_before_any_rtt_sample(net, tmp_path, irto_s, tlp):
     print(f"irto {irto_s}, TLP {tlp}: SYN-ACK retransmitted after {sa} s; data retransmitted after {d} s")
     assert sa and near(sa[0], irto_s), timeline(caps)
     assert d and near(d[0], 1.0 if tlp else 3.0), timeline(caps)
+
+
+@pytest.mark.parametrize("srv_s, cli_s", [(5, 3), (1, 3)], ids=["client-syn", "server-synack"])
+def test_the_initial_rtos_hold_over_ipv6(net, tmp_path, srv_s, cli_s):
+    """The same connection over IPv6, its first SYN-ACK dropped: the side with the shorter initial RTO
+    retransmits after it (the client its SYN after 3 s; the server its SYN-ACK after 1 s, and the client not at
+    all). The segments in the captures are IPv6 ones (``segments`` reads either family; the client script
+    asserts its socket's family)."""
+    caps = exchange(net, tmp_path, srv_s, cli_s, {"synack": 1}, server=SRV6)
+    if cli_s < srv_s:
+        syn = gaps(caps["c"], "c", is_syn)
+        print(f"IPv6, client irto {cli_s}: SYN retransmitted after {syn} s")
+        assert syn and near(syn[0], cli_s), timeline(caps)
+    else:
+        sa = gaps(caps["s"], "s", is_synack)
+        print(f"IPv6, server irto {srv_s}: SYN-ACK retransmitted after {sa} s")
+        assert sa and near(sa[0], srv_s), timeline(caps)
+        assert gaps(caps["c"], "c", is_syn) == [], timeline(caps)
+    with open(tmp_path / "client.pcap", "rb") as f:
+        assert all(buf[12:14] == b"\x86\xdd" for _, buf in dpkt.pcap.Reader(f))  # the capture's filter: tcp

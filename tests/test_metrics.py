@@ -245,6 +245,26 @@ def write_pcap(path: Path, frames: list[bytes]) -> None:
             w.writepkt(fr, ts=i / 1000)
 
 
+def test_telemetry_ipver_and_ipv6_hosts(tmp_path):
+    """Byte 45 of a record is its packet's IP version (6 for IPv6, else 0; docs/telemetry.md), src/dst an IPv6
+    address's low 32 bits: both readers give ipver, and host_mask finds a host's records of either family."""
+    from experiments.telemetry_reader import host_mask
+    v6 = Record(4, 0, 0, 1, 0, 114, 0, 0, T0, 0, 0, 0x00000001, 0x00000002, 5004, 5004, 17, 0, 0)
+    v4 = Record(4, 0, 0, 1, 0, 94, 1, 0, T0, 0, 0, 0x0A000001, 0x0A000002, 5004, 5004, 17, 0, 0)
+    decoy = Record(4, 0, 0, 1, 0, 94, 2, 0, T0, 0, 0, 0x00000001, 0x00000002, 5004, 5004, 17, 0, 0)  # 0.0.0.2
+    frame6 = bytearray(encode_frame(v6))
+    frame6[14 + 45] = 6
+    path = tmp_path / "telemetry.pcap"
+    write_pcap(path, [bytes(frame6), encode_frame(v4), encode_frame(decoy)])
+    df, _ = read_telemetry(path)
+    assert df["ipver"].tolist() == [6, 0, 0]
+    assert read_telemetry_scapy(path).astype(object).equals(df.astype(object))
+    assert host_mask(df, "fd00::2").tolist() == [True, False, False]
+    assert host_mask(df, "fd00::1", "src").tolist() == [True, False, False]
+    assert host_mask(df, "10.0.0.2").tolist() == [False, True, False]
+    assert host_mask(df, "fd00::3").tolist() == [False, False, False]
+
+
 def test_telemetry_pcap_roundtrip_and_truncation(tmp_path):
     recs = [Record(4, i % 3, 2, 1, 3, 94 + i, i, 7 * i, T0 + i * 1000, 5 * i, 6, 0x0A000001, 0x0A000002, 5004,
                    40000 + i, 17, 2**64 - 1 - i, i) for i in range(5)]
@@ -252,8 +272,9 @@ def test_telemetry_pcap_roundtrip_and_truncation(tmp_path):
     other = b"\xff" * 12 + b"\x08\x00" + b"\x45" + b"\x00" * 39  # an IPv4 frame
     write_pcap(path, [encode_frame(r) for r in recs[:2]] + [other] + [encode_frame(r) for r in recs[2:]])
     df, skipped = read_telemetry(path)
-    assert skipped == 1 and list(df.columns) == COLUMNS
-    assert [Record(**{k: int(v) for k, v in row.items()}) for row in df.to_dict("records")] == recs
+    assert skipped == 1 and list(df.columns) == COLUMNS and set(df["ipver"]) == {0}
+    fields = set(Record.__dataclass_fields__)
+    assert [Record(**{k: int(v) for k, v in row.items() if k in fields}) for row in df.to_dict("records")] == recs
     slow = read_telemetry_scapy(path)
     assert slow.astype(object).equals(df.astype(object))
 
@@ -277,6 +298,7 @@ def test_telemetry_pcap_roundtrip_and_truncation(tmp_path):
 
 from bulkcapture import CLIENT, SERVER, audio_frames, connection, write_pcap_us  # noqa: E402
 
+from accessnet.addresses import V4, V6, Hosts  # noqa: E402
 from experiments.metrics import bulk_goodput, delivered_bytes, read_tcp_headers  # noqa: E402
 
 NS = 1_000_000_000
@@ -294,11 +316,11 @@ def acks(k_max: int = 100, base: int = TB + 1_300_000_000) -> list[tuple[int, in
 
 def write_bulk_rep(rep: Path, *, n_audio: int = 596, start: int = BULK_START, ack_list=None, end: int | None = None,
                    nbytes: int = 0, client_log: bool = True, extra=(), fin_at: int | None = None,
-                   bulk: bool = True) -> Path:
+                   bulk: bool = True, hosts: Hosts = V4) -> Path:
     """Audio every 20 ms from TB (n_audio packets: the last one sent at TB + 11.9 s by default, so the window
     ends 2 s earlier, at TB + 9.9 s), one bulk flow
     (burst 0) from ``start`` that never completes unless ``end`` is given, its client log, and client.pcap:
-    the bulk connection, the audio, ``extra`` frames and a last frame at TB + 12 s."""
+    the bulk connection, the audio, ``extra`` frames and a last frame at TB + 12 s, between ``hosts``."""
     rep.mkdir(parents=True)
     plan = {"bursts": [{"burst": 0, "start_s": (start - TB) / NS, "flows": 1, "bytes": 10**9, **({"bulk": True}
                                                                                                  if bulk else {})}]}
@@ -315,8 +337,8 @@ def write_bulk_rep(rep: Path, *, n_audio: int = 596, start: int = BULK_START, ac
     if client_log:
         (rep / "client_flows_0.csv").write_text("flow,burst,start_ns,end_ns,bytes,completed,lport\n"
                                                 f"0,0,{start},{end if done else TB},{nbytes},{int(done)},{PORT}\n")
-    frames = connection(start, PORT, ISN, acks() if ack_list is None else ack_list, fin_at=fin_at)
-    frames += audio_frames(TB, n_audio) + list(extra) + [(TB + 12 * NS, audio_frames(0, 1)[0][1])]
+    frames = connection(start, PORT, ISN, acks() if ack_list is None else ack_list, fin_at=fin_at, hosts=hosts)
+    frames += audio_frames(TB, n_audio, hosts) + list(extra) + [(TB + 12 * NS, audio_frames(0, 1, hosts)[0][1])]
     write_pcap_us(rep / "client.pcap", frames)
     return rep
 
@@ -334,6 +356,36 @@ def test_tcp_headers_of_a_capture(tmp_path):
     ts, cum = delivered_bytes(pk, (syn["src"], syn["dst"], PORT, 8080, syn["ts_ns"]))
     assert cum.tolist() == [0, ACK_BYTES, 2 * ACK_BYTES]  # the handshake's ACK, then ACK 1 and 2, unwrapped
     assert ts.tolist() == [BULK_START + 162_050_000, TB + 1_400 * MS, TB + 1_500 * MS]
+
+
+def test_tcp_headers_of_an_ipv6_capture(tmp_path):
+    """The same download over IPv6: the same segments, 128-bit addresses (exact), no IP ID (0), the payload from
+    the IPv6 payload length; a capture holding both families keeps each segment's own."""
+    import ipaddress
+    rep = write_bulk_rep(tmp_path / "rep0", ack_list=acks(2), hosts=V6)
+    pk, last = read_tcp_headers(rep / "client.pcap")
+    v4, _ = read_tcp_headers(write_bulk_rep(tmp_path / "v4", ack_list=acks(2)) / "client.pcap")
+    assert last == TB + 12 * NS and len(pk) == len(v4) == 7
+    same = ["ts_ns", "sport", "dport", "seq", "ack", "flags", "payload"]
+    assert pk[same].equals(v4[same]) and set(pk["ipver"]) == {6} and set(v4["ipver"]) == {4}
+    assert set(pk["ip_id"]) == {0} and pk["payload"].tolist() == [0, 0, 0, 1448, 0, 1448, 0]
+    syn = pk.iloc[0]
+    assert (syn["src"], syn["dst"]) == (int(ipaddress.IPv6Address(V6.client)), int(ipaddress.IPv6Address(V6.server)))
+    ts, cum = delivered_bytes(pk, (syn["src"], syn["dst"], PORT, 8080, syn["ts_ns"]))
+    assert cum.tolist() == [0, ACK_BYTES, 2 * ACK_BYTES]
+    both = tmp_path / "both.pcap"
+    write_pcap_us(both, connection(BULK_START, PORT, ISN, acks(2), hosts=V6) + connection(BULK_START, PORT + 1, 7, acks(2)))
+    mixed, _ = read_tcp_headers(both)
+    assert sorted(mixed["ipver"].unique()) == [4, 6] and mixed["src"].map(type).eq(int).all()
+
+
+def test_bulk_goodput_over_ipv6_is_the_ipv4_one(tmp_path):
+    """summarize_rep of the same replication captured over IPv6: every metric as over IPv4 (the bulk goodput
+    read from the client's IPv6 ACKs)."""
+    v4 = summarize_rep(write_bulk_rep(tmp_path / "v4"), jitter_buffers=[40])
+    v6 = summarize_rep(write_bulk_rep(tmp_path / "v6", hosts=V6), jitter_buffers=[40])
+    assert v6["bulk"]["bytes"] == 1_725_000 and v6["bulk"]["goodput_bps"] == pytest.approx(2e6, rel=1e-12)
+    assert {k: v for k, v in v6.items() if k != "path"} == {k: v for k, v in v4.items() if k != "path"}
 
 
 def test_bulk_goodput_by_hand(tmp_path):

@@ -40,3 +40,16 @@ def test_the_scenario_seed_moves_every_draw():
     b = scen.load("web6", {"aqms": ["fifo"], "iws": [10], "seed": 2})
     assert a.cases[0].rep_seed(a.seed, 0) != b.cases[0].rep_seed(b.seed, 0)
     assert a.cases[0].rep_seed(a.seed, 0) == scen.load("web6", {"aqms": ["iwa"], "iws": [10]}).cases[0].rep_seed(1, 0)
+
+
+def test_every_aqm_of_an_ipv6_replication_pairs_and_ipv6_draws_apart_from_ipv4():
+    """[run] ip is part of the pairing unit: the AQMs of an IPv6 case share their draws, and the IPv6 case is
+    a design of its own (its own seed), not the IPv4 one's twin."""
+    v4 = scen.load("web6", {"aqms": ["fifo", "red", "iwa"], "iws": [10]})
+    v6 = scen.load("web6", {"aqms": ["fifo", "red", "iwa"], "iws": [10], "ip": 6})
+    for rep in range(3):
+        six = plans(v6, rep)
+        assert len({(key, seed, repr(plan)) for key, seed, plan in six.values()}) == 1
+        (key6, seed6, _), = {(k, s, "") for k, s, _ in six.values()}
+        (key4, seed4, _), = {(k, s, "") for k, s, _ in plans(v4, rep).values()}
+        assert key6 == key4 + "-ip6" and seed6 != seed4

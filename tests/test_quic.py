@@ -139,19 +139,19 @@ class FakeNet:
 
 def test_the_server_runs_on_srv_and_the_client_on_cli(tmp_path, monkeypatch):
     from accessnet import workloads
-    from accessnet.topology import SERVER_IP
+    from accessnet.addresses import V4
     monkeypatch.setattr(workloads, "wait_for_line", lambda *a: None)
     log: list = []
     w = Quic(quic_data(connections=6, streams=1)["quic"], 9)
     w.plan["bursts"][0]["burst"] = 0
-    lab = Lab(FakeNet(log), tmp_path, 10**18, 40.0, 2.0, "cubic")
+    lab = Lab(FakeNet(log), tmp_path, 10**18, 40.0, 2.0, "cubic", V4.server, V4.client)
     w.start(lab)
     for p in lab.procs:
         p.wait()
     (srv_host, srv), (cli_host, cli) = log
     assert srv_host == "srv" and srv[srv.index("-m") + 1:srv.index("-m") + 3] == ["accessnet.quic", "server"]
-    assert srv[srv.index("--host") + 1] == SERVER_IP
-    assert cli_host == "cli" and cli[cli.index("--dst") + 1] == SERVER_IP
+    assert srv[srv.index("--host") + 1] == V4.server
+    assert cli_host == "cli" and cli[cli.index("--dst") + 1] == V4.server
     arg = {k: cli[cli.index(k) + 1] for k in ("--connections", "--streams", "--bytes", "--start-at", "--port")}
     assert arg == {"--connections": "6", "--streams": "1", "--bytes": "372000", "--port": srv[srv.index("--port") + 1],
                    "--start-at": str(10**18 + int(w.plan["bursts"][0]["start_s"] * 1e9))}

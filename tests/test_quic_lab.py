@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from accessnet import scenario as scen
-from accessnet.topology import CLIENT_IP, SERVER_IP
+from accessnet.addresses import V4
 from accessnet.workloads import QUIC_PORT
 from experiments.metrics import read_flows, summarize_rep
 
@@ -71,8 +71,8 @@ def quic_datagrams(pcap: Path) -> list[tuple[float, bool, int, bool]]:
             if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.udp.UDP):
                 continue
             u = ip.data
-            down = (u.sport, ip.src, ip.dst) == (QUIC_PORT, *map(_ip, (SERVER_IP, CLIENT_IP)))
-            up = (u.dport, ip.src, ip.dst) == (QUIC_PORT, *map(_ip, (CLIENT_IP, SERVER_IP)))
+            down = (u.sport, ip.src, ip.dst) == (QUIC_PORT, *map(_ip, (V4.server, V4.client)))
+            up = (u.dport, ip.src, ip.dst) == (QUIC_PORT, *map(_ip, (V4.client, V4.server)))
             if down or up:
                 first = bytes(u.data[:1])  # the capture keeps 128 B of a frame: the header is there
                 out.append((float(ts), down, u.ulen - 8, bool(first) and not first[0] & 0x80))

@@ -20,6 +20,7 @@ import pytest
 
 from accessnet.bmv2_veth import missing_toolchain
 from accessnet.profiles import profile
+from experiments.iplayer import PROTO_TCP, ip_layer
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
@@ -67,13 +68,14 @@ def rep(request, tmp_path_factory) -> Path:
 
 
 def tcp_segments(pcap: Path):
-    """(ip.src, tcp, payload length) of every TCP segment of a capture (the length from the IP header: the lab
-    captures 128 B of each frame)."""
+    """(source address, tcp, payload length) of every TCP segment of a capture, IPv4 or IPv6 (the length from
+    the IP header: the lab captures 128 B of each frame)."""
     with open(pcap, "rb") as f:
         for _, buf in dpkt.pcap.Reader(f):
-            ip = dpkt.ethernet.Ethernet(buf).data
-            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP):
-                yield ip.src, ip.data, ip.len - 4 * ip.hl - 4 * ip.data.off
+            ip = ip_layer(buf)
+            if ip is not None and ip.proto == PROTO_TCP and not ip.later_fragment:
+                tcp = dpkt.tcp.TCP(bytes(buf[ip.l4:]))
+                yield ip.src, tcp, ip.l4_len - 4 * tcp.off
 
 
 def test_the_rates_are_the_seeds_draws_and_the_controller_applied_each(rep):

@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 
 from bulkcapture import connection, write_pcap_us
+
+from accessnet.addresses import V4, V6, low32
 from experiments import plots, report
 from experiments.metrics import levels_over_time, mean_ci95
 from experiments.telemetry_reader import read_telemetry
@@ -95,8 +97,11 @@ def write_rep(run: Path, case: str, k: int, owd_ms: list[float | None], *, aqm: 
 SWITCH_CLOCK0 = 5_000_000_000  # BMv2-style telemetry time: ns since the switch started
 
 
-def tel_records() -> list[Record]:
-    """Audio packets every 20 ms around the TCP start, two IWA surplus drops, one ECN mark, one bypass."""
+def tel_records(ip: int = 4) -> list[Record]:
+    """Audio packets every 20 ms around the TCP start, two IWA surplus drops, one ECN mark, one bypass, between
+    the lab's server and phone over IPv4 (``ip`` 6: the addresses' low 32 bits, as an IPv6 record holds them;
+    ``write_telemetry`` sets their ipver)."""
+    h = V4 if ip == 4 else V6
     tcp = {"sport": 80, "dport": 4000, "proto": 6}
     special = {25: dict(decision=Decision.DROP, reason=Reason.IWA_SURPLUS, cls=TrafficClass.TCP_START, **tcp),
                26: dict(decision=Decision.DROP, reason=Reason.IWA_SURPLUS, cls=TrafficClass.TCP_START, **tcp),
@@ -107,7 +112,8 @@ def tel_records() -> list[Record]:
     recs = []
     for i in range(40):
         recs.append(Record(aqm=Aqm.IWA, tflags=0, length=94, seq=i, rand=0, ts_ns=SWITCH_CLOCK0 + i * 20 * MS,
-                           sojourn_ns=i * MS, backlog_ns=i * MS, src=1, dst=2, s1=0, s2=0, **special.get(i, audio)))
+                           sojourn_ns=i * MS, backlog_ns=i * MS, src=low32(h.server), dst=low32(h.client), s1=0,
+                           s2=0, **special.get(i, audio)))
     return recs
 
 
@@ -116,11 +122,21 @@ def capture_ts_ns(i: int) -> int:
     return TCP_START - 400 * MS + i * 20 * MS + (30_000 if i == 7 else 50_000)
 
 
-def write_telemetry(path: Path, records: list[Record] | None = None) -> None:
+def ipv6_frame(rec: Record) -> bytes:
+    """The telemetry frame of an IPv6 packet's record: byte 45 of the record (ipver) 6 (docs/telemetry.md), set
+    here by hand where ``Record`` has no field for it."""
+    frame = encode_frame(rec)
+    at = 14 + 45
+    assert frame[at] == 0
+    return frame[:at] + b"\x06" + frame[at + 1:]
+
+
+def write_telemetry(path: Path, records: list[Record] | None = None, ipv6: set[int] = frozenset()) -> None:
+    """The records (default ``tel_records()``) as telemetry.pcap; those whose seq is in ``ipv6`` as IPv6 ones."""
     with open(path, "wb") as f:
         w = dpkt.pcap.Writer(f, nano=True)
         for i, r in enumerate(tel_records() if records is None else records):
-            w.writepkt(encode_frame(r), ts=capture_ts_ns(i) / 1e9)
+            w.writepkt(ipv6_frame(r) if r.seq in ipv6 else encode_frame(r), ts=capture_ts_ns(i) / 1e9)
 
 
 def make_run(root: Path) -> Path:
@@ -360,6 +376,30 @@ def test_upstream_records_are_never_taken_for_audio(run):
     assert len(read_telemetry(rep / "telemetry.pcap")[0]) == 41
     after = summary(rep)
     assert after == before and after["all"]["packets"] > 30
+
+
+def test_an_ipv6_runs_audio_is_matched_by_the_phones_ipv6_address(run):
+    """A run over IPv6 (meta.json ip 6): its audio records are IPv6 ones (ipver 6, dst the low 32 bits of
+    fd00::2). The same records as IPv4 ones (ipver 0) are not its audio, nor IPv4 records whose address is
+    fd00::2's low 32 bits (0.0.0.2); and an IPv4 run is matched by 10.0.0.2 only."""
+    from experiments.bottleneck_check import summary
+    rep = run / IWA / "rep0"
+    v4 = summary(rep)
+    meta = json.loads((rep / "meta.json").read_text())
+    (rep / "meta.json").write_text(json.dumps({**meta, "ip": 6}))
+    all6 = {r.seq for r in tel_records(6)}
+    write_telemetry(rep / "telemetry.pcap", tel_records(6), ipv6=all6)
+    tel, _ = read_telemetry(rep / "telemetry.pcap")
+    assert set(tel["ipver"]) == {6} and set(tel["dst"]) == {2}
+    assert summary(rep) == v4  # the same match as the IPv4 run's
+    write_telemetry(rep / "telemetry.pcap", tel_records(6))  # the IPv6 addresses' bits in IPv4 records
+    with pytest.raises(report.MetricsError, match="no audio telemetry records"):
+        summary(rep)
+    (rep / "meta.json").write_text(json.dumps(meta))  # the IPv4 run: 0.0.0.2 is not its phone either
+    with pytest.raises(report.MetricsError, match="no audio telemetry records"):
+        summary(rep)
+    write_telemetry(rep / "telemetry.pcap")
+    assert summary(rep) == v4
 
 
 def test_a_lost_telemetry_record_stops_the_match_instead_of_shifting_it(run):
@@ -789,3 +829,12 @@ def test_main_table_counts_frozen_flows_per_replication(tmp_path):
     cases, _ = report.load_cases([run], [40.0])
     row = dict(zip(report.MAIN_HEADER, table_row("\n".join(report.main_table(cases)), FIFO)))
     assert row["frozen flows per rep"] == ci_text([1, 0])
+
+
+def test_the_setup_names_the_ip_family(built, tmp_path):
+    """The setup says which IP family the replications ran over (meta.json ip; runs before it: IPv4)."""
+    _, _, md = built
+    assert "; IP: IPv4\n" in md
+    run = tmp_path / "run6"
+    write_rep(run, "hspa-48p-fifo-iw10-ip6", 0, owd_ramp(5), meta_extra={"ip": 6})
+    assert "; IP: IPv6\n" in report.write_report([run], tmp_path / "out").read_text()

@@ -80,6 +80,7 @@ def test_run_limit_stretches_on_slow_links_only():
     ("run", {"iws": [10.5]}, "IW must be"),
     ("run", {"aqms": []}, "non-empty list"),
     ("run", {"aqms": ["fifo"], "switch": "kernel"}, "only the kernel AQMs"),
+    ("run", {"ip": 5}, "\\[run\\] ip = 5: must be one of 4, 6"),
     ("web", {"flows": 0}, "\\[web\\] flows = 0"),
     ("web", {"start_s": [12, 10]}, "\\[web\\] start_s = \\[12, 10\\]"),
     ("web", {"flows": 10, "total_bytes": 5}, "flows = 10 is above total_bytes = 5"),
@@ -152,3 +153,50 @@ def test_meta_records_a_profiles_radio_and_window_only_where_it_has_them():
     radio = PROFILES["pam13radio"].as_meta()
     assert radio["rate_min_bps"] == 625e3 and radio["slot_s"] == 0.2 and radio["client_window_bytes"] == 14_600
     assert profile(radio | {"name": "copy"}) == dataclasses.replace(PROFILES["pam13radio"], name="copy")
+
+
+# ----------------------------------------------------------------------------- [run] ip
+
+
+@pytest.mark.parametrize("value", [5, 0, 46, "6", 6.0, True, [6], None])
+def test_ip_is_4_or_6_and_a_bad_one_is_refused_naming_the_key(value):
+    with pytest.raises(ConfigError, match=r"\[run\] ip = .*: must be one of 4, 6"):
+        scen.load("smoke", {"ip": value})
+
+
+def test_ip_defaults_to_4_and_ipv4_case_names_stay_what_they_were():
+    sc = scen.load("web6")
+    assert sc.ip == 4 and {c.ip for c in sc.cases} == {4}
+    # the names runs recorded before the key existed (docs/data-formats.md), so those runs still resume
+    assert sorted(c.name for c in sc.cases) == sorted(f"web6-hspa-48p-{a}-iw{i}" for a in ("fifo", "red", "iwa")
+                                                      for i in (3, 10))
+    assert {c.pair_key for c in sc.cases} == {"web6-hspa-48p-iw3", "web6-hspa-48p-iw10"}
+    assert [c.name for c in scen.load("web6", {"ip": 4, "aqms": ["iwa"], "iws": [10]}).cases] == ["web6-hspa-48p-iwa-iw10"]
+
+
+def test_ipv6_cases_carry_ip6_in_their_name_and_pairing_unit():
+    sc = scen.load("web6", {"ip": 6, "aqms": ["fifo", "iwa"], "iws": [10], "irto_s": 3})
+    assert sc.ip == 6 and [c.name for c in sc.cases] == ["web6-hspa-48p-fifo-iw10-irto3-ip6",
+                                                         "web6-hspa-48p-iwa-iw10-irto3-ip6"]
+    assert {c.pair_key for c in sc.cases} == {"web6-hspa-48p-iw10-irto3-ip6"}
+
+
+def test_ip_is_recorded_in_meta():
+    from accessnet.replication import new_meta
+    from accessnet.switches import ModelSwitch
+    from accessnet.workloads import workloads_for
+    for ip in (4, 6):
+        sc = scen.load("smoke", {"ip": ip})
+        case = sc.cases[0]
+        meta = new_meta(sc, case, 0, 1, workloads_for(case.spec, 1), ModelSwitch(1))
+        assert meta["ip"] == ip and meta["case"].endswith("-ip6") == (ip == 6)
+
+
+def test_ipv6_is_refused_before_a_run_where_the_kernel_has_none(monkeypatch):
+    from accessnet import replication
+    from accessnet.replication import Unit
+    sc = scen.load("smoke", {"ip": 6})
+    units = [Unit(sc, c, 0, c.name) for c in sc.cases]
+    monkeypatch.setattr(replication, "ipv6_missing", lambda: "the kernel has no IPv6 (test)")
+    with pytest.raises(ConfigError, match=r"smoke: \[run\] ip = 6 cannot run here: the kernel has no IPv6"):
+        replication.preflight(units, "model")

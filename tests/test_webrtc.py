@@ -19,6 +19,7 @@ from test_workloads import FakeNet
 
 from accessnet import scenario as scen
 from accessnet import webrtc
+from accessnet.addresses import V4, ipv6_missing
 from accessnet.workloads import Lab, WebRtc, workloads_for
 from experiments.metrics import RTC_RX_COLUMNS, RTC_TX_COLUMNS, rtc_metrics
 from refmodel.params import ConfigError
@@ -171,7 +172,7 @@ def test_a_missing_aiortc_is_said_before_a_run(tmp_path, monkeypatch):
 def test_the_workload_starts_a_receiver_on_the_phone_and_a_sender_on_the_server(tmp_path):
     log: list = []
     t0 = 1_800_000_000_000_000_000
-    lab = Lab(FakeNet(log), tmp_path, t0, 120.0, 1.0, "cubic")
+    lab = Lab(FakeNet(log), tmp_path, t0, 120.0, 1.0, "cubic", V4.server, V4.client)
     loads = workloads_for(scen.load("webrtc5").cases[0].spec, 5)
     (w,) = [x for x in loads if isinstance(x, WebRtc)]
     w.start(lab)
@@ -193,7 +194,7 @@ def test_two_flows_each_get_a_signalling_port_and_their_own_logs(tmp_path):
     """webrtc10 (seed 002's second case): two receivers on the phone, two senders on the server, flow 1's
     port one above flow 0's and its logs suffixed _1, so the metrics find both (metrics.rtc_suffixes)."""
     log: list = []
-    lab = Lab(FakeNet(log), tmp_path, 1_800_000_000_000_000_000, 120.0, 1.0, "cubic")
+    lab = Lab(FakeNet(log), tmp_path, 1_800_000_000_000_000_000, 120.0, 1.0, "cubic", V4.server, V4.client)
     (w,) = [x for x in workloads_for(scen.load("webrtc10").cases[0].spec, 5) if isinstance(x, WebRtc)]
     w.start(lab)
     for p in lab.procs:
@@ -213,17 +214,21 @@ def _env() -> dict:
 
 
 @needs_aiortc
-def test_both_ends_on_the_loopback_write_the_logs_the_metrics_read(tmp_path):
-    """Three seconds of media between two processes over 127.0.0.1 (ICE host candidate, DTLS-SRTP): the
-    per-packet logs carry the [rtc] columns and rtc_metrics reads them; the stats hold a row a second."""
-    port = 15_000 + os.getpid() % 1000
-    rx = subprocess.Popen([sys.executable, "-m", "accessnet.webrtc", "recv", "--local-ip", "127.0.0.1",
+@pytest.mark.parametrize("loopback", ["127.0.0.1", "::1"], ids=["ip4", "ip6"])
+def test_both_ends_on_the_loopback_write_the_logs_the_metrics_read(tmp_path, loopback):
+    """Three seconds of media between two processes over 127.0.0.1 or ::1 (ICE host candidate of either
+    family, DTLS-SRTP): the per-packet logs carry the [rtc] columns and rtc_metrics reads them; the stats hold
+    a row a second."""
+    if loopback == "::1" and ipv6_missing():
+        pytest.skip(ipv6_missing())
+    port = 15_000 + os.getpid() % 1000 + (loopback == "::1")
+    rx = subprocess.Popen([sys.executable, "-m", "accessnet.webrtc", "recv", "--local-ip", loopback,
                            "--signal-port", str(port), "--duration", "40", "--log", str(tmp_path / "rtc_rx.csv"),
                            "--stats", str(tmp_path / "rx_stats.csv")], env=_env(), cwd=ROOT,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        tx = subprocess.run([sys.executable, "-m", "accessnet.webrtc", "send", "--dst", "127.0.0.1", "--local-ip",
-                             "127.0.0.1", "--signal-port", str(port), "--duration", "3",
+        tx = subprocess.run([sys.executable, "-m", "accessnet.webrtc", "send", "--dst", loopback, "--local-ip",
+                             loopback, "--signal-port", str(port), "--duration", "3",
                              "--start-at", str(time.time_ns() + 5_000_000_000), "--log", str(tmp_path / "rtc_tx.csv"),
                              "--stats", str(tmp_path / "tx_stats.csv")], env=_env(), cwd=ROOT, capture_output=True,
                             text=True, timeout=60)

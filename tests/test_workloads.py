@@ -6,7 +6,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import ipaddress
+import re
+
+import pytest
+
 from accessnet import scenario as scen
+from accessnet.addresses import V4, V6, Hosts
 from accessnet.workloads import WORKLOADS, Lab, workloads_for
 
 T0 = 1_800_000_000_000_000_000
@@ -32,9 +38,9 @@ class FakeNet:
         self.registry = FakeRegistry()
 
 
-def started(case: scen.Case, seed: int, out: Path) -> list:
+def started(case: scen.Case, seed: int, out: Path, hosts: Hosts = V4) -> list:
     log: list = []
-    lab = Lab(FakeNet(log), out, T0, 40.0, 2.0, "cubic")
+    lab = Lab(FakeNet(log), out, T0, 40.0, 2.0, "cubic", hosts.server, hosts.client)
     for w in workloads_for(case.spec, seed):
         w.start(lab)
     for p in lab.procs:
@@ -116,7 +122,7 @@ def test_users_modes_keep_the_fresh_users_plan_and_command_and_share_the_draws(t
                                                       "keepalive_timeout_s": 90}),
                         ("h2", {"mode": "h2", "objects": 8})):
         log: list = []
-        lab = Lab(FakeNet(log), tmp_path, T0, 40.0, 2.0, "cubic")
+        lab = Lab(FakeNet(log), tmp_path, T0, 40.0, 2.0, "cubic", V4.server, V4.client)
         (w,) = [w for w in workloads_for({"users": {**base, **extra}}, 5) if w.section == "users"]
         w.start(lab)
         for p in lab.procs:
@@ -132,3 +138,39 @@ def test_users_modes_keep_the_fresh_users_plan_and_command_and_share_the_draws(t
     assert ka[len(cmds["fresh"]):] == ["--mode", "keepalive", "--objects", "4", "--connections", "3",
                                        "--keepalive-timeout-s", "90.0"]
     assert cmds["h2"][len(cmds["fresh"]):] == ["--mode", "h2", "--objects", "8"]
+
+
+EVERY_SECTION = {"web": {"flows": 2}, "burst": {"flows": 2}, "bulk": {"start_s": 5}, "users": {"count": 2},
+                 "rtc": {}, "webrtc": {}, "quic": {"connections": 2}}
+
+
+def addresses_in(argv: list[str]) -> set[str]:
+    """Every argument that is an IP address literal of either family (parsed by ipaddress, not by the lab)."""
+    out = set()
+    for a in argv:
+        try:
+            out.add(str(ipaddress.ip_address(a)))
+        except ValueError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("hosts", [V4, V6], ids=["ip4", "ip6"])
+def test_every_workload_talks_over_the_labs_addresses_only(tmp_path, hosts):
+    """Each workload takes its addresses from the Lab (the run's family): every address any of them passes to
+    a tool is the run's server or phone, of the run's family, and each workload passes at least one."""
+    assert set(EVERY_SECTION) == set(WORKLOADS) - {"audio"}  # a new workload joins this test
+    for section, cfg in EVERY_SECTION.items():
+        spec = {section: cfg}
+        log: list = []
+        lab = Lab(FakeNet(log), tmp_path, T0, 40.0, 2.0, "cubic", hosts.server, hosts.client)
+        for w in workloads_for(spec, 1):
+            w.start(lab)
+        for p in lab.procs:
+            p.wait()
+        used = set().union(*(addresses_in(argv) for _, argv in log))
+        assert used and used <= {hosts.server, hosts.client}, (section, used)
+        assert all(ipaddress.ip_address(a).version == hosts.version for a in used)
+        other = V6 if hosts is V4 else V4
+        assert not any(re.search(re.escape(a), " ".join(argv)) for _, argv in log for a in (other.server,
+                                                                                          other.client))

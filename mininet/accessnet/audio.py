@@ -6,7 +6,8 @@ first 8 bytes carry the send time (ns, big-endian, CLOCK_REALTIME) and next
 4 the full sequence number. Send times follow absolute deadlines, so the
 stream does not drift. The sender logs ``seq,send_ns``; the receiver
 ``seq,send_ns,recv_ns`` with the kernel's receive timestamp (SO_TIMESTAMPNS).
-Both flush their logs on exit, also on SIGTERM.
+Both flush their logs on exit, also on SIGTERM. The sender talks in its destination's family (marking the
+packets EF in the IPv4 TOS or the IPv6 traffic class); the receiver listens on both families.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import socket
 import struct
 import sys
 import time
+
+from .addresses import bind_any, family
 
 RTP = struct.Struct("!BBHII")
 STAMP = struct.Struct("!QI")
@@ -66,8 +69,7 @@ def parse(data: bytes) -> tuple[int, int]:
 
 def send(dst: str, port: int, interval_ms: float, payload: int, duration: float, log: str,
          start_at: int | None) -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0xB8)  # EF, as a VoIP stack would (ECN bits 0)
+    s = udp_sender(dst)
     start = start_at or time.time_ns()
     step = int(interval_ms * 1_000_000)
     n = int(duration * 1e9 // step)
@@ -87,6 +89,20 @@ def send(dst: str, port: int, interval_ms: float, payload: int, duration: float,
     return 0
 
 
+EF = 0xB8  # DSCP EF, as a VoIP stack marks its packets (ECN bits 0)
+
+
+def udp_sender(dst: str) -> socket.socket:
+    """A UDP socket in ``dst``'s family, its packets marked EF (IPv4 TOS or IPv6 traffic class)."""
+    fam = family(dst)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    if fam == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, EF)
+    else:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, EF)
+    return s
+
+
 def rx_time_ns(anc: list) -> int:
     """The kernel's receive timestamp (SO_TIMESTAMPNS) from recvmsg's ancillary data, else now."""
     for level, kind, value in anc:
@@ -97,9 +113,8 @@ def rx_time_ns(anc: list) -> int:
 
 
 def recv(port: int, log: str, duration: float) -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = bind_any(socket.SOCK_DGRAM, port)
     s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    s.bind(("0.0.0.0", port))
     s.settimeout(0.5)
     end = time.monotonic() + duration
     with open(log, "w") as f:

@@ -25,6 +25,7 @@ from pathlib import Path
 from refmodel.params import ConfigError
 
 from . import scenario as scen
+from .addresses import hosts, ipv6_missing
 from .irto import InitialRto
 from .irto import unavailable as irto_unavailable
 from .keepawake import steal_ms
@@ -69,8 +70,11 @@ def pick_switch(case: scen.Case, want: str, seed: int) -> Switch:
 def preflight(units: Sequence[Unit], want: str | None) -> None:
     """Refuse, before anything starts, what every replication of a case would fail on: a P4 AQM on the
     kernel backend, BMv2 asked for where it is absent, a kernel AQM this kernel lacks (tried for real), an
-    initial RTO or a phone's window without its BPF program."""
+    initial RTO or a phone's window without its BPF program, IPv6 on a kernel without it."""
     tried: dict[str, str | None] = {}
+    v6 = [u for u in units if u.case.ip == 6]
+    if v6 and ipv6_missing():
+        raise ConfigError(f"{v6[0].sc.name}: [run] ip = 6 cannot run here: {ipv6_missing()}")
     window = [u for u in units if u.case.profile.client_window_bytes is not None]
     missing = [f for f in (RWND_OBJECT, RWND_LOADER) if not f.exists()]
     if window and missing:
@@ -117,7 +121,7 @@ def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: lis
         "status": "failed", "scenario": sc.name, "case": case.name, "rep": rep, "seed": seed,
         "pair": case.pair_key,
         "profile": case.profile.as_meta(),
-        "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc, "irto_s": sc.irto_s,
+        "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc, "irto_s": sc.irto_s, "ip": case.ip,
         "n_flows": sum(w.n_flows() for w in loads), "plan": plan_of(loads), "switch": switch.kind,
         "versions": {"kernel": platform.release(), "python": platform.python_version(),
                      "source": source_version()},
@@ -149,7 +153,8 @@ def start_lab(sc: scen.Scenario, case: scen.Case, net: AccessNet, switch: Switch
         (float(a), float(r)) for a, r in run_cfg.get("rate_changes", []))
     tune = TuneSpec(t0, float(run_cfg.get("jitter_budget_ms", 40.0)), changes)
     meta["rate_changes"] = [list(x) for x in tune.rate_changes]
-    lab = Lab(net, out, t0, duration, tail_s, sc.cc)
+    addrs = hosts(case.ip)
+    lab = Lab(net, out, t0, duration, tail_s, sc.cc, addrs.server, addrs.client)
     switch.start(net, case.switch_cfg, out, tune)
     for pid in switch.pids():
         net.registry.process(pid)

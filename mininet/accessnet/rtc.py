@@ -15,7 +15,8 @@ itself:
   stays within [64 kbit/s, max].
 
 Logs (CLOCK_REALTIME ns): sender ``seq,send_ns,size,rate_bps``; receiver
-``seq,send_ns,recv_ns,size`` (kernel receive timestamps).
+``seq,send_ns,recv_ns,size`` (kernel receive timestamps). The sender talks in
+its destination's family; the receiver listens on both.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import struct
 import sys
 import time
 
+from .addresses import bind_any, family, wildcard
 from .audio import SO_TIMESTAMPNS, Stop, rx_time_ns, stop_on_signals, uninterrupted
 
 HEAD = struct.Struct("!IQ")  # seq, send_ns
@@ -47,8 +49,9 @@ def next_rate(rate: float, recv_rate: float, loss: float, qdelay_ns: int, max_ra
 
 def send(dst: str, port: int, size: int, start_bps: float, max_bps: float, duration: float, log: str,
          start_at: int | None) -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", port + 1))  # reports come back here
+    fam = family(dst)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.bind((wildcard(fam), port + 1))  # reports come back here
     s.setblocking(False)
     start = start_at or time.time_ns()
     while (wait := start - time.time_ns()) > 0:
@@ -83,9 +86,8 @@ def send(dst: str, port: int, size: int, start_bps: float, max_bps: float, durat
 
 
 def recv(port: int, log: str, duration: float) -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = bind_any(socket.SOCK_DGRAM, port)
     s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    s.bind(("0.0.0.0", port))
     s.settimeout(0.02)
     end = time.monotonic() + duration
     window: collections.deque = collections.deque()  # (recv_ns, seq, size, owd)
@@ -105,7 +107,7 @@ def recv(port: int, log: str, duration: float) -> int:
                         owd = t - send_ns
                         base_owd = owd if base_owd is None else min(base_owd, owd)
                         window.append((t, seq, len(data), owd))
-                        sender = (addr[0], addr[1])
+                        sender = addr  # a v4-mapped address on the dual-stack socket for an IPv4 sender
                 except TimeoutError:
                     pass
                 now = time.time_ns()

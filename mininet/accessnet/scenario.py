@@ -18,6 +18,7 @@ from pathlib import Path
 
 from refmodel.params import ConfigError
 
+from .addresses import IP_VERSIONS
 from .browse import DEFAULTS as USERS_DEFAULTS
 from .browse import MODES as USER_MODES
 from .irto import check_irto
@@ -43,16 +44,17 @@ TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc",
 TCP_SECTIONS = ("web", "burst", "bulk", "users")  # the workloads whose flows the route's initcwnd (the IW) sets
 QUIC_IW = 10  # aioquic's initial window, in datagrams (accessnet.quic)
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
-            "tail_s", "jitter_budget_ms", "rate_changes", "irto_s"}
+            "tail_s", "jitter_budget_ms", "rate_changes", "irto_s", "ip"}
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,63}")  # scenario, sweep and profile names: path-safe
 CC_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
 # Every value a scenario may hold, with its allowed range: (kind, low, high), bounds inclusive; "num" is an
 # int or a float, "int" an int, "range" a [low, high] pair of numbers within the bounds; "choice" one of the
-# strings in ``low`` (high unused).
+# strings in ``low`` (high unused); ("one_of", values): an int equal to one of the values.
 RANGES: dict[str, dict[str, tuple]] = {
     "run": {"reps": ("int", 1, 100_000), "seed": ("int", 0, 2**62), "duration_s": ("num", 1, 86_400),
-            "audio_only_s": ("num", 0.1, 86_400), "tail_s": ("num", 0, 3600), "jitter_budget_ms": ("num", 0.001, 1000)},
+            "audio_only_s": ("num", 0.1, 86_400), "tail_s": ("num", 0, 3600), "jitter_budget_ms": ("num", 0.001, 1000),
+            "ip": ("one_of", IP_VERSIONS)},
     "audio": {"interval_ms": ("num", 1, 1000), "payload": ("int", 0, 1400)},
     "web": {"flows": ("int", 1, 1000), "total_bytes": ("int", 1, 10**11), "start_s": ("range", 0, 86_400)},
     "burst": {"flows": ("int", 1, 1000), "total_bytes": ("int", 1, 10**11), "start_s": ("range", 0, 86_400),
@@ -82,11 +84,20 @@ def _is_num(v) -> bool:
 
 def check_value(where: str, key: str, value, spec: tuple) -> None:
     """Refuse a value outside its kind or range, naming the key, the value and what is allowed."""
-    kind, lo, hi = spec
+    kind, *bounds = spec
     if kind == "choice":
-        if not (isinstance(value, str) and value in lo):
-            raise ConfigError(f"{where} {key} = {value!r}: must be one of {', '.join(map(repr, lo))}")
+        choices = bounds[0]
+        if not (isinstance(value, str) and value in choices):
+            raise ConfigError(f"{where} {key} = {value!r}: must be one of {', '.join(map(repr, choices))}")
         return
+    if kind == "one_of":
+        values = bounds[0]
+        ok = isinstance(value, int) and not isinstance(value, bool) and value in values
+        allowed = f"one of {', '.join(map(str, values))}"
+        if not ok:
+            raise ConfigError(f"{where} {key} = {value!r}: must be {allowed}")
+        return
+    lo, hi = bounds
     if kind == "range":
         ok = (isinstance(value, list) and len(value) == 2 and all(_is_num(x) for x in value)
               and lo <= value[0] <= value[1] <= hi)
@@ -216,24 +227,28 @@ class Case:
     spec: dict = field(repr=False)  # the scenario's traffic sections
     nominal_buffer: dict | None = None  # the scenario's buffer (redok replaces it with its own): pairs cases
     irto_s: float | None = None  # the hosts' initial RTO ([run] irto_s); None: the kernel's
+    ip: int = 4  # the IP family the workloads talk over ([run] ip)
 
     @property
-    def _irto(self) -> str:
-        return "" if self.irto_s is None else f"-irto{self.irto_s:g}"
+    def _suffix(self) -> str:
+        """What the case's name and pairing unit carry beyond the defaults: the initial RTO when set, and
+        ``-ip6`` for IPv6 (IPv4 names are what they were before the key existed, so older runs resume)."""
+        return ("" if self.irto_s is None else f"-irto{self.irto_s:g}") + ("" if self.ip == 4 else f"-ip{self.ip}")
 
     @property
     def name(self) -> str:
         """Directory name of the case in a run: the workload (scenario) first, so that two scenarios can never
-        be confused in one run directory (e.g. ``web6-hspa-48p-iwa-iw10``)."""
-        return f"{self.scenario}-{self.profile.name}-{_buf_name(self.buffer)}-{self.aqm}-iw{self.iw}{self._irto}"
+        be confused in one run directory (e.g. ``web6-hspa-48p-iwa-iw10``, ``web6-hspa-48p-iwa-iw10-ip6``)."""
+        return f"{self.scenario}-{self.profile.name}-{_buf_name(self.buffer)}-{self.aqm}-iw{self.iw}{self._suffix}"
 
     @property
     def pair_key(self) -> str:
         """The pairing unit: everything of the case except the AQM. Cases with the same key see the same
-        random draws in a replication number (paired comparisons, BRIEF); profiles, buffers and IWs are
-        different designs and draw independently. redok's own buffer does not unpair it from the others."""
+        random draws in a replication number (paired comparisons, BRIEF); profiles, buffers, IWs and IP
+        families are different designs and draw independently. redok's own buffer does not unpair it from
+        the others."""
         return (f"{self.scenario}-{self.profile.name}-{_buf_name(self.nominal_buffer or self.buffer)}-iw{self.iw}"
-                f"{self._irto}")
+                f"{self._suffix}")
 
     def rep_seed(self, base_seed: int, rep: int) -> int:
         """The seed of replication ``rep``: a stable hash of the scenario's seed, the pairing unit and the
@@ -259,6 +274,7 @@ class Scenario:
     duration_s: float
     switch: str  # "auto" | "bmv2" | "model" | "kernel"
     irto_s: float | None = None  # initial RTO of the server and client (s); None = the kernel's (accessnet.irto)
+    ip: int = 4  # the IP family the workloads talk over ([run] ip: 4 or 6)
 
 
 def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict) -> tuple[dict, dict]:
@@ -344,12 +360,13 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
         raise ConfigError(f"{path.name}: [aqm] holds one table per P4 AQM ({', '.join(P4_AQMS)}); got "
                           f"{sorted(knobs) if isinstance(knobs, dict) else knobs!r}")
     irto_s = check_irto(run.get("irto_s"), path.name)
+    ip = int(run.get("ip", 4))  # checked with [run]'s RANGES
     cases = []
     for aqm, iw in itertools.product(aqms, iws):
         cfg, real_buf = _switch_cfg(prof, buf, aqm, knobs)
         if aqm in P4_AQMS:
             _check_switch_cfg(path.name, aqm, cfg)
-        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf), irto_s))
+        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf), irto_s, ip))
     switch = run.get("switch", "auto")
     if switch not in ("auto", "bmv2", "model", "kernel"):
         raise ConfigError(f"{path.name}: [run] switch = {switch!r}: allowed auto, bmv2, model, kernel")
@@ -358,7 +375,7 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
                           f"{', '.join(a for a in aqms if a in P4_AQMS)} run on the P4 switch")
     cc = check_cc(run.get("cc", "cubic"), path.name)
     return Scenario(path.stem, path, data, cases, int(run.get("reps", 3)), int(run.get("seed", 1)),
-                    cc, float(run.get("duration_s", 40.0)), switch, irto_s)
+                    cc, float(run.get("duration_s", 40.0)), switch, irto_s, ip)
 
 
 def _check_switch_cfg(label: str, aqm: str, cfg: dict) -> None:

@@ -17,6 +17,13 @@
   the switch's decisions are the only losses.
 * ``cli``: the phone. ``mon`` receives the telemetry clones.
 
+``srv`` and ``cli`` are dual-stack in every run (``accessnet.addresses``: 10.0.0.1/24 and fd00::1/64, 10.0.0.2/24
+and fd00::2/64), each family with static neighbours and the server's initial window on its connected
+route; a scenario's ``[run] ip`` picks the family its workloads use. Their IPv6 is quiet (no link-local
+address, no duplicate address detection, no router solicitations; the two MLD reports of each address go
+out before anything forwards), and the delay nodes, the switch's namespace and the monitor have no IPv6 at
+all: nothing but the scenario's traffic meets the bottleneck.
+
 Every host and interface lives in a namespace of its own run, and every name
 carries the run's prefix (``leftovers.Lease``), so parallel runs never share a
 name, a port or a record. ``AccessNet.stop()`` removes exactly what
@@ -42,6 +49,7 @@ from mininet.node import Host, Node
 
 from controller import shaper
 
+from .addresses import NO_IPV6, QUIET_IPV6, V4, V6, Hosts, ipv6_missing, sysctl_args
 from .keepawake import KeepAwake
 from .leftovers import Registry
 from .profiles import Profile
@@ -50,7 +58,9 @@ LOG = logging.getLogger("iwlab.net")
 ROOT = Path(__file__).resolve().parents[2]
 DELAYLINE = ROOT / "build" / "delayline"
 RWND_OBJECT, RWND_LOADER = ROOT / "build" / "rwnd.bpf.o", ROOT / "build" / "rwnd-attach"  # the phone's window
-SERVER_IP, CLIENT_IP = "10.0.0.1", "10.0.0.2"
+# A Linux bridge that forwards and says nothing: with multicast snooping on, a bridge joins the all-snoopers
+# groups (RFC 4286) and its IGMP report crossed the bottleneck (seen in a kernel-backend run's captures).
+QUIET_BRIDGE = "bridge mcast_snooping 0"
 
 
 def sh(node: Node, cmd: str, timeout: float = 20.0, check: bool = False) -> str:
@@ -126,6 +136,8 @@ class AccessNet:
         self.awake = KeepAwake()
         p = prefix
         self.ports = Ports(f"{p}sw-eth1", f"{p}sw-eth2", f"{p}sw-eth3")
+        self.no_ipv6 = ipv6_missing()  # why the hosts are IPv4 only (a kernel without IPv6), else None
+        self.families: tuple[Hosts, ...] = (V4,) if self.no_ipv6 else (V4, V6)
 
     # -- build ------------------------------------------------------------------------
     def start(self) -> "AccessNet":
@@ -135,12 +147,13 @@ class AccessNet:
                       autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
         try:
-            self.srv = net.addHost(f"{p}srv", ip=f"{SERVER_IP}/24")
-            self.cli = net.addHost(f"{p}cli", ip=f"{CLIENT_IP}/24")
+            self.srv = net.addHost(f"{p}srv", ip=f"{V4.server}/{V4.prefix_len}")
+            self.cli = net.addHost(f"{p}cli", ip=f"{V4.client}/{V4.prefix_len}")
             self.d1 = net.addHost(f"{p}d1", ip=None)
             self.d2 = net.addHost(f"{p}d2", ip=None)
             self.mon = net.addHost(f"{p}mon", ip=None)
             self.sw = net.addHost(f"{p}sw", ip=None)  # its own namespace: see the module's docstring
+            self._ipv6_defaults()  # before the links: their interfaces take the namespaces' defaults
             net.addLink(self.srv, self.d1, intfName1=f"{p}srv-eth0", intfName2=f"{p}d1-eth0")
             net.addLink(self.d1, self.sw, intfName1=f"{p}d1-eth1", intfName2=self.ports.server)
             net.addLink(self.sw, self.d2, intfName1=self.ports.client, intfName2=f"{p}d2-eth0")
@@ -155,7 +168,8 @@ class AccessNet:
                         offloads_off(node, intf)
                         sh(node, f"ip link set {intf} up", check=True)
                 sh(node, "ip link set lo up", check=True)
-            self._static_arp()
+            self._ipv6_interfaces()
+            self._static_neighbours()  # IPv6 addresses too: before the delay lines forward anything
             self._delays()
             self._drain_shaper()
         except BaseException:
@@ -170,13 +184,40 @@ class AccessNet:
         """Hosts whose shell (the process holding its namespace) has died: the run cannot go on."""
         return [n.name for n in self.nodes() if n.shell is None or n.shell.poll() is not None]
 
-    def _static_arp(self) -> None:
-        srv_mac = self.srv.intf(f"{self.prefix}srv-eth0").MAC()
-        cli_mac = self.cli.intf(f"{self.prefix}cli-eth0").MAC()
-        sh(self.srv, f"ip neigh replace {CLIENT_IP} lladdr {cli_mac} dev {self.prefix}srv-eth0 nud permanent",
-           check=True)
-        sh(self.cli, f"ip neigh replace {SERVER_IP} lladdr {srv_mac} dev {self.prefix}cli-eth0 nud permanent",
-           check=True)
+    def _ipv6_defaults(self) -> None:
+        """IPv6 on in the server's and the phone's namespaces, quiet (``addresses.QUIET_IPV6``); off for every
+        interface the forwarding namespaces will make (``addresses.NO_IPV6``)."""
+        if self.no_ipv6:
+            LOG.warning("%s: the hosts are IPv4 only", self.no_ipv6)
+            return
+        for node in (self.srv, self.cli):
+            sh(node, "sysctl -qw " + " ".join(sysctl_args(QUIET_IPV6)), check=True)
+        for node in (self.d1, self.d2, self.mon, self.sw):
+            sh(node, "sysctl -qw " + " ".join(sysctl_args(NO_IPV6, ("default",))), check=True)
+
+    def _ipv6_interfaces(self) -> None:
+        """The same settings on every interface by name (the per-interface value is the one the kernel uses)."""
+        if self.no_ipv6:
+            return
+        for node in self.nodes():
+            ifs = tuple(i for i in node.intfNames() if i != "lo")
+            settings = QUIET_IPV6 if node in (self.srv, self.cli) else NO_IPV6
+            if ifs:
+                sh(node, "sysctl -qw " + " ".join(sysctl_args(settings, ifs)), check=True)
+
+    def _static_neighbours(self) -> None:
+        """Per family: the hosts' addresses (IPv6's without duplicate address detection, usable at once) and
+        permanent neighbour entries, so neither ARP nor neighbour discovery ever crosses the bottleneck."""
+        srv_if, cli_if = f"{self.prefix}srv-eth0", f"{self.prefix}cli-eth0"
+        srv_mac, cli_mac = self.srv.intf(srv_if).MAC(), self.cli.intf(cli_if).MAC()
+        for fam in self.families:
+            if fam.version == 6:
+                sh(self.srv, f"ip -6 addr add {fam.server}/{fam.prefix_len} dev {srv_if} nodad", check=True)
+                sh(self.cli, f"ip -6 addr add {fam.client}/{fam.prefix_len} dev {cli_if} nodad", check=True)
+            sh(self.srv, f"ip -{fam.version} neigh replace {fam.client} lladdr {cli_mac} dev {srv_if} nud permanent",
+               check=True)
+            sh(self.cli, f"ip -{fam.version} neigh replace {fam.server} lladdr {srv_mac} dev {cli_if} nud permanent",
+               check=True)
 
     def _delays(self) -> None:
         """d1: server-side delay both ways; d2: the access link's delay both ways."""
@@ -184,7 +225,7 @@ class AccessNet:
             a, b = f"{node.name}-eth0", f"{node.name}-eth1"
             us = int(round(ms * 1000))
             if self.netem:
-                sh(node, f"ip link add br0 type bridge && ip link set {a} master br0 && "
+                sh(node, f"ip link add br0 type {QUIET_BRIDGE} && ip link set {a} master br0 && "
                          f"ip link set {b} master br0 && ip link set br0 up", check=True)
                 for intf in (a, b):
                     sh(node, f"tc qdisc replace dev {intf} root netem delay {ms}ms limit 1000000", check=True)
@@ -205,27 +246,33 @@ class AccessNet:
         """Kernel backend: the switch is a Linux bridge and the AQM a child of the tbf."""
         p = self.prefix
         br = f"{p}br"
-        sh(self.sw, f"ip link add {br} type bridge && ip link set {self.ports.server} master {br} && "
+        sh(self.sw, f"ip link add {br} type {QUIET_BRIDGE} && ip link set {self.ports.server} master {br} && "
                     f"ip link set {self.ports.client} master {br} && ip link set {br} up", check=True)
         r = sh(self.sw, f"tc qdisc replace dev {self.ports.client} parent 1:1 handle 10: {qdisc} 2>&1; echo rc=$?")
         if not r.strip().endswith("rc=0"):
             raise RuntimeError(f"kernel qdisc '{qdisc}' is not available here: {r.strip()}")
 
     def set_iw(self, iw: int) -> None:
+        """The server's initial window: ``initcwnd`` on its connected route of each family (the kernel's own
+        routes, changed in place: the same key, so no second route appears)."""
         dev = f"{self.prefix}srv-eth0"
-        sh(self.srv, f"ip route change 10.0.0.0/24 dev {dev} proto kernel scope link src {SERVER_IP} "
-                     f"initcwnd {iw}", check=True)
+        for fam in self.families:
+            route = (f"ip route change {fam.network} dev {dev} proto kernel scope link src {fam.server}"
+                     if fam.version == 4 else f"ip -6 route change {fam.network} dev {dev} proto kernel metric 256")
+            sh(self.srv, f"{route} initcwnd {iw}", check=True)
 
     def set_client_window(self, window_bytes: int) -> None:
         """The phone's receive window: a tc classifier on the client's interface (``bpf/rwnd.bpf.c``) lowers the
-        window of every segment the client sends to at most ``window_bytes``, in a namespace without window
-        scaling (the field is then bytes). The kernel's own clamps do not hold past the SYN on Linux 6.x."""
+        window of every segment the client sends to at most ``window_bytes`` (TCP over IPv4 and IPv6), in a
+        namespace without window scaling (the field is then bytes; ``net.ipv4.tcp_window_scaling`` holds for
+        TCP over IPv6 too). The kernel's own clamps do not hold past the SYN on Linux 6.x."""
         sh(self.cli, "sysctl -qw net.ipv4.tcp_window_scaling=0", check=True)
         sh(self.cli, f"{RWND_LOADER} {RWND_OBJECT} {self.prefix}cli-eth0 {int(window_bytes)}", check=True)
 
     def set_tcp(self, cc: str) -> None:
         """SACK on, no cached metrics; the namespaces' default congestion control where the kernel lets a
-        namespace choose it (the web server sets ``cc`` on its own sockets in any case: TCP_CONGESTION)."""
+        namespace choose it (the web server sets ``cc`` on its own sockets in any case: TCP_CONGESTION). The
+        ``net.ipv4.tcp_*`` settings hold for TCP over IPv6 as well."""
         for h in (self.srv, self.cli):
             sh(h, "sysctl -qw net.ipv4.tcp_no_metrics_save=1 net.ipv4.tcp_sack=1", check=True)
             out = sh(h, f"sysctl -qw net.ipv4.tcp_congestion_control={cc} 2>&1")

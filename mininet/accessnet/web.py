@@ -6,7 +6,9 @@
   TCP_INFO every millisecond while a response is in flight and counts retransmission timeouts (entries
   into the ``TCP_CA_Loss`` state) and retransmitted segments, each for the oldest response not yet
   acknowledged; one JSON line per response goes to the log (docs/data-formats.md, server_flows.jsonl). The
-  initial window is the route's ``initcwnd`` (set by the lab), the congestion control ``--cc``.
+  initial window is the route's ``initcwnd`` (set by the lab), the congestion control ``--cc``. It listens
+  on both families (``::`` with IPV6_V6ONLY off), so one server serves an IPv4 run and an IPv6 run alike;
+  the clients connect to ``--dst`` in its family.
 * ``client``: at an absolute time opens N connections in parallel, each fetching B bytes, and logs per
   flow: start (connect called), end (last byte received), bytes, completed, and its local port.
 * ``users``: web users browsing pages with think times between them (``accessnet.browse``: a fresh
@@ -30,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .addresses import bind_any
 from .browse import CHUNK, DEFAULTS, MODES, Browser, fetch, requests_log, users, write_client_log
 
 WEB_PORT = 8080  # the lab's web server (experiments.metrics tells its connections in the captures by it)
@@ -210,10 +213,8 @@ def serve_conn(conn: socket.socket, peer, log, lock: threading.Lock) -> None:
 
 
 def server(port: int, cc: str, log_path: str) -> int:
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls = bind_any(socket.SOCK_STREAM, port)
     ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
-    ls.bind(("0.0.0.0", port))
     ls.listen(LISTEN_BACKLOG)
     lock = threading.Lock()
     with open(log_path, "a") as log:

@@ -15,8 +15,8 @@ One line of libwebrtc that aiortc's port lacks is added by default on the receiv
 the estimator is blind behind any standing queue (see ``cap_bursts``); ``--max-burst-ms 0`` runs aiortc
 exactly as shipped.
 
-The rest is the real stack too: ICE (host candidates only, one per host: the ``--local-ip``), DTLS-SRTP,
-RTP/RTCP (SR/RR every 0.5-1.5 s, REMB, NACK, PLI). aiortc has no public hooks, so this module patches its
+The rest is the real stack too: ICE (host candidates only, one per host: the ``--local-ip``, IPv4 or IPv6),
+DTLS-SRTP, RTP/RTCP (SR/RR every 0.5-1.5 s, REMB, NACK, PLI). aiortc has no public hooks, so this module patches its
 classes in its own process only: observers (``RTCDtlsTransport._send_rtp`` and ``_handle_rtp_data`` for the
 per-packet logs, the first also writing the send time into the payload's trailer, and
 ``RemoteBitrateEstimator.add`` for the receiver's stats), and three replacements:
@@ -64,11 +64,12 @@ import asyncio
 import json
 import math
 import signal
-import socket
 import struct
 import sys
 import time
 from fractions import Fraction
+
+from .addresses import family
 
 MAGIC = 0x57525443  # "WRTC"
 TRAILER = struct.Struct("!IIQI")  # packet seq, frame, send_ns, magic
@@ -462,7 +463,7 @@ async def recv(a) -> int:
         writer.close()
         srv_done.set()
 
-    server = await asyncio.start_server(on_signal, a.local_ip, a.signal_port, family=socket.AF_INET,
+    server = await asyncio.start_server(on_signal, a.local_ip, a.signal_port, family=family(a.local_ip),
                                         reuse_address=True)
     stats = open(a.stats, "w", buffering=1)
     stats.write(",".join(RX_STATS) + "\n")

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from .browse import DEFAULTS as USERS_DEFAULTS
 from .irto import preexec
-from .topology import CLIENT_IP, ROOT, SERVER_IP, AccessNet
+from .topology import ROOT, AccessNet
 from .web import WEB_PORT
 
 AUDIO_PORT, RTC_PORT = 5004, 5006
@@ -43,7 +43,9 @@ REALTIME = ["chrt", "-r", "10"]
 @dataclass
 class Lab:
     """What a workload needs from the running replication: the network, where logs go, the clock origin
-    (the audio's start), the time limit, and a way to start processes that the runner stops and cleans."""
+    (the audio's start), the time limit, the server's and the phone's addresses in the run's IP family
+    (``[run] ip``: a workload that takes its addresses from here talks over the run's family), and a way to
+    start processes that the runner stops and cleans."""
 
     net: AccessNet
     out: Path
@@ -51,6 +53,8 @@ class Lab:
     duration_s: float
     tail_s: float
     cc: str
+    server_ip: str
+    client_ip: str
     procs: list[subprocess.Popen] = field(default_factory=list)
     web_server: subprocess.Popen | None = None
 
@@ -65,7 +69,7 @@ class Lab:
         return p
 
     def ensure_web_server(self) -> None:
-        """One web server per replication, shared by every TCP workload."""
+        """One web server per replication, shared by every TCP workload (it listens on both families)."""
         if self.web_server is None:
             self.web_server = self.spawn(self.net.srv, ["accessnet.web", "server", "--port", str(WEB_PORT), "--cc",
                                                         self.cc, "--log", str(self.out / "server_flows.jsonl")],
@@ -139,7 +143,7 @@ class Audio(Workload):
                                 str(lab.out / "audio_rx.csv"), "--duration", str(lab.duration_s + 5)], "audio_rx",
                   realtime=True)
         self.sender = lab.spawn(lab.net.srv, [
-            "accessnet.audio", "send", "--dst", CLIENT_IP, "--port", str(AUDIO_PORT),
+            "accessnet.audio", "send", "--dst", lab.client_ip, "--port", str(AUDIO_PORT),
             "--interval-ms", str(a.get("interval_ms", 20)), "--payload", str(a.get("payload", 40)),
             "--duration", str(lab.duration_s), "--start-at", str(lab.t0_ns), "--log", str(lab.out / "audio_tx.csv")],
             "audio_tx", realtime=True)
@@ -180,7 +184,8 @@ class Bursts(Workload):
         for b in self.plan["bursts"]:
             k = b["burst"]
             self.procs.append(lab.spawn(lab.net.cli, [
-                "accessnet.web", "client", "--dst", SERVER_IP, "--port", str(WEB_PORT), "--flows", str(b["flows"]),
+                "accessnet.web", "client", "--dst", lab.server_ip, "--port", str(WEB_PORT),
+                "--flows", str(b["flows"]),
                 "--bytes", str(b["bytes"]), "--burst", str(k), "--start-at", str(lab.at(b["start_s"])),
                 "--timeout", str(lab.duration_s), "--log", str(lab.out / f"client_flows_{k}.csv")], f"web_client_{k}"))
 
@@ -268,7 +273,8 @@ class Users(Workload):
         u = self.cfg
         lab.ensure_web_server()
         self.procs.append(lab.spawn(lab.net.cli, [
-            "accessnet.web", "users", "--dst", SERVER_IP, "--port", str(WEB_PORT), "--users", str(self.plan["count"]),
+            "accessnet.web", "users", "--dst", lab.server_ip, "--port", str(WEB_PORT),
+            "--users", str(self.plan["count"]),
             "--min-bytes", str(int(u["min_bytes"])), "--max-bytes", str(int(u["max_bytes"])),
             "--idle-mean-s", str(float(u["idle_mean_s"])), "--start-at", str(lab.at(self.plan["start_s"])),
             "--duration", str(lab.duration_s - self.plan["start_s"] - lab.tail_s), "--seed", str(self.plan["seed"]),
@@ -289,7 +295,8 @@ class Rtc(Workload):
         lab.spawn(lab.net.cli, ["accessnet.rtc", "recv", "--port", str(RTC_PORT), "--log", str(lab.out / "rtc_rx.csv"),
                                 "--duration", str(lab.duration_s + 5)], "rtc_rx", realtime=True)
         self.sender = lab.spawn(lab.net.srv, [
-            "accessnet.rtc", "send", "--dst", CLIENT_IP, "--port", str(RTC_PORT), "--size", str(int(r.get("size", 1200))),
+            "accessnet.rtc", "send", "--dst", lab.client_ip, "--port", str(RTC_PORT),
+            "--size", str(int(r.get("size", 1200))),
             "--start-kbps", str(float(r.get("start_kbps", 128))), "--max-kbps", str(float(r.get("max_kbps", 2500))),
             "--duration", str(lab.duration_s - rstart - lab.tail_s), "--start-at", str(lab.at(rstart)),
             "--log", str(lab.out / "rtc_tx.csv")], "rtc_tx", realtime=True)
@@ -314,12 +321,14 @@ class WebRtc(Workload):
         self.senders = []
         for k in range(int(r.get("flows", 1))):  # flow k: its own signalling port and logs (suffix _k, k >= 1)
             sfx, port = (f"_{k}" if k else ""), str(WEBRTC_SIGNAL_PORT + k)
-            lab.spawn(lab.net.cli, ["accessnet.webrtc", "recv", "--local-ip", CLIENT_IP, "--signal-port", port,
+            lab.spawn(lab.net.cli, ["accessnet.webrtc", "recv", "--local-ip", lab.client_ip,
+                                    "--signal-port", port,
                                     "--max-burst-ms", str(float(r["max_burst_ms"])), "--duration", str(lab.duration_s + 5),
                                     "--log", str(lab.out / f"rtc_rx{sfx}.csv"),
                                     "--stats", str(lab.out / f"webrtc_rx_stats{sfx}.csv")], f"webrtc_rx{sfx}", realtime=True)
             sender = lab.spawn(lab.net.srv, [
-                "accessnet.webrtc", "send", "--dst", CLIENT_IP, "--local-ip", SERVER_IP, "--signal-port", port,
+                "accessnet.webrtc", "send", "--dst", lab.client_ip, "--local-ip", lab.server_ip,
+                "--signal-port", port,
                 "--start-kbps", str(float(r["start_kbps"])), "--min-kbps", str(float(r["min_kbps"])),
                 "--max-kbps", str(float(r["max_kbps"])), "--fps", str(float(r["fps"])),
                 "--duration", str(lab.duration_s - rstart - lab.tail_s), "--start-at", str(lab.at(rstart)),
@@ -354,13 +363,13 @@ class Quic(Bursts):
                             "streams": int(self.cfg.get("streams", 6))}], "total_bytes": total}
 
     def start(self, lab: Lab) -> None:
-        server = lab.spawn(lab.net.srv, ["accessnet.quic", "server", "--host", SERVER_IP, "--port", str(QUIC_PORT),
+        server = lab.spawn(lab.net.srv, ["accessnet.quic", "server", "--host", lab.server_ip, "--port", str(QUIC_PORT),
                                          "--log", str(lab.out / "server_quic.jsonl")], "quic_server")
         wait_for_line(lab.out / "quic_server.out", "listening on", server, QUIC_READY_S)
         for b in self.plan["bursts"]:
             k = b["burst"]
             self.procs.append(lab.spawn(lab.net.cli, [
-                "accessnet.quic", "client", "--dst", SERVER_IP, "--port", str(QUIC_PORT),
+                "accessnet.quic", "client", "--dst", lab.server_ip, "--port", str(QUIC_PORT),
                 "--connections", str(b["flows"]), "--streams", str(b["streams"]),
                 "--bytes", str(self.plan["total_bytes"]), "--burst", str(k), "--start-at", str(lab.at(b["start_s"])),
                 "--timeout", str(lab.duration_s), "--log", str(lab.out / f"client_quic_{k}.csv"),

@@ -1,14 +1,15 @@
 /* IWA, the initial-window-aware AQM (docs/iwa.md), its downstream decision.
  * Its main lever is upstream and loss-free: start_shaper.p4 sizes the windows
  * of starting flows to the queue room the audio's budget leaves. Here:
- *   - established flows (CLASS_TCP_EST) are CoDel's (bottleneck.p4 applies
- *     AqmCodel to them), so a bulk incumbent cannot hold the queue either;
+ *   - everything no window holds is CoDel's (bottleneck.p4 applies AqmCodel
+ *     to it): datagrams, flows IWA does not shape, frames it cannot parse, and
+ *     shaped flows past their start phase, so no traffic meets a plain FIFO;
  *   - the safety net: new data of a starting flow beyond the window it was
  *     given (a sender that ignores the window) is dropped while its sojourn
  *     exceeds the target; a mark would not shrink that queue, so ECN or not,
  *     it is a drop;
- *   - retransmissions, datagrams (the audio) and control segments pass; the
- *     buffer limit applies to everything.
+ *   - a shaped flow's retransmissions and control segments pass; the buffer
+ *     limit applies to everything.
  * refmodel/iwa.py is the executable twin. */
 #ifndef _AQM_IWA_P4_
 #define _AQM_IWA_P4_

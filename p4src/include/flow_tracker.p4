@@ -3,13 +3,15 @@
  * retransmission. A flow enters the table at the server's SYN-ACK; the slot
  * is crc32(server, client, server port, client port, proto) mod FLOW_SLOTS
  * (upstream packets hash their fields swapped, so both directions meet in one
- * slot) and the full CRC is its signature. Aging: a slot whose flow sent
- * nothing downstream for age_ns is free (a long flow that keeps sending keeps
- * its slot and its shaping). Collision: a SYN-ACK that meets a live foreign
- * flow leaves the slot alone (fail open: that flow is never shaped and counts
- * as established). A
+ * slot) and the full CRC is its signature. A slot holds its flow until another
+ * takes it (a keep-alive connection reused after minutes is still its slot's);
+ * a new flow may take a slot whose flow sent no data downstream for age_ns, or
+ * closed (a FIN or RST from either side clears flow_seen). Collision: a SYN-ACK
+ * that meets a live foreign flow leaves the slot alone (fail open: that flow is
+ * never shaped and is the standing-queue control's). A
  * retransmitted SYN-ACK of a tracked flow changes nothing. Malformed segments
- * never read or write the table.
+ * never read or write the table; upstream packets only read it, but a FIN or
+ * RST, which frees the slot.
  * Downstream new data of a tracked flow leaves here as CLASS_TCP_START;
  * start_shaper.p4 moves it to CLASS_TCP_EST once the flow is past its start.
  * refmodel/flows.py is the executable twin. */
@@ -20,7 +22,7 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     in bit<64> now, in iwa_cfg_t cfg, inout track_t trk) {
     register<bit<32>>(FLOW_SLOTS) flow_sig;
     register<bit<64>>(FLOW_SLOTS) flow_start;   // the SYN-ACK's time
-    register<bit<64>>(FLOW_SLOTS) flow_seen;    // the flow's latest downstream packet
+    register<bit<64>>(FLOW_SLOTS) flow_seen;    // the flow's latest downstream data (0: closed, the slot is free)
     register<bit<32>>(FLOW_SLOTS) flow_isn;     // first sequence number of data
     register<bit<32>>(FLOW_SLOTS) flow_seqhi;   // highest sequence number sent
 
@@ -33,6 +35,7 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         trk.tracked = false;
         trk.isn = 0;
         trk.age = 0;
+        trk.seqhi = 0;
         if (hdr.udp.isValid()) {
             trk.cls = CLASS_UDP;
         } else if (!tcp_ok) {
@@ -62,14 +65,21 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             flow_isn.read(isn, slot);
             flow_seqhi.read(seqhi, slot);
             bit<64> age = now - start;
-            bool live = sig != 0 && now - seen <= (bit<64>)cfg.age_ns;
-            trk.tracked = live && sig == h;
+            bool live = sig != 0 && seen != 0 && now - seen <= (bit<64>)cfg.age_ns;
+            trk.tracked = sig != 0 && sig == h;
             trk.isn = isn;
             trk.age = age;
+            trk.seqhi = seqhi;
             trk.cls = tcp_payload > 0 ? CLASS_TCP_EST : CLASS_TCP_CTRL;
+            bit<64> seen_new = seen;
+            if (trk.tracked && hdr.tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
+                seen_new = 0;                           // it closed: the slot is free for a new flow
+            } else if (trk.tracked && downstream == 1 && tcp_payload > 0) {
+                seen_new = now;                         // data: alive, the slot is kept age_ns from now
+            }
 
             if (downstream == 0) {
-                // upstream: read only (start_shaper.p4 follows the client's SYN and ACKs)
+                // upstream: only a close writes (start_shaper.p4 follows the client's SYN and ACKs)
             } else if (hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK) == (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
                 trk.cls = CLASS_TCP_CTRL;
                 bit<32> first = hdr.tcp.seqNo + 1;
@@ -83,10 +93,12 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     flow_start.write(slot, now);
                     flow_isn.write(slot, first);
                     flow_seqhi.write(slot, first);
+                    seen_new = now;
                     trk.flags = TRACK_TRACKED | TRACK_NEW_FLOW;
                     trk.tracked = true;
                     trk.isn = first;
                     trk.age = 0;
+                    trk.seqhi = first;
                 }
             } else if (tcp_payload == 0) {
                 if (trk.tracked) { trk.flags = TRACK_TRACKED; }
@@ -104,9 +116,7 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     trk.flags = TRACK_TRACKED | TRACK_STARTING;
                 }
             }
-            if (downstream == 1 && trk.tracked) {
-                flow_seen.write(slot, now);             // alive (or new): the slot is kept age_ns from now
-            }
+            flow_seen.write(slot, seen_new);
         }
     }
 }

@@ -52,7 +52,7 @@ struct iwa_cfg_t {
     bit<32> target_ns;         // queue room for starting flows
     bit<16> mss_bytes;         // the smallest window IWA advertises
     bit<32> hold_ns;           // the reserve is forgotten this long after the last SYN-ACK
-    bit<48> age_ns;            // a flow slot is free this long after its latest downstream packet
+    bit<48> age_ns;            // a new flow may take a slot this long after its flow's latest downstream data
 }
 
 /* The queue model's prediction for this packet (queue_model.p4). */
@@ -87,6 +87,7 @@ struct track_t {
     bool    tracked;   // the slot holds this flow (live)
     bit<32> isn;       // its first sequence number of data
     bit<64> age;       // time since its SYN-ACK
+    bit<32> seqhi;     // the highest sequence number its server sent (before this segment)
 }
 
 /* What the start shaper did with an upstream ACK (start_shaper.p4). */

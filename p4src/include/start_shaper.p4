@@ -5,42 +5,52 @@
  *   flow_syn    the client's SYN: signature | seen | window-scale shift
  *   flow_syn_t  its time (ns, low 32 bits)
  *   flow_srtt   the server's side of the RTT (client SYN to SYN-ACK at the switch):
- *               how long the data a grant releases takes to arrive
+ *               how long the data a grant releases takes to arrive ("lead")
  *   flow_state  the client's scale (if both SYN and SYN-ACK carried the option),
  *               SHAPE (the SYN was seen: the scale is known), ANNOUNCED (one
  *               frame reserved until its first ACK), ACKED (first ACK seen),
- *               EPOCH (parity of the reserve's epoch it reserved in), COUNTED (in
- *               iwa_flows: from its first ACK to the client's FIN or a RST)
+ *               EPOCH (parity of the reserve's epoch it reserved in), COUNTED and
+ *               FRESH (how it is counted among its link's active flows), CLOSED (a
+ *               FIN or RST from either side), IDLE (its window was retracted after
+ *               a response), and in the top 16 bits the epoch it was last counted in
  *   flow_edge   the right edge of the window the server was given (ACK + window)
  *   flow_ack    the highest ACK number seen (what the next ACK acknowledges)
- *   flow_end    where its start phase ends: isn + bytes of (RTT + target),
- *               fixed at its first ACK; past it the flow is CoDel's too
- *   flow_link   the access link of its SYN-ACK: a slot's reuse uncounts the
- *               flow that held it from that flow's own link
+ *   flow_span   a start phase's length, bytes of (RTT + target), fixed at its first ACK;
+ *               its share of the path and budget is span >> ceil(log2 flows)
+ *   flow_end    where its current start phase ends; past it the flow is CoDel's too
+ *   flow_mark, flow_mark_t
+ *               a checkpoint: an edge the server was given, and when; not sent up to
+ *               two server RTTs later, the server has nothing to send
+ *   flow_link   the access link of its SYN-ACK: the link a close uncounts it from
  * Per access link (IWA only; one cell per link, indexed by the packet's link,
  * queue_tat being that link's queue; the flow slots above are shared):
- *   iwa_grant_tat  window openings beyond replacement, as a queue that drains
- *                  at the link rate from when their data can arrive
+ *   iwa_vq_tat     every window opening as a virtual queue at the link rate from
+ *                  the grant: the queue its data finds one server RTT later
  *   iwa_reserve_cur, iwa_reserve_old
- *                  one frame per announced flow, released by its first ACK,
- *                  in two generations of epochs at least hold_ns long
- *                  (iwa_epoch_t, iwa_epoch): a frame is gone at most
- *                  3 hold_ns after its SYN-ACK, whatever follows
+ *                  one frame per announced flow, released by its first ACK
+ *   iwa_act_old, iwa_act_cur, iwa_act_new
+ *                  the active shaped flows of the previous epoch, of this one so
+ *                  far, and of this one's not in the previous: flows = old + new
+ *   iwa_epoch_t, iwa_epoch
+ *                  the epoch (at least hold_ns) of the reserve's and the count's
+ *                  two generations
  *   iwa_wavg       the average window of shaped flows (EWMA, 1/8)
- *   iwa_flows      the number of shaped flows (COUNTED); a flow's share of its
- *                  path and the budget is (end - isn) >> ceil(log2 iwa_flows)
  *
  * Upstream, an ACK of a shaped flow may open the server's window by what it
  * acknowledges (replacement: the queue stays as it is) plus at most
- *   room = target - queue - grants in transit - reserve   (+ its own frame)
+ *   room = target - max(queue, virtual queue) - reserve   (+ its own frame)
  * and at most what it acknowledges again (the server's own slow-start pace),
  * nothing beyond replacement for a flow above its share or above the average
- * window while room is short, and less than replacement (at most half less)
- * while the queue is above target; never below one MSS beyond the ACK, never
- * above the client's own window, never moving the right edge left. The new
- * window is rounded up to the client's scale and written by tcp_window.p4. Downstream, new data is
- * CLASS_TCP_EST once it starts at or past the flow's end, and TRACK_BEYOND
- * when it ends past the edge the server was given.
+ * window while room is short, less than replacement (at most half less) while
+ * the queue will be above target, and nothing while the server leaves its
+ * window unused; never below one MSS beyond the ACK, never above the client's
+ * own window, never moving the right edge left but once: the ACK of all an
+ * idle server sent retracts its window to one MSS, so that its next response
+ * starts from a first window (the room), as a new flow does. The new window is
+ * rounded up to the client's scale and written by tcp_window.p4. Downstream,
+ * a shaped flow's new data is CLASS_TCP_EST once it starts at or past the end
+ * of its start phase, and TRACK_BEYOND when it ends past the edge the server
+ * was given after its first ACK; a flow IWA does not shape is CLASS_TCP_EST.
  * refmodel/shaper.py is the executable twin. */
 #ifndef _START_SHAPER_P4_
 #define _START_SHAPER_P4_
@@ -55,44 +65,116 @@ bit<32> ns32(in bit<64> ns) {
     return ns > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)ns;
 }
 
+bit<32> dec32(in bit<32> n) {
+    return n == 0 ? 0 : n - 1;
+}
+
 control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in bit<1> downstream,
                     in bool ws_seen, in bit<8> ws_shift, in bit<64> now, in bit<16> link, in bit<64> queue_tat,
                     in bool iwa_on, in iwa_cfg_t cfg, in bit<32> mtu_ns, in bit<8> rate_class, inout track_t trk,
                     out grant_t g) {
     /* Queue time <-> TCP payload bytes at the link's rate, by the rate class's product tables
      * (mantissa.p4: never above the exact product, less than 1/64 below it): TCP payload bytes the
-     * link drains in a span (the start phase's end) and in the room (or over the deficit) a grant
-     * sizes, and the queue time of bytes granted beyond replacement. */
+     * link drains in a span (the start phase) and in the room (or over the deficit) a grant
+     * sizes, and the queue time of the bytes a grant opens. */
     RateProduct() span_bytes;
     RateProduct() room_bytes;
-    RateProduct() extra_ns;
+    RateProduct() grant_ns;
     register<bit<32>>(FLOW_SLOTS) flow_syn;
     register<bit<32>>(FLOW_SLOTS) flow_syn_t;
     register<bit<32>>(FLOW_SLOTS) flow_srtt;
-    register<bit<16>>(FLOW_SLOTS) flow_state;
+    register<bit<32>>(FLOW_SLOTS) flow_state;
     register<bit<32>>(FLOW_SLOTS) flow_edge;
     register<bit<32>>(FLOW_SLOTS) flow_ack;
+    register<bit<32>>(FLOW_SLOTS) flow_span;
     register<bit<32>>(FLOW_SLOTS) flow_end;
+    register<bit<32>>(FLOW_SLOTS) flow_mark;
+    register<bit<32>>(FLOW_SLOTS) flow_mark_t;
     register<bit<16>>(FLOW_SLOTS) flow_link;     // the link the slot's flow was installed on
     // per access link, indexed by the packet's link (at)
-    register<bit<64>>(N_LINKS) iwa_grant_tat;
+    register<bit<64>>(N_LINKS) iwa_vq_tat;
     register<bit<32>>(N_LINKS) iwa_reserve_cur;
     register<bit<32>>(N_LINKS) iwa_reserve_old;
+    register<bit<32>>(N_LINKS) iwa_act_old;
+    register<bit<32>>(N_LINKS) iwa_act_cur;
+    register<bit<32>>(N_LINKS) iwa_act_new;
     register<bit<64>>(N_LINKS) iwa_epoch_t;
-    register<bit<8>>(N_LINKS)  iwa_epoch;
+    register<bit<16>>(N_LINKS) iwa_epoch;
     register<bit<32>>(N_LINKS) iwa_wavg;
-    register<bit<32>>(N_LINKS) iwa_flows;
 
     bit<32> at = 0;        // this packet's link: the index of the iwa_* registers
 
-    // A flow's share of its path and the budget: (end - isn) >> shift, shift = ceil(log2(flows)), so at most
-    // 1/flows of it (refmodel/shaper.py's share_shift). A table of ranges, not a division (a Tofino has none).
-    bit<32> nflows = 0;    // the number of shaped flows (iwa_flows) after this packet
-    // one shaped flow fewer on link on_link, never below zero (refmodel/shaper.py's LinkShaping.uncount)
-    action uncount(in bit<32> on_link) {
-        iwa_flows.read(nflows, on_link);
-        iwa_flows.write(on_link, nflows == 0 ? 0 : nflows - 1);
+    // The link's epoch and its two generations, as this packet finds them after roll()
+    bit<16> epoch = 0;
+    bit<32> r_cur = 0;
+    bit<32> r_old = 0;
+    bit<32> a_old = 0;
+    bit<32> a_cur = 0;
+    bit<32> a_new = 0;
+    /* A new epoch once the current one is hold_ns old: the current generations (reserve, active flows)
+     * become the previous ones. After a silence of more than an epoch both are over, and the epoch number
+     * skips one, so no flow stamped before it counts as active in the epoch before (shaper.py: roll). */
+    action roll() {
+        bit<64> epoch_t;
+        iwa_epoch_t.read(epoch_t, at);
+        iwa_epoch.read(epoch, at);
+        iwa_reserve_cur.read(r_cur, at);
+        iwa_reserve_old.read(r_old, at);
+        iwa_act_old.read(a_old, at);
+        iwa_act_cur.read(a_cur, at);
+        iwa_act_new.read(a_new, at);
+        bit<64> e = now - epoch_t;
+        if (e > (bit<64>)cfg.hold_ns) {
+            if (e > 2 * (bit<64>)cfg.hold_ns) {
+                r_old = 0;
+                a_old = 0;
+                epoch = epoch + 2;
+            } else {
+                r_old = r_cur;
+                a_old = a_cur;
+                epoch = epoch + 1;
+            }
+            r_cur = 0;
+            a_cur = 0;
+            a_new = 0;
+            iwa_epoch_t.write(at, now);
+            iwa_epoch.write(at, epoch);
+            iwa_reserve_cur.write(at, 0);
+            iwa_reserve_old.write(at, r_old);
+            iwa_act_old.write(at, a_old);
+            iwa_act_cur.write(at, 0);
+            iwa_act_new.write(at, 0);
+        }
     }
+
+    /* A counted flow closes (or loses its slot): out of the generations of link on_link it is in, at once
+     * (shaper.py: LinkShaping.uncount). */
+    action uncount(in bit<32> st, in bit<32> on_link) {
+        bit<16> ep;
+        bit<32> u_old;
+        bit<32> u_cur;
+        bit<32> u_new;
+        iwa_epoch.read(ep, on_link);
+        iwa_act_old.read(u_old, on_link);
+        iwa_act_cur.read(u_cur, on_link);
+        iwa_act_new.read(u_new, on_link);
+        bit<16> stamp = (bit<16>)(st >> FLOW_STAMP_SHIFT);
+        if (st & FLOW_COUNTED != 0) {
+            if (stamp == ep) {
+                u_cur = dec32(u_cur);
+                if (st & FLOW_FRESH != 0) { u_new = dec32(u_new); } else { u_old = dec32(u_old); }
+            } else if (stamp == ep - 1) {
+                u_old = dec32(u_old);
+            }
+        }
+        iwa_act_old.write(on_link, u_old);
+        iwa_act_cur.write(on_link, u_cur);
+        iwa_act_new.write(on_link, u_new);
+    }
+
+    // A flow's share of its path and the budget: span >> shift, shift = ceil(log2(flows)), so at most
+    // 1/flows of it (refmodel/shaper.py's share_shift). A table of ranges, not a division (a Tofino has none).
+    bit<32> nflows = 0;    // the link's active shaped flows after this packet
     bit<8> share_shift = 0;
     action set_share_shift(bit<8> s) { share_shift = s; }
     table iwa_share {
@@ -115,17 +197,6 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         }
     }
 
-    bit<32> cur = 0;       // the reserve's generations as they count now
-    bit<32> old = 0;
-    bit<64> epoch_t = 0;
-    bit<8>  epoch = 0;
-    action read_reserve() {
-        iwa_reserve_cur.read(cur, at);
-        iwa_reserve_old.read(old, at);
-        iwa_epoch_t.read(epoch_t, at);
-        iwa_epoch.read(epoch, at);
-    }
-
     apply {
         g.tracked = false;
         g.syn = false;
@@ -138,9 +209,12 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         bit<32> slot = trk.slot;
         at = (bit<32>)link;
         bit<8> f = hdr.tcp.flags;
+        bit<32> now32 = (bit<32>)now;
         if (!tcp_ok || hdr.udp.isValid()) {
             return;
         }
+        bool synack = f & (TCP_FLAG_SYN | TCP_FLAG_ACK) == (TCP_FLAG_SYN | TCP_FLAG_ACK);
+        bool closing = f & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0;
 
         if (downstream == 1) {
             if (trk.flags & TRACK_NEW_FLOW != 0) {
@@ -149,59 +223,68 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 bit<32> syn_t;
                 flow_syn.read(syn, slot);
                 flow_syn_t.read(syn_t, slot);
-                bit<16> prev;
+                bit<32> state = FLOW_ANNOUNCED;
+                bit<32> server_rtt = 0;
+                if (syn & SYN_SEEN != 0 && (syn ^ trk.hash) & 0xFFFFFF00 == 0) {
+                    state = state | FLOW_SHAPE;
+                    server_rtt = now32 - syn_t;
+                    if (syn & SYN_WS != 0 && ws_seen) {
+                        state = state | (syn & FLOW_SCALE_MASK);
+                    }
+                }
+                if (iwa_on) {
+                    roll();
+                    bit<33> sum = (bit<33>)r_cur + (bit<33>)mtu_ns;
+                    iwa_reserve_cur.write(at, sum > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)sum);
+                    if (epoch & 1 == 1) { state = state | FLOW_EPOCH; }
+                }
+                bit<32> prev;
                 flow_state.read(prev, slot);
                 if (prev & FLOW_COUNTED != 0) {
                     // the slot's previous flow never closed: counted no more, on the link it was counted on
                     bit<16> prev_link;
                     flow_link.read(prev_link, slot);
-                    uncount((bit<32>)prev_link);
-                }
-                bit<16> state = FLOW_ANNOUNCED;
-                bit<32> server_rtt = 0;
-                if (syn & SYN_SEEN != 0 && (syn ^ trk.hash) & 0xFFFFFF00 == 0) {
-                    state = state | FLOW_SHAPE;
-                    server_rtt = (bit<32>)now - syn_t;
-                    if (syn & SYN_WS != 0 && ws_seen) {
-                        state = state | ((bit<16>)syn & FLOW_SCALE_MASK);
-                    }
-                }
-                if (iwa_on) {
-                    read_reserve();
-                    bit<64> e = now - epoch_t;
-                    if (e > 2 * (bit<64>)cfg.hold_ns) { cur = 0; }
-                    if (e > (bit<64>)cfg.hold_ns) {
-                        // a new epoch: the current generation becomes the old one
-                        iwa_reserve_old.write(at, cur);
-                        cur = 0;
-                        epoch = epoch + 1;
-                        iwa_epoch.write(at, epoch);
-                        iwa_epoch_t.write(at, now);
-                    }
-                    bit<33> sum = (bit<33>)cur + (bit<33>)mtu_ns;
-                    iwa_reserve_cur.write(at, sum > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)sum);
-                    if (epoch & 1 == 1) { state = state | FLOW_EPOCH; }
+                    uncount(prev, (bit<32>)prev_link);
                 }
                 flow_state.write(slot, state);
                 flow_edge.write(slot, trk.isn);
                 flow_end.write(slot, trk.isn);
+                flow_span.write(slot, 0);
                 flow_srtt.write(slot, server_rtt);
                 flow_ack.write(slot, trk.isn);
                 flow_link.write(slot, link);
-            } else if (trk.tracked && tcp_payload > 0 && f & (TCP_FLAG_SYN | TCP_FLAG_ACK) != (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
-                bit<16> state;
-                bit<32> edge;
-                bit<32> end;
+                flow_mark.write(slot, trk.isn);
+                flow_mark_t.write(slot, now32);
+            } else if (trk.tracked && !synack) {
+                bit<32> state;
                 flow_state.read(state, slot);
-                flow_edge.read(edge, slot);
-                flow_end.read(end, slot);
-                bit<32> seq_end = hdr.tcp.seqNo + (bit<32>)tcp_payload;
-                if (state & FLOW_SHAPE != 0 && seq_before(edge, seq_end)) {
-                    trk.flags = trk.flags | TRACK_BEYOND;
+                if (closing) {
+                    // the server closes (or resets) the flow: uncounted at once, never shaped again
+                    bit<16> own_link;
+                    flow_link.read(own_link, slot);
+                    uncount(state, (bit<32>)own_link);
+                    state = (state & ~(FLOW_COUNTED | FLOW_FRESH)) | FLOW_CLOSED;
+                    flow_state.write(slot, state);
                 }
-                if (trk.cls == CLASS_TCP_START && state & FLOW_ACKED != 0 && !seq_before(hdr.tcp.seqNo, end)) {
-                    trk.cls = CLASS_TCP_EST;                // past its start phase
+                bool shaped = state & (FLOW_SHAPE | FLOW_CLOSED) == FLOW_SHAPE;
+                if (shaped) {
+                    trk.flags = trk.flags | TRACK_SHAPED;
+                } else if (trk.cls == CLASS_TCP_START) {
+                    trk.cls = CLASS_TCP_EST;                // a flow IWA does not shape: the standing-queue control's
                     trk.flags = trk.flags & ~TRACK_STARTING;
+                }
+                if (tcp_payload > 0 && shaped && state & FLOW_ACKED != 0) {
+                    bit<32> edge;
+                    bit<32> end;
+                    flow_edge.read(edge, slot);
+                    flow_end.read(end, slot);
+                    if (seq_before(edge, hdr.tcp.seqNo + (bit<32>)tcp_payload)) {
+                        trk.flags = trk.flags | TRACK_BEYOND;
+                    }
+                    if (trk.cls == CLASS_TCP_START && !seq_before(hdr.tcp.seqNo, end)) {
+                        trk.cls = CLASS_TCP_EST;            // past its start phase
+                        trk.flags = trk.flags & ~TRACK_STARTING;
+                    }
                 }
             }
             return;
@@ -215,31 +298,58 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 rec = rec | SYN_WS | (bit<32>)ws;
             }
             flow_syn.write(slot, rec);
-            flow_syn_t.write(slot, (bit<32>)now);
+            flow_syn_t.write(slot, now32);
             g.syn = true;
             return;
         }
-        if (f & TCP_FLAG_RST != 0 && trk.tracked) {
-            bit<16> st;
-            flow_state.read(st, slot);
-            if (st & FLOW_COUNTED != 0) {                           // a reset flow is counted no more
-                flow_state.write(slot, st & ~FLOW_COUNTED);
-                uncount(at);
-            }
-        }
-        if (f & (TCP_FLAG_SYN | TCP_FLAG_RST | TCP_FLAG_ACK) != TCP_FLAG_ACK || !trk.tracked) {
+        if (!trk.tracked) {
             return;
         }
-        bit<16> state;
+        bit<32> state;
         bit<32> edge;
-        bit<32> end;
-        bit<32> lead;
-        bit<32> last_ack;
         flow_state.read(state, slot);
         flow_edge.read(edge, slot);
+        if (closing) {
+            // the client closes (or resets) the flow: uncounted at once, never shaped again
+            bit<16> own_link;
+            flow_link.read(own_link, slot);
+            uncount(state, (bit<32>)own_link);
+            state = (state & ~(FLOW_COUNTED | FLOW_FRESH)) | FLOW_CLOSED;
+            flow_state.write(slot, state);
+        }
+        bit<8> scale = (bit<8>)(state & FLOW_SCALE_MASK);
+        bit<32> own = hdr.tcp.ackNo + ((bit<32>)hdr.tcp.window << scale);    // the client's own right edge
+        if (state & FLOW_CLOSED != 0) {
+            // a closed flow's windows pass as the client wrote them: the edge the server now has
+            g.tracked = true;
+            if (f & (TCP_FLAG_ACK | TCP_FLAG_RST) == TCP_FLAG_ACK) {
+                g.flags = TRACK_TRACKED;
+                if (seq_before(edge, own)) {
+                    g.advance = own - edge;
+                    edge = own;
+                    flow_edge.write(slot, edge);
+                }
+                g.edge = edge;
+            }
+            return;
+        }
+        if (f & (TCP_FLAG_SYN | TCP_FLAG_ACK) != TCP_FLAG_ACK) {
+            return;
+        }
+
+        // an ACK of a tracked, open flow
+        bit<32> end;
+        bit<32> span;
+        bit<32> lead;
+        bit<32> last_ack;
+        bit<32> mark;
+        bit<32> mark_t;
         flow_end.read(end, slot);
+        flow_span.read(span, slot);
         flow_srtt.read(lead, slot);
         flow_ack.read(last_ack, slot);
+        flow_mark.read(mark, slot);
+        flow_mark_t.read(mark_t, slot);
         bit<32> ack = hdr.tcp.ackNo;
         bit<32> acked = seq_before(last_ack, ack) ? ack - last_ack : 0;
         g.tracked = true;
@@ -249,73 +359,90 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         if (first) {
             // the handshake's ACK: RTT at the switch (client side + server side), the start phase's length
             bit<64> rtt = (trk.age > 0xFFFFFFFF ? 0xFFFFFFFF : trk.age) + (bit<64>)lead;
-            bit<64> span = rtt + (bit<64>)cfg.target_ns;
             bit<64> span_q32;
-            span_bytes.apply(rate_class, ns32(span), span_q32);
-            end = trk.isn + (bit<32>)(span_q32 >> 32);
+            span_bytes.apply(rate_class, ns32(rtt + (bit<64>)cfg.target_ns), span_q32);
+            span = (bit<32>)(span_q32 >> 32);
+            end = trk.isn + span;
             released = state & FLOW_ANNOUNCED != 0;
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED;
             g.flags = g.flags | TRACK_FIRST_ACK;
         }
-        // the number of shaped flows: counted from their first ACK to the client's FIN (or a RST)
-        iwa_flows.read(nflows, at);
-        if (first && state & FLOW_SHAPE != 0) {
-            state = state | FLOW_COUNTED;
-            nflows = nflows + 1;
-        }
-        if (f & TCP_FLAG_FIN != 0 && state & FLOW_COUNTED != 0) {
-            state = state & ~FLOW_COUNTED;
-            nflows = nflows == 0 ? 0 : nflows - 1;
-        }
-        iwa_flows.write(at, nflows);
-        bit<8> scale = (bit<8>)(state & FLOW_SCALE_MASK);
-        bit<32> own = ack + ((bit<32>)hdr.tcp.window << scale);    // the client's own right edge
-        bool starting = seq_before(edge, end);
         bit<32> new_edge = seq_before(edge, own) ? own : edge;
-
-        bit<64> grant_tat = 0;
-        bool mine_is_cur = (state & FLOW_EPOCH != 0) == (epoch & 1 == 1);
-        if (iwa_on) {
-            iwa_grant_tat.read(grant_tat, at);
-            read_reserve();
-            bit<64> e = now - epoch_t;
-            if (e > 2 * (bit<64>)cfg.hold_ns) { cur = 0; }
-            if (e > (bit<64>)cfg.hold_ns) { old = 0; }
-            mine_is_cur = (state & FLOW_EPOCH != 0) == (epoch & 1 == 1);
+        bool shaping = iwa_on && state & FLOW_SHAPE != 0 && !seq_before(own, edge);
+        bit<32> wavg = 0;
+        iwa_epoch.read(epoch, at);
+        if (iwa_on && state & FLOW_SHAPE != 0) {
+            // the link's epoch, and this flow among its active ones (shaper.py: LinkShaping.count)
+            roll();
+            iwa_wavg.read(wavg, at);
+            if (a_old + a_new == 0) { wavg = 0; }  // no flow counted: the average of the counted is nobody's
+            bit<16> stamp = (bit<16>)(state >> FLOW_STAMP_SHIFT);
+            if (state & FLOW_COUNTED == 0 || stamp != epoch) {
+                a_cur = a_cur + 1;
+                if (state & FLOW_COUNTED != 0 && stamp == epoch - 1) {
+                    state = state & ~FLOW_FRESH;    // continuing: already in act_old
+                } else {
+                    a_new = a_new + 1;
+                    state = state | FLOW_FRESH;
+                }
+                state = (state & 0xFFFF) | FLOW_COUNTED | ((bit<32>)epoch << FLOW_STAMP_SHIFT);
+                iwa_act_cur.write(at, a_cur);
+                iwa_act_new.write(at, a_new);
+            }
+            nflows = a_old + a_new;
+        } else if (iwa_on) {
+            iwa_reserve_cur.read(r_cur, at);
+            iwa_reserve_old.read(r_old, at);
         }
-        if (iwa_on && state & FLOW_SHAPE != 0 && !seq_before(own, edge)) {
-            if (starting) { g.flags = g.flags | TRACK_STARTING; }
-            // the queue this ACK's data will find when it arrives, one server RTT (lead) from now
-            bit<64> arrive = now + (bit<64>)lead;
-            bit<64> used = (bit<64>)cur + (bit<64>)old;
-            if (queue_tat > now) { used = used + (queue_tat - now); }
-            if (grant_tat > arrive) { used = used + (grant_tat - arrive); }
+        bool mine_is_cur = (state & FLOW_EPOCH != 0) == (epoch & 1 == 1);
+        if (shaping) {
+            if (seq_before(edge, end)) { g.flags = g.flags | TRACK_STARTING; }
+            // the queue this ACK's data will find when it arrives: the virtual queue of what was granted, or
+            // the queue now if more (traffic no window holds), and the frames reserved for flows still to start
+            bit<64> vq_tat;
+            iwa_vq_tat.read(vq_tat, at);
+            bit<64> queued = queue_tat > now ? queue_tat - now : 0;
+            if (vq_tat > now && vq_tat - now > queued) { queued = vq_tat - now; }
+            bit<64> used = (bit<64>)r_cur + (bit<64>)r_old + queued;
             bit<64> avail = (bit<64>)cfg.target_ns;
-            bit<32> mine = mine_is_cur ? cur : old;
+            bit<32> mine = mine_is_cur ? r_cur : r_old;
             if (released && mine > 0) { avail = avail + (bit<64>)mtu_ns; }    // its own frame, if still counted
             bit<64> room = avail > used ? avail - used : 0;
             bit<64> deficit = used > avail ? used - avail : 0;
-            g.room_ns = room > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)room;
-            // one conversion: the room in bytes, or (above target, after the first ACK) the deficit
-            bool cutting = !first && deficit != 0;
+            g.room_ns = ns32(room);
+            bool restart = state & FLOW_IDLE != 0 && (tcp_payload > 0 || acked > 0);
+            // the server left its window unused: two server RTTs after it was given the checkpoint, not sent
+            // up to one MSS of it (shaper.py: app_limited)
+            bool limited = seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark) &&
+                           (bit<64>)(now32 - mark_t) > 2 * (bit<64>)lead;
+            bool cutting = !first && !restart && !limited && deficit != 0;
+            // one conversion: the room in bytes, or (above target) the deficit
             bit<64> conv_q32;
             room_bytes.apply(rate_class, cutting ? ns32(deficit) : g.room_ns, conv_q32);
             bit<32> grant = (bit<32>)(conv_q32 >> 32);
-            if (cutting) {
+            bit<32> base = edge;
+            bool retract = false;
+            if (first || restart) {
+                // a first window (the room), from the ACK: a new start's
+                state = state & ~FLOW_IDLE;
+                base = ack;
+            } else if (limited) {
+                // no opening, and what it sends next starts a new start phase; once this very ACK acknowledges
+                // all it sent, its window is retracted to one MSS (docs/iwa.md, "Restarts")
+                grant = 0;
+                end = trk.seqhi + span;
+                retract = acked > 0 && !seq_before(ack, trk.seqhi);
+            } else if (cutting) {
                 // the queue is above target: replace only part of what left (at most half), so it drains
-                bit<32> cut = grant;
                 bit<32> half = acked >> 1;
-                grant = acked - (cut < half ? cut : half);
-            } else if (!first) {
+                grant = acked - (grant < half ? grant : half);
+            } else {
                 // replacement for what left, plus the room, at most what was acknowledged again, and nothing
-                // beyond replacement for a flow above the average window while room is short
+                // beyond replacement for a flow above its share or above the average window while room is short
                 bit<32> w = seq_before(edge, ack) ? 0 : edge - ack;
                 bit<32> inc = grant < acked ? grant : acked;
-                bit<32> wavg;
-                iwa_wavg.read(wavg, at);
-                // no growth beyond its share of the path and budget among the shaped flows
                 iwa_share.apply();
-                bit<32> share = (end - trk.isn) >> share_shift;
+                bit<32> share = span >> share_shift;
                 // the margin, only while the room is partly in use: a wholly free target has nothing to
                 // misjudge (at EDGE, where the target is one frame, a lone flow never grew without this)
                 if (w > share || (w > wavg && grant < (acked << 1) && room < (bit<64>)cfg.target_ns)) { inc = 0; }
@@ -324,15 +451,19 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 } else {
                     wavg = wavg - ((wavg - w) >> 3);
                 }
-                iwa_wavg.write(at, wavg);
                 grant = acked + inc;
             }
-            bit<32> want = edge + grant;
+            bit<32> want = base + grant;
             if (seq_before(own, want)) { want = own; }
             bit<32> floor = ack + (bit<32>)cfg.mss_bytes;           // never below one MSS
             if (seq_before(own, floor)) { floor = own; }
             if (seq_before(want, floor)) { want = floor; }
-            if (seq_before(want, edge)) { want = edge; }             // never moves the right edge left
+            if (retract) {
+                want = floor;
+                state = state | FLOW_IDLE;
+            } else if (seq_before(want, edge)) {
+                want = edge;                                         // never moves the right edge left
+            }
             bit<32> unit = (bit<32>)1 << scale;
             bit<32> field = ((want - ack) + unit - 1) >> scale;      // round up: never below want
             new_edge = ack + (field << scale);
@@ -340,26 +471,32 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 g.rewrite = true;
                 g.window = (bit<16>)field;
             }
+            if (first || restart || !seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark)) {
+                flow_mark.write(slot, new_edge);                     // a new start, or it reached the checkpoint
+                flow_mark_t.write(slot, now32);
+            }
+            if (seq_before(edge, new_edge)) {
+                // served at the link rate from now: the queue its data builds one server RTT on
+                bit<64> adv_q16;
+                grant_ns.apply(rate_class, new_edge - edge, adv_q16);
+                iwa_vq_tat.write(at, (vq_tat > now ? vq_tat : now) + (adv_q16 >> BYTE_TIME_FRAC));
+            }
+        }
+        if (iwa_on && state & FLOW_SHAPE != 0) {
+            iwa_wavg.write(at, wavg);
         }
         if (seq_before(edge, new_edge)) { g.advance = new_edge - edge; }
         g.edge = new_edge;
         flow_state.write(slot, state);
         flow_edge.write(slot, new_edge);
         flow_end.write(slot, end);
+        flow_span.write(slot, span);
         if (seq_before(last_ack, ack)) { flow_ack.write(slot, ack); }
-        bit<32> extra = g.advance > acked ? g.advance - acked : 0;  // beyond replacement: new queue
-        if (iwa_on && state & FLOW_SHAPE != 0 && extra != 0) {
-            bit<64> arrive = now + (bit<64>)lead;
-            bit<64> base = grant_tat > arrive ? grant_tat : arrive;
-            bit<64> extra_q16;
-            extra_ns.apply(rate_class, extra, extra_q16);
-            iwa_grant_tat.write(at, base + (extra_q16 >> BYTE_TIME_FRAC));
-        }
         if (iwa_on && released) {                                   // from the generation it was reserved in
             if (mine_is_cur) {
-                iwa_reserve_cur.write(at, cur > mtu_ns ? cur - mtu_ns : 0);
+                iwa_reserve_cur.write(at, r_cur > mtu_ns ? r_cur - mtu_ns : 0);
             } else {
-                iwa_reserve_old.write(at, old > mtu_ns ? old - mtu_ns : 0);
+                iwa_reserve_old.write(at, r_old > mtu_ns ? r_old - mtu_ns : 0);
             }
         }
     }

@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The phone's receive window (profile key client_window_bytes), a tc egress classifier on the client's
- * interface: every IPv4 TCP segment the client sends leaves with its window field at most the value in
+ * interface: every TCP segment the client sends (IPv4 or IPv6) leaves with its window field at most the value in
  * rwnd_cfg[0] (bytes), its checksum mended incrementally. The field is taken as bytes, so the client's
  * namespace runs without window scaling (net.ipv4.tcp_window_scaling=0, AccessNet.set_client_window):
  * a window below 64 KiB needs none. Why not the kernel's own clamps: since Linux 6.x the receiver resets
  * its window clamp from its receive buffer whenever it re-measures the segments' truesize ratio
  * (tcp_measure_rcv_mss), so a route "window" or TCP_WINDOW_CLAMP holds for the SYN only.
- * rwnd_cfg[1] counts the segments whose window was lowered. */
+ * rwnd_cfg[1] counts the segments whose window was lowered. Over IPv6 the TCP header follows the fixed
+ * header directly (Linux sends plain TCP without extension headers); a packet with any other next header
+ * passes untouched. The window is not in the pseudo-header of either family, so the same incremental
+ * update (RFC 1624) mends the checksum of both. */
 #include <stddef.h>
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 #include <linux/tcp.h>
 #include <bpf/bpf_endian.h>
@@ -24,18 +28,36 @@ struct {
 	__type(value, __u64);
 } rwnd_cfg SEC(".maps");
 
+/* Offset of the TCP header in the frame, or 0 for anything but an unfragmented TCP segment over IPv4 or IPv6. */
+static __always_inline __u32 tcp_offset(void *data, void *end)
+{
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > end)
+		return 0;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+		if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_TCP || ip->ihl < 5 ||
+		    (ip->frag_off & bpf_htons(0x1fff)))
+			return 0;
+		return sizeof(*eth) + ip->ihl * 4;
+	}
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+		if ((void *)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_TCP)
+			return 0;
+		return sizeof(*eth) + sizeof(*ip6);
+	}
+	return 0;
+}
+
 SEC("tc")
 int rwnd_clamp(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+	__u32 l4 = tcp_offset(data, end);
+	if (!l4)
 		return TC_ACT_OK;
-	struct iphdr *ip = (void *)(eth + 1);
-	if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_TCP || ip->ihl < 5 || (ip->frag_off & bpf_htons(0x1fff)))
-		return TC_ACT_OK;
-	__u32 l4 = sizeof(*eth) + ip->ihl * 4;
 	struct tcphdr *tcp = data + l4;
 	if ((void *)(tcp + 1) > end)
 		return TC_ACT_OK;
