@@ -45,13 +45,12 @@ names the field (``aqm.red.th_min``) and its allowed range.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from refmodel.params import ConfigError, PipelineParams, check_link, client_addr, pipeline_params
+from refmodel.params import ConfigError, PipelineParams, check_link, client_key, pipeline_params
 
 KNOWN = {
     "link": {"rate_bps", "bucket_bytes"},
@@ -150,10 +149,10 @@ def links_from_dict(cfg: dict) -> tuple[dict[int, PipelineParams], dict[str, int
             raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed clients, link, buffer, aqm")
         addrs = t.get("clients", [])
         if not isinstance(addrs, list):
-            raise ConfigError(f"{where}.clients: expected a list of IPv4 addresses")
+            raise ConfigError(f"{where}.clients: expected a list of IPv4 addresses or IPv6 prefixes")
         for c in addrs:
             try:
-                addr = str(ipaddress.IPv4Address(client_addr(c)))
+                addr = str(client_key(c))
             except ConfigError as e:
                 raise ConfigError(f"{where}.clients: {e}") from None
             if addr in clients:

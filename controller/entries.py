@@ -27,7 +27,7 @@ import finsy as fy
 from refmodel.constants import TELEMETRY_SESSION
 from refmodel import arith
 from refmodel.arith import RATE_CLASSES
-from refmodel.params import PipelineParams, check_field, check_link, client_addr, complete_ranges
+from refmodel.params import ClientKey, PipelineParams, check_field, check_link, client_key, complete_ranges
 from refmodel.pipeline import Route
 
 # the controller's lookup tables, every entry with a priority (rewritten whole on reconfigure): two range
@@ -154,11 +154,17 @@ def link_config(link: int, p: PipelineParams, *, rate_class: int) -> list[fy.P4T
             for table, action in _config_actions(p, rate_class).items()]
 
 
-def link_of(clients: Mapping[int | str, int]) -> list[fy.P4TableEntry]:
-    """``link_of`` entries: each client's IPv4 address (an int or a dotted quad) to its link."""
-    return [fy.P4TableEntry("link_of", match=fy.P4TableMatch(client_addr=client_addr(c)),
-                            action=fy.P4TableAction("set_link", link=check_link(link)))
-            for c, link in sorted(clients.items(), key=lambda kv: client_addr(kv[0]))]
+def link_of(clients: Mapping[int | str | ClientKey, int]) -> list[fy.P4TableEntry]:
+    """Each client to its link: an IPv4 client's address (an int or a dotted quad) in ``link_of``, an IPv6 client's
+    prefix in ``link_of6`` (longest prefix)."""
+    out = []
+    for key, link in sorted((client_key(c), lk) for c, lk in clients.items()):
+        action = fy.P4TableAction("set_link", link=check_link(link))
+        if key.version == 4:
+            out.append(fy.P4TableEntry("link_of", match=fy.P4TableMatch(client_addr=key.addr), action=action))
+        else:
+            out.append(fy.P4TableEntry("link_of6", match=fy.P4TableMatch(client_addr6=str(key)), action=action))
+    return out
 
 
 def link_entries(link: int, p: PipelineParams, clients: Iterable[int | str] = (), *, rate_class: int

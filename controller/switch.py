@@ -26,7 +26,7 @@ from pathlib import Path
 
 import finsy as fy
 
-from refmodel.params import PipelineParams, client_addr
+from refmodel.params import PipelineParams, client_key
 from refmodel.pipeline import Route
 
 from . import entries
@@ -57,7 +57,7 @@ class DesiredState:
     routes: Mapping[int, Route]
     monitor_port: int | None = None
     links: dict[int, PipelineParams] = field(default_factory=dict)  # links with parameters of their own
-    clients: dict[int | str, int] = field(default_factory=dict)  # client IPv4 address -> link (link_of)
+    clients: dict[int | str, int] = field(default_factory=dict)  # client -> link (link_of, link_of6)
 
 
 @dataclass
@@ -172,8 +172,8 @@ class BottleneckSwitch:
 
     async def assign(self, client: int | str, link: int | None) -> None:
         """Put ``client`` on ``link`` at run time (a ``link_of`` entry), or (None) back on link 0."""
-        addr = client_addr(client)
-        had = {client_addr(c): lk for c, lk in self.state.clients.items()}
+        addr = client_key(client)
+        had = {client_key(c): lk for c, lk in self.state.clients.items()}
         entry = entries.link_of({addr: link if link is not None else 0})
         if link is None:
             if addr in had:

@@ -22,8 +22,8 @@ import finsy as fy
 
 from refmodel import arith
 from refmodel.constants import TELEMETRY_SESSION, Aqm
-from refmodel.params import (CodelParams, ConfigError, PieParams, PipelineParams, client_addr, codel_params,
-                             pie_params)
+from refmodel.params import (CodelParams, ConfigError, PieParams, PipelineParams, client_addr, client_key,
+                             codel_params, pie_params)
 from refmodel.codel import coarse
 from refmodel.pipeline import Route
 from refmodel.tofino_codel import codel_knobs
@@ -298,6 +298,8 @@ def access_links(state: DesiredState) -> list[AccessLink]:
     switch."""
     by_link: dict[int, list[str | int]] = {}
     for client, link in state.clients.items():
+        if client_key(client).version != 4:
+            raise ConfigError(f"links.{link}: the TNA program keys its clients by IPv4 address, not {client}")
         by_link.setdefault(link, []).append(client)
     out = []
     for link in sorted(set(by_link) | set(state.links)):

@@ -5,8 +5,9 @@
  *   BottleneckParser        include/parser.p4 (a SYN's TCP options: the window scale)
  *   BottleneckIngress
  *     forward               which port, and is it the bottleneck direction?
- *     link_of               which access link: the client's IPv4 address (downstream the
- *                           destination, upstream the source); no entry: link 0
+ *     link_of, link_of6     which access link: the client's IPv4 address, or its IPv6 address's
+ *                           longest prefix (downstream the destination, upstream the source);
+ *                           no entry: link 0
  *     BottleneckConfig      include/config.p4: the link's rate, buffer, AQM and its knobs
  *     FlowTracker           include/flow_tracker.p4: which connection, new data or retransmission
  *     StartShaper           include/start_shaper.p4: each flow's window and start phase; IWA's room
@@ -104,6 +105,14 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         default_action = set_link(0);
         size = LINK_CLIENTS;
     }
+    // IPv6 clients by prefix: an access network delegates each subscriber a prefix (a /64 or shorter)
+    bit<128> client_addr6 = 0;
+    table link_of6 {
+        key = { client_addr6 : lpm; }
+        actions = { set_link; }
+        default_action = set_link(0);
+        size = LINK_CLIENTS;
+    }
 
     // The class x decision counters: all links', and this link's.
     action count_class(in bit<8> cls, in bit<8> decision) {
@@ -130,13 +139,24 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         if (hdr.ipv4.isValid()) {
             client_addr = meta.downstream == 1 ? hdr.ipv4.dstAddr : hdr.ipv4.srcAddr;
             link_of.apply();
+        } else if (hdr.ipv6.isValid()) {
+            client_addr6 = meta.downstream == 1 ? hdr.ipv6.dstAddr : hdr.ipv6.srcAddr;
+            link_of6.apply();
         }
         // TCP payload from the IP header; inconsistent lengths mark the segment malformed.
         if (hdr.tcp.isValid() && hdr.tcp.dataOffset >= 5) {
-            bit<16> hdr_len = ((bit<16>)hdr.ipv4.ihl << 2) + ((bit<16>)hdr.tcp.dataOffset << 2);
-            if (hdr.ipv4.totalLen >= hdr_len) {
-                meta.tcp_ok = true;
-                meta.tcp_payload = hdr.ipv4.totalLen - hdr_len;
+            bit<16> tcp_len = (bit<16>)hdr.tcp.dataOffset << 2;
+            if (hdr.ipv6.isValid()) {
+                if (hdr.ipv6.payloadLen >= tcp_len) {
+                    meta.tcp_ok = true;
+                    meta.tcp_payload = hdr.ipv6.payloadLen - tcp_len;
+                }
+            } else {
+                bit<16> hdr_len = ((bit<16>)hdr.ipv4.ihl << 2) + tcp_len;
+                if (hdr.ipv4.totalLen >= hdr_len) {
+                    meta.tcp_ok = true;
+                    meta.tcp_payload = hdr.ipv4.totalLen - hdr_len;
+                }
             }
         }
 
@@ -217,7 +237,8 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
             }
 
             meta.decision = meta.verdict.drop ? DECISION_DROP : DECISION_PASS;
-            if (meta.verdict.early && meta.qcfg.ecn == 1 && hdr.ipv4.isValid() && hdr.ipv4.ecn != 0) {
+            bool ect = (hdr.ipv4.isValid() && hdr.ipv4.ecn != 0) || (hdr.ipv6.isValid() && hdr.ipv6.ecn != 0);
+            if (meta.verdict.early && meta.qcfg.ecn == 1 && ect) {
                 meta.decision = DECISION_MARK;
                 ecn_mark.apply(hdr);
             }

@@ -46,11 +46,14 @@ U64 = (1 << 64) - 1
 
 
 def flow_hash(p: Parsed, upstream: bool = False) -> int:
-    """CRC-32 over server, client, server port, client port, proto (BMv2's crc32), whichever way the packet goes."""
-    if upstream:
-        key = struct.pack("!IIHHB", p.dst, p.src, p.dport, p.sport, p.proto)
+    """CRC-32 over server, client, server port, client port, proto (BMv2's crc32), whichever way the packet goes;
+    the addresses IPv4's or IPv6's (16 bytes each)."""
+    server, client = (p.dst, p.src) if upstream else (p.src, p.dst)
+    ports = (p.dport, p.sport) if upstream else (p.sport, p.dport)
+    if p.ipv6_valid:
+        key = server.to_bytes(16, "big") + client.to_bytes(16, "big") + struct.pack("!HHB", *ports, p.proto)
     else:
-        key = struct.pack("!IIHHB", p.src, p.dst, p.sport, p.dport, p.proto)
+        key = struct.pack("!IIHHB", server, client, *ports, p.proto)
     return zlib.crc32(key) & U32
 
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 ETH_LEN = 14
 IPV4_LEN = 20
+IPV6_LEN = 40
 TCP_LEN = 20
 UDP_LEN = 8
 ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
 PROTO_TCP = 6
 PROTO_UDP = 17
 
@@ -28,6 +30,8 @@ class Parsed:
 
     length: int  # frame length on the wire (no FCS): what the link serialises
     ipv4_valid: bool = False
+    ipv6_valid: bool = False  # (its fields in the IPv4 names: ``tos`` the traffic class, ``total_len`` the
+    # payload length plus the 40 B header (``ihl`` 10), ``proto`` the next header, 128-bit ``src`` and ``dst``)
     tcp_valid: bool = False
     udp_valid: bool = False
     ihl: int = 0
@@ -46,6 +50,15 @@ class Parsed:
     window: int = 0  # the TCP window field as sent (unscaled)
     tcp_at: int = 0  # byte offset of the TCP header in the frame
     ws_shift: int = -1  # window-scale option of a SYN or SYN-ACK: its shift, -1 when absent
+
+    @property
+    def ip_valid(self) -> bool:
+        return self.ipv4_valid or self.ipv6_valid
+
+    @property
+    def ipver(self) -> int:
+        """6 for IPv6, 4 for IPv4, 0 for neither."""
+        return 6 if self.ipv6_valid else 4 if self.ipv4_valid else 0
 
     @property
     def is_fragment(self) -> bool:
@@ -68,6 +81,8 @@ def parse(frame: bytes) -> Parsed:
     if n < ETH_LEN:
         return Parsed(length=n)
     (ethertype,) = struct.unpack_from("!H", frame, 12)
+    if ethertype == ETHERTYPE_IPV6:
+        return _parse_ipv6(frame)
     if ethertype != ETHERTYPE_IPV4 or n < ETH_LEN + IPV4_LEN:
         return Parsed(length=n)
     ver_ihl, tos, total_len, _ident, frag, _ttl, proto, _csum, src, dst = struct.unpack_from(
@@ -82,6 +97,29 @@ def parse(frame: bytes) -> Parsed:
     l4 = ETH_LEN + ihl * 4
     if n < l4 or (frag & 0x3FFF) != 0:
         return Parsed(length=n, **ip)
+    return _parse_l4(frame, l4, ip)
+
+
+def _parse_ipv6(frame: bytes) -> Parsed:
+    """IPv6's fixed header, then TCP or UDP when the next header is one of them (the P4 parser goes no
+    further: an extension header, a fragment or ICMPv6 leaves the packet at its fixed header)."""
+    n = len(frame)
+    if n < ETH_LEN + IPV6_LEN:
+        return Parsed(length=n)
+    (first,) = struct.unpack_from("!I", frame, ETH_LEN)
+    payload_len, nh = struct.unpack_from("!HB", frame, ETH_LEN + 4)
+    src = int.from_bytes(frame[ETH_LEN + 8:ETH_LEN + 24], "big")
+    dst = int.from_bytes(frame[ETH_LEN + 24:ETH_LEN + 40], "big")
+    ip = dict(ipv6_valid=True, ihl=IPV6_LEN // 4, tos=(first >> 20) & 0xFF, total_len=payload_len + IPV6_LEN,
+              proto=nh, src=src, dst=dst)
+    if first >> 28 != 6:
+        return Parsed(length=n, **ip)
+    return _parse_l4(frame, ETH_LEN + IPV6_LEN, ip)
+
+
+def _parse_l4(frame: bytes, l4: int, ip: dict) -> Parsed:
+    """TCP (a SYN's window-scale option walked) or UDP at ``l4``, after the IP header ``ip``."""
+    n, proto = len(frame), ip["proto"]
     if proto == PROTO_TCP and n >= l4 + TCP_LEN:
         sport, dport, seq, ack, off_res, flags, window = struct.unpack_from("!HHIIBBH", frame, l4)
         off = off_res >> 4
@@ -144,9 +182,12 @@ def set_tcp_window(frame: bytes, p: Parsed, window: int) -> bytes:
 
 
 def set_ecn_ce(frame: bytes) -> bytes:
-    """Set ECN to CE (11) and patch the IPv4 checksum incrementally (RFC 1624),
-    exactly as the P4 ``EcnMark`` action does."""
+    """Set ECN to CE (11) and, in IPv4, patch the header checksum incrementally (RFC 1624), exactly as the P4
+    ``EcnMark`` action does (IPv6's traffic class has no checksum)."""
     b = bytearray(frame)
+    if struct.unpack_from("!H", b, 12)[0] == ETHERTYPE_IPV6:
+        b[ETH_LEN + 1] |= 0x30  # the traffic class's low two bits: the second byte's bits 5..4
+        return bytes(b)
     old_word = (b[ETH_LEN] << 8) | b[ETH_LEN + 1]
     b[ETH_LEN + 1] |= 0x03
     new_word = (b[ETH_LEN] << 8) | b[ETH_LEN + 1]

@@ -134,6 +134,43 @@ def client_addr(client: int | str) -> int:
         raise ConfigError(f"client = {client!r} is not an IPv4 address") from None
 
 
+@dataclass(frozen=True, order=True)
+class ClientKey:
+    """Which client a link key names: an IPv4 client by its address (``link_of``, exact) or an IPv6 client by
+    its prefix (``link_of6``, longest prefix: an access network delegates each subscriber a prefix)."""
+
+    version: int  # 4 or 6
+    addr: int  # the address (IPv6: the prefix's network address)
+    prefix_len: int  # 32 for IPv4; IPv6 0..128
+
+    def __str__(self) -> str:
+        if self.version == 4:
+            return str(ipaddress.IPv4Address(self.addr))
+        return str(ipaddress.IPv6Network((self.addr, self.prefix_len)))
+
+    def holds(self, version: int, addr: int) -> bool:
+        """Does an address of family ``version`` fall under this key?"""
+        if version != self.version:
+            return False
+        width = 32 if version == 4 else 128
+        return addr >> (width - self.prefix_len) == self.addr >> (width - self.prefix_len)
+
+
+def client_key(client: "int | str | ClientKey") -> ClientKey:
+    """A client as a link key: an IPv4 address (an int or a dotted quad), or an IPv6 address or prefix
+    ("2001:db8:0:1::/64"; an address alone is its /128)."""
+    if isinstance(client, ClientKey):
+        return client
+    if isinstance(client, int) or (isinstance(client, str) and ":" not in client):
+        return ClientKey(4, client_addr(client), 32)
+    try:
+        net = ipaddress.IPv6Network(client)
+    except (ValueError, TypeError):
+        raise ConfigError(f"client = {client!r} is not an IPv4 address, nor an IPv6 address or prefix (its host "
+                          f"bits zero)") from None
+    return ClientKey(6, int(net.network_address), net.prefixlen)
+
+
 RANGE_KEY_MAX = (1 << 32) - 1  # the range tables' keys (idle_key, law_count) are bit<32>
 
 

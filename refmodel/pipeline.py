@@ -30,7 +30,7 @@ from .flows import FlowTracker, Track
 from .iwa import Iwa
 from .shaper import StartShaper
 from .packet import Parsed, parse, set_ecn_ce, set_tcp_window
-from .params import PipelineParams, check_link, client_addr
+from .params import ClientKey, PipelineParams, check_link, client_key
 from .pie import Pie
 from .queue import QueueModel
 from .red import Red
@@ -94,7 +94,7 @@ class Pipeline:
         self.routes = dict(routes)
         self.params = params
         self.rng = random.Random(seed)
-        self.links: dict[int, int] = {}
+        self.links: dict[ClientKey, int] = {}
         self.link_params: dict[int, PipelineParams] = {}
         for client, link in (links or {}).items():
             self.assign(client, link)
@@ -138,21 +138,24 @@ class Pipeline:
         else:
             self.link_params[link] = params
 
-    def assign(self, client: int | str, link: int | None) -> None:
-        """A ``link_of`` entry: the client's IPv4 address (an int or a dotted quad) is on ``link``; None deletes
-        the entry (the client is on link 0 again)."""
-        addr = client_addr(client)
+    def assign(self, client: int | str | ClientKey, link: int | None) -> None:
+        """A ``link_of`` entry (an IPv4 client's address, an int or a dotted quad) or a ``link_of6`` entry (an IPv6
+        client's prefix) for ``link``; None deletes the entry (the client is on link 0 again)."""
+        key = client_key(client)
         if link is None:
-            self.links.pop(addr, None)
+            self.links.pop(key, None)
         else:
-            self.links[addr] = check_link(link)
+            self.links[key] = check_link(link)
 
     def link_of(self, pkt: Parsed, downstream: bool) -> int:
-        """The packet's access link: its client's (downstream the destination, upstream the source); link 0 for
-        a frame without IPv4 or a client without an entry (``link_of``'s default action)."""
-        if not pkt.ipv4_valid:
+        """The packet's access link: its client's (downstream the destination, upstream the source): the IPv4
+        address's entry, or the longest IPv6 prefix holding the address; link 0 for a frame without IP or a
+        client without an entry (the tables' default action)."""
+        if not pkt.ip_valid:
             return 0
-        return self.links.get(pkt.dst if downstream else pkt.src, 0)
+        addr = pkt.dst if downstream else pkt.src
+        found = [key for key in self.links if key.holds(pkt.ipver, addr)]
+        return self.links[max(found, key=lambda k: k.prefix_len)] if found else 0
 
     def params_for(self, link: int) -> PipelineParams | None:
         """What the config tables give a packet of ``link``: its own entries, else the default actions."""
@@ -186,7 +189,7 @@ class Pipeline:
 
         decision = Decision.DROP if verdict.drop else Decision.PASS
         out = frame
-        if verdict.early and p.queue.ecn and pkt.ipv4_valid and (pkt.tos & 3) != 0:
+        if verdict.early and p.queue.ecn and pkt.ip_valid and (pkt.tos & 3) != 0:
             decision, out = Decision.MARK, set_ecn_ce(frame)
         if decision != Decision.DROP:
             st.queue.commit(pred)
@@ -197,7 +200,7 @@ class Pipeline:
             record = Record(
                 aqm=int(p.queue.aqm), decision=int(decision), reason=int(verdict.reason), cls=int(track.cls),
                 tflags=int(track.flags), length=pkt.length, seq=self.telemetry_seq, rand=rand, ts_ns=now_ns,
-                sojourn_ns=pred.sojourn_ns, backlog_ns=pred.backlog_ns, src=pkt.src, dst=pkt.dst,
+                sojourn_ns=pred.sojourn_ns, backlog_ns=pred.backlog_ns, **record_addresses(pkt),
                 sport=pkt.sport, dport=pkt.dport, proto=pkt.proto, s1=verdict.s1, s2=verdict.s2, link=link,
             )
             self.telemetry_seq = (self.telemetry_seq + 1) & 0xFFFFFFFF
@@ -225,7 +228,7 @@ class Pipeline:
             record = Record(
                 aqm=int(p.queue.aqm), decision=int(Decision.BYPASS), reason=int(reason), cls=int(cls),
                 tflags=int(g.flags), length=pkt.length, seq=self.telemetry_seq, rand=0, ts_ns=now_ns,
-                sojourn_ns=0, backlog_ns=tat - now_ns if tat > now_ns else 0, src=pkt.src, dst=pkt.dst,
+                sojourn_ns=0, backlog_ns=tat - now_ns if tat > now_ns else 0, **record_addresses(pkt),
                 sport=pkt.sport, dport=pkt.dport, proto=pkt.proto, s1=(track.slot << 32) | g.edge,
                 s2=(g.advance << 32) | min(g.room_ns, 0xFFFFFFFF), link=link,
             )
@@ -246,6 +249,11 @@ class Pipeline:
                 st.codel.observe(p.codel, p.queue, q)  # CoDel's sojourn measurement covers every packet
             return verdict
         return self.fifo.decide(q)
+
+
+def record_addresses(pkt: Parsed) -> dict:
+    """A record's address fields: IPv4's addresses, or an IPv6 packet's low 32 bits of them and ipver 6."""
+    return dict(src=pkt.src & 0xFFFFFFFF, dst=pkt.dst & 0xFFFFFFFF, ipver=6 if pkt.ipv6_valid else 0)
 
 
 def codel_decides_under_iwa(track: Track) -> bool:

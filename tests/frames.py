@@ -25,6 +25,12 @@ def ether():
     return Ether(**MACS)
 
 
+def link(src: str):
+    """The Ethernet header of a frame from ``src``: Scapy's default over IPv4 (as the tests always built them),
+    ``ether()`` over IPv6."""
+    return ether() if ":" in src else Ether()
+
+
 def ip(src: str, dst: str, tos: int = 0, **fields):
     """The IP header for ``src`` and ``dst``: IPv4, or IPv6 for IPv6 addresses (``tos`` then the traffic class;
     an IPv4 ``id`` is left out: IPv6 has no identification, so every copy of a segment looks alike)."""
@@ -39,7 +45,7 @@ def tcp(seq: int = 1000, payload: int = MSS, flags: str = "A", sport: int = 80, 
         options: list | None = None, **fields) -> bytes:
     """A server's data segment (downstream), over IPv4 or IPv6 as the addresses are (``ip``), with TCP
     ``options`` (none by default)."""
-    return raw((ether() if ":" in src else Ether()) / ip(src, dst, tos, **fields)
+    return raw(link(src) / ip(src, dst, tos, **fields)
                / TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags=flags,
                      window=window, options=options or [])
                / Raw(b"\x00" * payload))
@@ -48,7 +54,7 @@ def tcp(seq: int = 1000, payload: int = MSS, flags: str = "A", sport: int = 80, 
 def syn_ack(isn: int = 1000, sport: int = 80, dport: int = 40000, src: str = SERVER, dst: str = CLIENT,
             ack: int = 0, options: list | None = None, window: int = 8192) -> bytes:
     """The server's SYN-ACK; ``options`` e.g. ``[("MSS", 1460), ("WScale", 9)]`` (none by default)."""
-    return raw(Ether() / IP(src=src, dst=dst)
+    return raw(link(src) / ip(src, dst)
                / TCP(sport=sport, dport=dport, seq=isn & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags="SA",
                      window=window, options=options or []))
 
@@ -57,21 +63,21 @@ def client_syn(seq: int = 5000, options: list | None = None, window: int = 64240
                dport: int = 80, src: str = CLIENT, dst: str = SERVER) -> bytes:
     """The client's SYN (upstream) with its options (``LINUX_SYN`` by default)."""
     opts = LINUX_SYN if options is None else options
-    return raw(Ether(**MACS) / IP(src=src, dst=dst)
+    return raw(Ether(**MACS) / ip(src, dst)
                / TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, flags="S", window=window, options=opts))
 
 
 def client_ack(ack: int, window: int = 502, seq: int = 5001, payload: int = 0, flags: str = "A",
                sport: int = 40000, dport: int = 80, src: str = CLIENT, dst: str = SERVER) -> bytes:
     """The client's ACK (upstream) with its window field as sent (unscaled); with ``payload``, a request."""
-    return raw(Ether(**MACS) / IP(src=src, dst=dst)
+    return raw(Ether(**MACS) / ip(src, dst)
                / TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags=flags,
                      window=window)
                / Raw(b"G" * payload))
 
 
 def audio(seq: int = 0, sport: int = 5004, dport: int = 5004, src: str = SERVER, dst: str = CLIENT) -> bytes:
-    return raw(Ether() / IP(src=src, dst=dst) / UDP(sport=sport, dport=dport) / Raw(b"\x80" * AUDIO_PAYLOAD))
+    return raw(link(src) / ip(src, dst) / UDP(sport=sport, dport=dport) / Raw(b"\x80" * AUDIO_PAYLOAD))
 
 
 def tcp_fields(frame: bytes) -> TCP:

@@ -197,21 +197,29 @@ def test_iwa_start_shaping_agrees_with_the_model(sw):
 
 
 def share_items():
-    """Six shaped flows at 2 Mbit/s: handshakes, two segments each, the queue drained, their ACKs (the share
-    among six binds: every window is above it); then two clients' FINs and a RST, and the other three's ACKs
-    for two more segments each (a share among three)."""
-    items = handshakes([LINUX_SYN] * 6, synack_ws=(9,))
+    """Six shaped flows on a 1 Mbit/s link: SYNs, 50 ms, SYN-ACKs (a server RTT long enough that the ACKs below
+    find the server still within it, not idle), two segments each, the queue drained, their ACKs 40 ms apart,
+    so that each finds the grants before it drained and room to grow (the share among six binds: every window
+    is above it); then two clients' FINs and a RST, and the other three's ACKs for two more segments each (a
+    share among three)."""
+    items = [(2, client_syn(options=LINUX_SYN, sport=40000 + k)) for k in range(6)] + [("sleep", 0.05)]
+    items += [(1, syn_ack(1000, dport=40000 + k, ack=5001, options=[("MSS", 1460), ("WScale", 9)])) for k in range(6)]
     items += [(2, client_ack(1001, window=502, sport=40000 + k)) for k in range(6)]  # counted: six
     items += [(2, client_ack(1001, window=502, seq=5001, payload=120, flags="PA", sport=40000 + k))
               for k in range(6)]
     items += [(1, tcp(1001 + j * MSS, dport=40000 + k)) for k in range(6) for j in range(2)] + [("sleep", 0.2)]
-    items += [(2, client_ack(1001 + j * MSS, window=502, seq=5121, sport=40000 + k)) for k in range(6) for j in (1, 2)]
+    items += [it for k in range(6) for j in (1, 2)
+              for it in (("sleep", 0.04), (2, client_ack(1001 + j * MSS, window=502, seq=5121, sport=40000 + k)))]
     items += [(2, client_ack(1001 + 2 * MSS, window=502, seq=5121, flags="FA", sport=40000)),
               (2, client_ack(1001 + 2 * MSS, window=502, seq=5121, flags="FA", sport=40001)),
               (2, client_ack(1001 + 2 * MSS, window=502, seq=5121, flags="R", sport=40002))]
     items += [(1, tcp(1001 + j * MSS, dport=40000 + k)) for k in range(3, 6) for j in range(2, 4)] + [("sleep", 0.1)]
-    items += [(2, client_ack(1001 + j * MSS, window=502, seq=5121, sport=40000 + k)) for k in range(3, 6) for j in (3, 4)]
+    items += [it for k in range(3, 6) for j in (3, 4)
+              for it in (("sleep", 0.04), (2, client_ack(1001 + j * MSS, window=502, seq=5121, sport=40000 + k)))]
     return items
+
+
+SHARE_RATE = 1e6  # share_items' link
 
 
 def model_windows(params, items, **rules):
@@ -240,7 +248,7 @@ def windows_differ(params, items, **rules):
 
 
 def test_iwa_share_sequence_exercises_the_share():
-    params = pipeline_params(2e6, "iwa", limit_pkts=48)
+    params = pipeline_params(SHARE_RATE, "iwa", limit_pkts=48)
     for other in (lambda n: 0, lambda n: max(0, n + 2).bit_length()):  # no share; a count off by three
         assert windows_differ(params, share_items(), share_shift=other) >= 5
 
@@ -248,7 +256,7 @@ def test_iwa_share_sequence_exercises_the_share():
 def test_iwa_counts_shaped_flows_and_caps_windows_at_their_share_like_the_model(sw):
     """share_items through BMv2 and the model: every window BMv2 writes is the model's, so BMv2 counts the
     shaped flows (first ACK to FIN or RST) and caps windows at the share as the model does."""
-    records, model = run_mixed(sw, pipeline_params(2e6, "iwa", limit_pkts=48), share_items())
+    records, model = run_mixed(sw, pipeline_params(SHARE_RATE, "iwa", limit_pkts=48), share_items())
     assert model.shaper.nflows == 3
     assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
 
@@ -258,9 +266,13 @@ EDGE_IWA = dict(rate_bps=160e3, aqm="iwa", limit_pkts=14)  # the target is one f
 
 def lone_items():
     """One shaped flow at EDGE, one segment a round: each ACK comes when the queue has drained, so the whole
-    target is free, and the room (one frame) is less than twice what the ACK acknowledged."""
-    items = handshakes([LINUX_SYN]) + [(2, client_ack(1001, window=502, sport=40000)),
-                                       (2, client_ack(1001, window=502, seq=5001, payload=120, flags="PA", sport=40000))]
+    target is free, and the room (one frame) is less than twice what the ACK acknowledged. Its server is 200 ms
+    away (SYN to SYN-ACK), so a round of 200 ms is within two server RTTs: the switch does not take a server
+    that sends one segment a round whatever its window for one with nothing to send."""
+    items = [(2, client_syn(options=LINUX_SYN, sport=40000)), ("sleep", 0.2),
+             (1, syn_ack(1000, dport=40000, ack=5001, options=[("MSS", 1460), ("WScale", 9)])),
+             (2, client_ack(1001, window=502, sport=40000)),
+             (2, client_ack(1001, window=502, seq=5001, payload=120, flags="PA", sport=40000))]
     for j in range(5):
         items += [(1, tcp(1001 + j * MSS, dport=40000)), ("sleep", 0.2),
                   (2, client_ack(1001 + (j + 1) * MSS, window=502, seq=5121, sport=40000))]

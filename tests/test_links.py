@@ -173,12 +173,12 @@ def test_every_aqms_state_is_per_link(aqm, kw):
 # --------------------------------------------------------------------------- IWA: the room is the link's
 
 
-def open_flow(p: Pipeline, t: int, client: str, port: int = 40000) -> tuple:
+def open_flow(p: Pipeline, t: int, client: str, port: int = 40000, isn: int = 1000) -> tuple:
     """The client's SYN, the server's SYN-ACK 22 ms later, the client's first ACK 162 ms after the SYN."""
     p.process(t, client_syn(5000, LINUX_SYN, sport=port, src=client), 2)
-    p.process(t + 22 * MS, syn_ack(1000, dport=port, ack=5001, dst=client,
+    p.process(t + 22 * MS, syn_ack(isn, dport=port, ack=5001, dst=client,
                                    options=[("MSS", MSS), ("WScale", 9)]), 1)
-    return p.process(t + 162 * MS, client_ack(1001, 502, sport=port, src=client), 2)
+    return p.process(t + 162 * MS, client_ack(isn + 1, 502, sport=port, src=client), 2)
 
 
 def test_iwa_sizes_a_links_windows_from_its_own_queue():
@@ -199,9 +199,10 @@ def test_a_reused_slot_uncounts_the_old_flow_on_its_own_link():
     open_flow(p, 0, CLIENT_B)  # counted on link 1, never closed
     slot = next(s for s in range(len(p.shaper.link)) if p.shaper.link[s] == 1)
     assert p.shaper.links[1].nflows == 1
-    # B moves to link 2 (the controller re-maps it); its next connection on the same 5-tuple takes the slot
+    # B moves to link 2 (the controller re-maps it); its next connection on the same 5-tuple (a new ISN: the
+    # same one would be the old flow's SYN-ACK again) takes the slot
     p.assign(CLIENT_B, 2)
-    open_flow(p, 1000 * MS, CLIENT_B)
+    open_flow(p, 1000 * MS, CLIENT_B, isn=77_000)
     assert p.shaper.link[slot] == 2
     assert (p.shaper.links[1].nflows, p.shaper.links[2].nflows) == (0, 1)
 

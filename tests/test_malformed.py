@@ -15,7 +15,8 @@ ROUTES = {1: Route(2, True), 2: Route(1, False)}
 
 def fresh():
     p = Pipeline(ROUTES, pipeline_params(2e6, "iwa"))
-    p.process(0, syn_ack(1000), 1)  # one tracked flow
+    p.process(0, client_syn(5000, LINUX_SYN), 2)  # one tracked flow, shaped: its SYN was seen
+    p.process(1_000, syn_ack(1000, ack=5001, options=[("MSS", 1460), ("WScale", 7)]), 1)
     return p
 
 

@@ -4,6 +4,7 @@
 #define _CONSTANTS_P4_
 
 const bit<16> ETHERTYPE_IPV4      = 0x0800;
+const bit<16> ETHERTYPE_IPV6      = 0x86DD;
 const bit<16> TELEMETRY_ETHERTYPE = 0x88B5;   // IEEE 802 local experimental
 const bit<8>  TELEMETRY_VERSION   = 1;
 const bit<32> TELEMETRY_SESSION   = 100;      // clone session -> monitor port

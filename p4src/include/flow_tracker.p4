@@ -2,6 +2,7 @@
  * direction, and whether a downstream segment is new data or a
  * retransmission. A flow enters the table at the server's SYN-ACK; the slot
  * is crc32(server, client, server port, client port, proto) mod FLOW_SLOTS
+ * (the addresses IPv4's or IPv6's, whichever the packet carries)
  * (upstream packets hash their fields swapped, so both directions meet in one
  * slot) and the full CRC is its signature. A slot holds its flow until another
  * takes it (a keep-alive connection reused after minutes is still its slot's);
@@ -42,7 +43,15 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             trk.cls = CLASS_OTHER;
         } else {
             bit<32> h;
-            if (downstream == 1) {
+            if (hdr.ipv6.isValid() && downstream == 1) {
+                hash(h, HashAlgorithm.crc32, (bit<32>)0,
+                     { hdr.ipv6.srcAddr, hdr.ipv6.dstAddr, hdr.tcp.srcPort, hdr.tcp.dstPort, hdr.ipv6.nextHdr },
+                     (bit<64>)4294967296);
+            } else if (hdr.ipv6.isValid()) {
+                hash(h, HashAlgorithm.crc32, (bit<32>)0,
+                     { hdr.ipv6.dstAddr, hdr.ipv6.srcAddr, hdr.tcp.dstPort, hdr.tcp.srcPort, hdr.ipv6.nextHdr },
+                     (bit<64>)4294967296);
+            } else if (downstream == 1) {
                 hash(h, HashAlgorithm.crc32, (bit<32>)0,
                      { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.tcp.srcPort, hdr.tcp.dstPort, hdr.ipv4.protocol },
                      (bit<64>)4294967296);

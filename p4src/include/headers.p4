@@ -10,6 +10,7 @@ struct headers_t {
     telemetry_t    telemetry;
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
+    ipv6_t         ipv6;
     tcp_t          tcp;
     tcp_opt_t[TCP_OPT_BYTES] tcp_opts;
     udp_t          udp;
@@ -139,6 +140,7 @@ struct metadata_t {
     @field_list(FL_TELEMETRY) bit<16> t_sport;
     @field_list(FL_TELEMETRY) bit<16> t_dport;
     @field_list(FL_TELEMETRY) bit<8>  t_proto;
+    @field_list(FL_TELEMETRY) bit<8>  t_ipver;
     @field_list(FL_TELEMETRY) bit<16> t_link;
     @field_list(FL_TELEMETRY) bit<64> t_s1;
     @field_list(FL_TELEMETRY) bit<64> t_s2;

@@ -1,4 +1,7 @@
-/* Parser: Ethernet, IPv4 (with options), TCP or UDP of unfragmented packets.
+/* Parser: Ethernet, IPv4 (with options) or IPv6, TCP or UDP of unfragmented
+ * packets. An IPv6 packet whose next header is neither TCP nor UDP (an
+ * extension header, a fragment, ICMPv6) stays at its fixed header: ingress
+ * classifies it OTHER, and under IWA the standing-queue control holds it.
  * A header that does not fit stays invalid; BMv2 then sets parser_error and
  * still hands the packet to ingress, which classifies it OTHER.
  * A SYN's TCP options are walked byte by byte for the window-scale option
@@ -18,6 +21,16 @@ parser BottleneckParser(packet_in packet, out headers_t hdr, inout metadata_t me
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.etherType) {
             ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
+            default: accept;
+        }
+    }
+
+    state parse_ipv6 {
+        packet.extract(hdr.ipv6);
+        transition select(hdr.ipv6.version, hdr.ipv6.nextHdr) {
+            (6, PROTO_TCP): parse_tcp;
+            (6, PROTO_UDP): parse_udp;
             default: accept;
         }
     }
@@ -157,6 +170,7 @@ control BottleneckDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.telemetry);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
+        packet.emit(hdr.ipv6);
         packet.emit(hdr.tcp);
         packet.emit(hdr.tcp_opts);
         packet.emit(hdr.udp);

@@ -124,27 +124,22 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         iwa_act_cur.read(a_cur, at);
         iwa_act_new.read(a_new, at);
         bit<64> e = now - epoch_t;
-        if (e > (bit<64>)cfg.hold_ns) {
-            if (e > 2 * (bit<64>)cfg.hold_ns) {
-                r_old = 0;
-                a_old = 0;
-                epoch = epoch + 2;
-            } else {
-                r_old = r_cur;
-                a_old = a_cur;
-                epoch = epoch + 1;
-            }
-            r_cur = 0;
-            a_cur = 0;
-            a_new = 0;
-            iwa_epoch_t.write(at, now);
-            iwa_epoch.write(at, epoch);
-            iwa_reserve_cur.write(at, 0);
-            iwa_reserve_old.write(at, r_old);
-            iwa_act_old.write(at, a_old);
-            iwa_act_cur.write(at, 0);
-            iwa_act_new.write(at, 0);
-        }
+        bool rolled = e > (bit<64>)cfg.hold_ns;
+        bool quiet = e > 2 * (bit<64>)cfg.hold_ns;       // nothing rolled it for over an epoch
+        // (no conditional statements in a BMv2 action: every register is written, with its old value if kept)
+        r_old = rolled ? (quiet ? 0 : r_cur) : r_old;
+        a_old = rolled ? (quiet ? 0 : a_cur) : a_old;
+        epoch = rolled ? (quiet ? epoch + 2 : epoch + 1) : epoch;
+        r_cur = rolled ? 0 : r_cur;
+        a_cur = rolled ? 0 : a_cur;
+        a_new = rolled ? 0 : a_new;
+        iwa_epoch_t.write(at, rolled ? now : epoch_t);
+        iwa_epoch.write(at, epoch);
+        iwa_reserve_cur.write(at, r_cur);
+        iwa_reserve_old.write(at, r_old);
+        iwa_act_old.write(at, a_old);
+        iwa_act_cur.write(at, a_cur);
+        iwa_act_new.write(at, a_new);
     }
 
     /* A counted flow closes (or loses its slot): out of the generations of link on_link it is in, at once
@@ -159,17 +154,13 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         iwa_act_cur.read(u_cur, on_link);
         iwa_act_new.read(u_new, on_link);
         bit<16> stamp = (bit<16>)(st >> FLOW_STAMP_SHIFT);
-        if (st & FLOW_COUNTED != 0) {
-            if (stamp == ep) {
-                u_cur = dec32(u_cur);
-                if (st & FLOW_FRESH != 0) { u_new = dec32(u_new); } else { u_old = dec32(u_old); }
-            } else if (stamp == ep - 1) {
-                u_old = dec32(u_old);
-            }
-        }
-        iwa_act_old.write(on_link, u_old);
-        iwa_act_cur.write(on_link, u_cur);
-        iwa_act_new.write(on_link, u_new);
+        bool counted = st & FLOW_COUNTED != 0;
+        bool fresh = st & FLOW_FRESH != 0;
+        bool in_cur = counted && stamp == ep;               // in act_cur, and act_new (fresh) or act_old
+        bool in_prev = counted && stamp == ep - 1;          // in act_old
+        iwa_act_cur.write(on_link, in_cur ? dec32(u_cur) : u_cur);
+        iwa_act_new.write(on_link, in_cur && fresh ? dec32(u_new) : u_new);
+        iwa_act_old.write(on_link, (in_cur && !fresh) || in_prev ? dec32(u_old) : u_old);
     }
 
     // A flow's share of its path and the budget: span >> shift, shift = ceil(log2(flows)), so at most

@@ -29,10 +29,16 @@ control TelemetryReport(inout headers_t hdr, inout metadata_t meta, in bit<8> aq
         meta.t_src = 0;
         meta.t_dst = 0;
         meta.t_proto = 0;
+        meta.t_ipver = 0;
         if (hdr.ipv4.isValid()) {
             meta.t_src = hdr.ipv4.srcAddr;
             meta.t_dst = hdr.ipv4.dstAddr;
             meta.t_proto = hdr.ipv4.protocol;
+        } else if (hdr.ipv6.isValid()) {
+            meta.t_src = hdr.ipv6.srcAddr[31:0];
+            meta.t_dst = hdr.ipv6.dstAddr[31:0];
+            meta.t_proto = hdr.ipv6.nextHdr;
+            meta.t_ipver = 6;
         }
         meta.t_sport = 0;
         meta.t_dport = 0;
@@ -55,6 +61,7 @@ control TelemetryEmit(inout headers_t hdr, in metadata_t meta) {
     apply {
         hdr.ipv4.setInvalid();
         hdr.ipv4_options.setInvalid();
+        hdr.ipv6.setInvalid();
         hdr.tcp.setInvalid();
         hdr.tcp_opts.pop_front(TCP_OPT_BYTES);
         hdr.udp.setInvalid();
@@ -80,7 +87,7 @@ control TelemetryEmit(inout headers_t hdr, in metadata_t meta) {
         hdr.telemetry.sport = meta.t_sport;
         hdr.telemetry.dport = meta.t_dport;
         hdr.telemetry.proto = meta.t_proto;
-        hdr.telemetry.pad = 0;
+        hdr.telemetry.ipver = meta.t_ipver;
         hdr.telemetry.link = meta.t_link;
         hdr.telemetry.s1 = meta.t_s1;
         hdr.telemetry.s2 = meta.t_s2;

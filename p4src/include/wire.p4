@@ -1,5 +1,5 @@
 /* The headers on the wire, shared by the v1model program and the TNA program
- * (p4src/tofino/): Ethernet, IPv4, TCP, UDP and the telemetry record. */
+ * (p4src/tofino/): Ethernet, IPv4, IPv6, TCP, UDP and the telemetry record. */
 #ifndef _WIRE_P4_
 #define _WIRE_P4_
 
@@ -29,6 +29,19 @@ header ipv4_t {
 
 header ipv4_options_t {
     varbit<320> options;   // IHL up to 15: 40 bytes of options
+}
+
+/* IPv6's fixed header (RFC 8200); its traffic class split as IPv4's TOS byte is (DSCP, ECN). */
+header ipv6_t {
+    bit<4>   version;
+    bit<6>   dscp;
+    bit<2>   ecn;
+    bit<20>  flowLabel;
+    bit<16>  payloadLen;
+    bit<8>   nextHdr;
+    bit<8>   hopLimit;
+    bit<128> srcAddr;
+    bit<128> dstAddr;
 }
 
 header tcp_t {
@@ -76,7 +89,7 @@ header telemetry_t {
     bit<16> sport;
     bit<16> dport;
     bit<8>  proto;
-    bit<8>  pad;
+    bit<8>  ipver;     // 6 for an IPv6 packet (src, dst: its addresses' low 32 bits), else 0
     bit<16> link;      // the access link (bottleneck.p4's link_of); was padding: 0 with one link
     bit<64> s1;
     bit<64> s2;

@@ -72,7 +72,7 @@ control TelemetryRecord(inout tna_egress_headers_t hdr) {
             hdr.telemetry.sport = hdr.udp.srcPort;
             hdr.telemetry.dport = hdr.udp.dstPort;
         }
-        hdr.telemetry.pad = 0;
+        hdr.telemetry.ipver = 0;
         hdr.telemetry.link = hdr.tmirror.link;
         hdr.telemetry.s1 = (bit<64>)hdr.tmirror.s1;
         hdr.telemetry.s2 = (bit<64>)hdr.tmirror.s2;

@@ -1,0 +1,251 @@
+"""IWA on real traffic, on BMv2 against the reference model packet for packet (issue 32): flow state that
+cannot go stale, closes from either side, the window retracted after a response and the next one a new
+start, TCP Fast Open, IPv6 (link by prefix, window rewrite and checksum), and the standing-queue control for
+datagrams. Every sequence runs through ``test_bmv2_pipeline.run_mixed`` (BMv2's records and both directions'
+frames must be the model's); each test also checks, on the model, that its sequence exercises what it is
+about. Skipped, with the reason shown, where the P4 toolchain is missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from frames import LINUX_SYN, MSS, audio, client_ack, client_syn, syn_ack, tcp, tcp_fields
+from scapy.all import IP, UDP, Ether, IPv6, Raw, raw
+from test_bmv2_pipeline import REASON, ROUTES, compiled, run_differential, run_mixed, sw  # noqa: F401
+
+from refmodel import Pipeline, Reason, TrafficClass
+from refmodel.constants import TrackFlag
+from refmodel.params import pipeline_params
+
+pytestmark = [pytest.mark.bmv2, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+
+SERVER6, CLIENT6 = "fd00::1", "fd00:0:0:1::1"
+LINK6 = "fd00:0:0:1::/64"  # the IPv6 client's delegated prefix
+MSS6 = MSS - 20  # a full segment over IPv6 (its header is 20 B longer)
+
+
+def handshake(port: int, isn: int = 1000, server_rtt: float = 0.0, **addr) -> list:
+    """A client's SYN, the server's SYN-ACK ``server_rtt`` later, the client's first ACK and a request."""
+    down = {"src": addr["server"], "dst": addr["client"]} if addr else {}
+    up = {"src": addr["client"], "dst": addr["server"]} if addr else {}
+    items = [(2, client_syn(options=LINUX_SYN, sport=port, **up))]
+    items += [("sleep", server_rtt)] if server_rtt else []
+    items += [(1, syn_ack(isn, dport=port, ack=5001, options=[("MSS", 1460), ("WScale", 9)], **down)),
+              (2, client_ack(isn + 1, window=502, sport=port, **up)),
+              (2, client_ack(isn + 1, window=502, seq=5001, payload=120, flags="PA", sport=port, **up))]
+    return items
+
+
+def replay(params, items, step_ns: int = 2_000_000, **kw) -> list:
+    """The model's results of ``items`` at ``step_ns`` spacing (``sleep`` items let time pass)."""
+    p, t, out = Pipeline(ROUTES, params, **kw), 0, []
+    for port, f in items:
+        t += round(f * 1e9) if port == "sleep" else step_ns
+        if port != "sleep":
+            out.append(p.process(t, f, port))
+    return out
+
+
+# --------------------------------------------------------------------------- nothing goes stale
+
+STALE = pipeline_params(2e6, "iwa", limit_pkts=48, iwa=dict(hold_s=0.1, age_s=0.3))
+CLOSES = ("client FIN", "server FIN", "client RST", "server RST", None)  # None: just silent
+
+
+def stale_history(n: int = 40) -> list:
+    """n keep-alive connections that each get one segment, go silent past two epochs and the slots' age, and
+    then close, each a fifth of them one of the four ways (or never)."""
+    items = []
+    for k in range(n):
+        port = 41000 + k
+        items += handshake(port, isn=100_000 * (k + 1))
+        items += [(1, tcp(100_000 * (k + 1) + 1, payload=1000, dport=port)),
+                  (2, client_ack(100_000 * (k + 1) + 1001, window=502, seq=5121, sport=port))]
+    items.append(("sleep", 0.5))
+    for k in range(n):
+        how, port, ack = CLOSES[k % len(CLOSES)], 41000 + k, 100_000 * (k + 1) + 1001
+        if how is None:
+            continue
+        who, flag = how.split()
+        f = "FA" if flag == "FIN" else "R"
+        items.append((2, client_ack(ack, seq=5121, flags=f, sport=port)) if who == "client"
+                     else (1, tcp(ack, 0, f, dport=port, ack=5121)))
+    return items + [("sleep", 0.05)]
+
+
+def lone_flow(port: int = 60000, rounds: int = 5, params=STALE) -> list:
+    """A lone flow whose server fills the window a clean switch gives it, round after round (the model, at
+    2 ms spacing, says which): each round's ACK comes 0.1 s after its segments."""
+    items = handshake(port, isn=7_000_000, server_rtt=0.02)
+    clean, t = Pipeline(ROUTES, params), 0
+
+    def run(new: list) -> int:  # the edge the last upstream frame of ``new`` left the server with
+        nonlocal t
+        edge = None
+        for it_port, f in new:
+            t += round(f * 1e9) if it_port == "sleep" else 2_000_000
+            if it_port != "sleep":
+                r = clean.process(t, f, it_port)
+                edge = r.record.s1 & 0xFFFFFFFF if it_port == 2 and r.record is not None else edge
+        return edge
+
+    edge, seq = run(items), 7_000_001
+    for _ in range(rounds):
+        n = max(1, (edge - seq) // MSS)
+        new = [(1, tcp(seq + i * MSS, dport=port)) for i in range(n)] + [("sleep", 0.1)]
+        seq += n * MSS
+        new.append((2, client_ack(seq, window=502, seq=5121, sport=port)))
+        edge = run(new)
+        items += new
+    return items
+
+
+def test_the_stale_sequence_keeps_counts_on_the_model():
+    """The sequence exercises the count: after it the model counts the lone flow alone (IWA 2 counted the
+    silent ones for ever), and a model that never forgets (epochs that never end) writes other windows."""
+    import refmodel.shaper as shaper
+    items = stale_history() + lone_flow()
+    p = Pipeline(ROUTES, STALE)
+    t = 0
+    for port, f in items:
+        t += round(f * 1e9) if port == "sleep" else 2_000_000
+        if port != "sleep":
+            p.process(t, f, port)
+    assert p.shaper.nflows == 1
+    orig = shaper.LinkShaping.roll
+    shaper.LinkShaping.roll = lambda self, hold, now: None  # counts never expire
+    try:
+        stuck = [r.frame for r in replay(STALE, items)]
+    finally:
+        shaper.LinkShaping.roll = orig
+    assert stuck != [r.frame for r in replay(STALE, items)]
+
+
+def test_stale_history_leaves_a_new_flow_the_windows_of_a_clean_switch(sw):
+    """Issue 32's sequence on BMv2: 40 connections, one segment each, silent, then closed four ways (or not
+    at all); then a lone flow. BMv2 agrees with the model packet for packet, and every window the lone flow
+    gets is the one a clean switch gives it at the same instants."""
+    history, lone = stale_history(), lone_flow()
+    records, _ = run_mixed(sw, STALE, history + lone)
+    frames = [it for it in history + lone if it[0] != "sleep"]
+    # every frame of the lone flow has a record (its SYN and ACKs: IWA's upstream records): replay them at those
+    # instants on a clean model and on one that lived the history, with the times BMv2 gave them
+    stale, clean = Pipeline(ROUTES, STALE), Pipeline(ROUTES, STALE)
+    k, got = 0, []
+    for i, (port, f) in enumerate(frames):
+        rec = records[min(k, len(records) - 1)]
+        r = stale.process(rec.ts_ns, f, port, rand=rec.rand if port == 1 else None)
+        k += r.record is not None
+        if i >= len(frames) - sum(1 for it in lone if it[0] != "sleep"):
+            c = clean.process(rec.ts_ns, f, port, rand=rec.rand if port == 1 else None)
+            got.append((r.frame, c.frame))
+    ups = [(s, c) for (s, c) in got if tcp_fields(s).sport == 60000]
+    assert len(ups) == 3 + 5 and all(s == c for s, c in ups)  # SYN, first ACK, request, one ACK a round
+    assert stale.shaper.nflows == clean.shaper.nflows == 1
+
+
+# --------------------------------------------------------------------------- a response ends; the next starts
+
+IDLE = pipeline_params(2e6, "iwa", limit_pkts=48)
+
+
+def restart_items(port: int = 40000) -> list:
+    """A response of two segments that leaves most of its first window unused; the client's ACK of both, after
+    more than two server RTTs; a think time; the next request on the same connection; its first segments."""
+    items = handshake(port, server_rtt=0.011)
+    items += [(1, tcp(1001, dport=port)), (1, tcp(1001 + MSS, dport=port)), ("sleep", 0.15)]
+    items += [(2, client_ack(1001 + 2 * MSS, window=502, seq=5121, sport=port)), ("sleep", 0.3)]
+    items += [(2, client_ack(1001 + 2 * MSS, window=502, seq=5121, payload=120, flags="PA", sport=port))]
+    items += [(1, tcp(1001 + (2 + j) * MSS, dport=port)) for j in range(3)]
+    return items
+
+
+def test_the_restart_sequence_retracts_and_restarts_on_the_model():
+    res = replay(IDLE, restart_items())
+    ups = [r for r in res if r.record is not None and r.record.decision == 3 and r.record.tflags & 1]
+    edges = [r.record.s1 & 0xFFFFFFFF for r in ups]
+    retracted = [i for i in range(1, len(edges)) if edges[i] < edges[i - 1]]
+    assert len(retracted) == 1  # the ACK of all the server sent: one MSS (rounded up to the scale) beyond it
+    i = retracted[0]
+    assert edges[i] - (1001 + 2 * MSS) < MSS + 512
+    assert edges[i + 1] > edges[i] + MSS  # the next request: a first window, the room
+    data = [r for r in res if r.record is not None and r.record.decision != 3 and r.cls != TrafficClass.TCP_CTRL]
+    assert [r.cls for r in data[-3:]] == [TrafficClass.TCP_START] * 3  # a new start phase
+
+
+def test_a_response_after_idle_is_a_new_start_like_the_model(sw):
+    records, model = run_mixed(sw, IDLE, restart_items())
+    assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
+
+
+# --------------------------------------------------------------------------- closes, TFO
+
+def test_closes_from_either_side_uncount_like_the_model(sw):
+    """Four shaped flows closed one way each, then a fifth flow's ACKs: BMv2 uncounts as the model does (a
+    flow counted too many, or too few, would change the fifth flow's share and windows)."""
+    items = []
+    for k in range(4):
+        items += handshake(40000 + k)
+    items += [(1, tcp(1001, dport=40000 + k)) for k in range(4)] + [("sleep", 0.05)]
+    items += [(2, client_ack(1001, seq=5121, flags="FA", sport=40000)), (1, tcp(1001 + MSS, 0, "FA", dport=40001)),
+              (2, client_ack(1001, seq=5121, flags="R", sport=40002)), (1, tcp(1001 + MSS, 0, "R", dport=40003))]
+    items += lone_flow(40004, rounds=3, params=IDLE)
+    records, model = run_mixed(sw, IDLE, items)
+    assert model.shaper.nflows == 1
+
+
+def test_tcp_fast_open_data_before_the_first_ack_is_not_surplus_like_the_model(sw):
+    """A server's data right after its SYN-ACK (TFO: the request came in the SYN), above target: not beyond an
+    edge IWA gave, so not dropped as surplus."""
+    items = [(2, client_syn(options=LINUX_SYN, sport=40000)),
+             (1, syn_ack(1000, dport=40000, ack=5001 + 100, options=[("MSS", 1460), ("WScale", 9)]))]
+    items += [(1, tcp(1 + k * MSS, dport=50000)) for k in range(8)]  # a queue above target
+    items += [(1, tcp(1001 + k * MSS, dport=40000)) for k in range(10)]
+    records, _ = run_mixed(sw, IDLE, items)
+    tfo = records[-10:]
+    assert all(r.decision == 0 and not r.tflags & TrackFlag.BEYOND for r in tfo)
+
+
+# --------------------------------------------------------------------------- IPv6
+
+def ipv6_items() -> list:
+    addr = dict(server=SERVER6, client=CLIENT6)
+    items = handshake(40000, **addr) + handshake(40001, **addr)
+    for j in range(3):
+        items += [(1, tcp(1001 + j * MSS6, MSS6, dport=p, src=SERVER6, dst=CLIENT6)) for p in (40000, 40001)]
+        items += [("sleep", 0.03)]
+        items += [(2, client_ack(1001 + (j + 1) * MSS6, window=502, seq=5121, sport=p, src=CLIENT6, dst=SERVER6))
+                  for p in (40000, 40001)]
+    items += [(1, audio(src=SERVER6, dst=CLIENT6))]
+    return items
+
+
+def test_ipv6_flows_are_shaped_on_their_prefixs_link_like_the_model(sw):
+    """TCP over IPv6 shaped as over IPv4 (window rewritten, TCP checksum patched), on the link its client's
+    prefix maps to (link_of6), which has a rate of its own; BMv2 agrees packet for packet, and the checksums of
+    the rewritten ACKs are what Scapy computes from scratch."""
+    links = {1: pipeline_params(1e6, "iwa", limit_pkts=24)}
+    records, _ = run_mixed(sw, IDLE, ipv6_items(), links=links, clients={LINK6: 1})
+    assert {r.link for r in records} == {1} and {r.ipver for r in records} == {6}
+    assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
+    rewritten = [r.frame for r in replay(IDLE, ipv6_items(), links={LINK6: 1}, link_params=links)
+                 if r.reason == Reason.IWA_WINDOW]
+    assert rewritten
+    for f in rewritten:
+        pkt = Ether(f)
+        sent = pkt[IPv6].payload.chksum
+        del pkt[IPv6].payload.chksum
+        assert Ether(raw(pkt))[IPv6].payload.chksum == sent
+
+
+# --------------------------------------------------------------------------- datagrams: the standing-queue control
+
+def test_datagrams_meet_codel_under_iwa_like_the_model(sw):
+    """A UDP flood above the link rate (QUIC-like, IPv4 and IPv6) under IWA: CoDel drops from it once the queue
+    has stood above target for an interval, as the model says."""
+    big4 = raw(Ether() / IP(src="10.0.0.1", dst="10.0.1.1") / UDP(sport=9, dport=9) / Raw(b"x" * 1472))
+    big6 = raw(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IPv6(src=SERVER6, dst=CLIENT6)
+               / UDP(sport=9, dport=9) / Raw(b"x" * 1452))
+    frames = [big4 if k % 2 else big6 for k in range(150)]
+    records, _ = run_differential(sw, IDLE, frames, gap_s=0.004)
+    assert any(Reason(r.reason) == Reason.CODEL for r in records)
