@@ -33,6 +33,18 @@ budget, e.g. a 40 ms jitter buffer):
     (at EDGE, 160 kbit/s, one 1514 B frame takes 76 ms, over a 40 ms budget:
     there the target is that frame).
 
+* on a link whose rate changes under the queue (a radio redraws its rate every
+  slot), ``target_ns`` holds the budget at the lowest rate the link ran at in
+  the last ``RATE_MEMORY_S`` (``Observation.rate_low_bps``): the queue the
+  target allows, in bytes, is what that rate drains within the budget, and the
+  target is those bytes' drain time at the rate now (``target_at``). A queue
+  sized for the rate now would take four times as long if the rate dropped
+  fourfold within its life, and the switch's model of the queue cannot see a
+  drop before the controller tells it (one period later): the model's queue
+  was then up to 96 ms shorter than the real one (BMv2, web6 on
+  ``pam13radio``). On a fixed-rate link the lowest rate is the rate, and
+  nothing changes.
+
 * no feedback from the audio's measured sojourn. An earlier version cut the
   target by the audio's excess over ``budget - frame``: in web6 IW10 runs on
   HSPA it cut the target to one frame after violations the target does not
@@ -70,11 +82,15 @@ NS = 1_000_000_000
 FRAME = 1514  # a full-size Ethernet frame: 1500 B MTU + 14 B header (no FCS)
 
 
+RATE_MEMORY_S = 10.0  # how far back the lowest rate reaches: 50 slots of a radio redrawing every 0.2 s
+
+
 @dataclass(frozen=True)
 class Observation:
     t_ns: int
     rate_bps: float  # the link rate in force in this period
     jitter_budget_ns: int  # the interactive flows' jitter budget, e.g. a 40 ms jitter buffer
+    rate_low_bps: float | None = None  # the lowest rate in the last RATE_MEMORY_S (None: rate_bps)
 
 
 @dataclass(frozen=True)
@@ -103,16 +119,25 @@ def codel_target_for(rate_bps: float, jitter_budget_ns: int, frame_bytes: int = 
     return target_for(rate_bps, jitter_budget_ns, frame_bytes)
 
 
+def target_at(rate_bps: float, rate_low_bps: float, jitter_budget_ns: int, frame_bytes: int = FRAME) -> int:
+    """The target that holds the budget should the rate drop to ``rate_low_bps``: the bytes the target allows
+    at that rate (``target_for``), as drain time at ``rate_bps``. At most the target for ``rate_bps`` itself."""
+    low = min(rate_low_bps, rate_bps)
+    return min(target_for(rate_bps, jitter_budget_ns, frame_bytes),
+               round(target_for(low, jitter_budget_ns, frame_bytes) * low / rate_bps))
+
+
 def _ms(ns: int) -> str:
     return f"{ns / 1e6:.1f} ms"
 
 
 def tune(s: TunerState, o: Observation, frame_bytes: int = FRAME) -> Decision:
     reasons = []
-    target = target_for(o.rate_bps, o.jitter_budget_ns, frame_bytes)
+    low = o.rate_bps if o.rate_low_bps is None else o.rate_low_bps
+    target = target_at(o.rate_bps, low, o.jitter_budget_ns, frame_bytes)
     if target != s.target_ns:
         reasons.append(f"target {_ms(s.target_ns)} -> {_ms(target)}")
-    codel_target = codel_target_for(o.rate_bps, o.jitter_budget_ns, frame_bytes)
+    codel_target = target  # CoDel's target under IWA is IWA's (codel_target_for)
     if codel_target != s.codel_target_ns:
         reasons.append(f"codel target {_ms(s.codel_target_ns)} -> {_ms(codel_target)}")
     return Decision(TunerState(target_ns=target, codel_target_ns=codel_target), "; ".join(reasons) or "steady")

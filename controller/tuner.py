@@ -116,6 +116,7 @@ class ClosedLoop:
         self.period_ns = period_ns
         self.t0_ns = now() if t0_ns is None else t0_ns
         self.schedule = list(rate_schedule or [])
+        self.rates: list[tuple[int, float]] = [(self.t0_ns, self.rate_bps)]  # (since, rate): the recent ones
         self.tuning = self.base.queue.aqm == Aqm.IWA  # other AQMs: observed and logged, never written
         self.state = policy.TunerState(target_ns=self.base.iwa.target_ns, codel_target_ns=self.base.codel.target_ns)
         self.stats = PeriodStats()
@@ -144,9 +145,11 @@ class ClosedLoop:
         while self.schedule and now_ns >= self.t0_ns + self.schedule[0][0] * NS:
             _, self.rate_bps = self.schedule.pop(0)
             self.base = self._with_rate(self.rate_bps)
+            self.rates.append((now_ns, self.rate_bps))
             rate_changed = True
         st, self.stats = self.stats, PeriodStats()
-        obs = policy.Observation(t_ns=now_ns, rate_bps=self.rate_bps, jitter_budget_ns=self.budget_ns)
+        obs = policy.Observation(t_ns=now_ns, rate_bps=self.rate_bps, jitter_budget_ns=self.budget_ns,
+                                 rate_low_bps=self.rate_low(now_ns))
         p99 = st.p99()
         reason = f"link rate -> {self.rate_bps / 1e6:g} Mbit/s; " if rate_changed else ""
         if self.tuning:
@@ -163,6 +166,13 @@ class ClosedLoop:
         changed = rate_changed or new != self.params
         self.params = new
         return Action(new, rate_changed, self.rate_bps) if changed else None
+
+    def rate_low(self, now_ns: int) -> float:
+        """The lowest rate the link ran at in the last ``policy.RATE_MEMORY_S`` (the rate now included)."""
+        horizon = now_ns - int(policy.RATE_MEMORY_S * NS)
+        while len(self.rates) > 1 and self.rates[1][0] <= horizon:
+            self.rates.pop(0)  # superseded before the horizon
+        return min(r for _, r in self.rates)
 
     def defined_state(self) -> PipelineParams:
         """What the switch is left with when the controller stops: the configured knobs at the current rate."""

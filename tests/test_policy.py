@@ -70,3 +70,18 @@ def test_rate_change_recomputes_both_targets_in_the_same_period():
 
 def test_edge_target_is_one_frame():
     assert tune(settled(EDGE), obs(0, rate=EDGE)).state.target_ns == frame_ns(EDGE)
+
+
+def test_on_a_radio_the_target_holds_the_budget_at_the_lowest_rate_seen():
+    """A queue sized for 2.5 Mbit/s would take four times as long should the rate drop to 625 kbit/s. The target
+    from target_at allows the bytes that 625 kbit/s drains within its own target, as time at 2.5 Mbit/s."""
+    from controller.policy import target_at
+    rate, low = 2.5e6, 625e3
+    t = target_at(rate, low, BUDGET)
+    assert t < target_for(rate, BUDGET)
+    queued_bits = t * rate / NS
+    assert queued_bits / low * NS <= target_for(low, BUDGET) + 1  # at the low rate: within its own target
+    assert target_at(rate, rate, BUDGET) == target_for(rate, BUDGET)  # a fixed link: nothing changes
+    assert target_at(rate, 2 * rate, BUDGET) == target_for(rate, BUDGET)  # a faster past never loosens it
+    d = tune(settled(rate), Observation(t_ns=0, rate_bps=rate, jitter_budget_ns=BUDGET, rate_low_bps=low))
+    assert d.state.target_ns == d.state.codel_target_ns == t
