@@ -215,12 +215,14 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
             predict.apply(now, length, tat, ring_nth, meta.qcfg, meta.pred);
 
             // CoDel decides for the codel AQM and, under IWA, for every packet IWA does not hold by a window
-            // (datagrams, flows it does not shape, frames it cannot parse, shaped flows past their start); under
-            // IWA it observes every other admitted packet (its sojourn measurement covers the whole queue).
+            // (datagrams, flows it does not shape, frames it cannot parse, shaped flows past their start) but
+            // control segments and frames below a quarter of a full one (refmodel/pipeline.py: small_frame);
+            // under IWA it observes every other admitted packet (its sojourn measurement covers the whole queue).
             bool held = (meta.track.cls == CLASS_TCP_START || meta.track.cls == CLASS_TCP_RTX) &&
                         meta.track.flags & TRACK_SHAPED != 0;
+            bool small = 4 * length < (bit<64>)meta.iwa.mss_bytes + TCP_FRAME_OVERHEAD;
             bool codel_decides = meta.qcfg.aqm == AQM_CODEL ||
-                                 (iwa_on && meta.track.cls != CLASS_TCP_CTRL && !held);
+                                 (iwa_on && meta.track.cls != CLASS_TCP_CTRL && !held && !small);
             if (meta.qcfg.aqm == AQM_RED) {
                 red.apply(meta.pred, meta.red, meta.link, meta.rand, meta.verdict);
             } else if (meta.qcfg.aqm == AQM_PIE) {

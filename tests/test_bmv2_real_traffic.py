@@ -241,11 +241,14 @@ def test_ipv6_flows_are_shaped_on_their_prefixs_link_like_the_model(sw):
 # --------------------------------------------------------------------------- datagrams: the standing-queue control
 
 def test_datagrams_meet_codel_under_iwa_like_the_model(sw):
-    """A UDP flood above the link rate (QUIC-like, IPv4 and IPv6) under IWA: CoDel drops from it once the queue
-    has stood above target for an interval, as the model says."""
+    """A UDP flood above the link rate (QUIC-like, IPv4 and IPv6) with the audio among it, under IWA: CoDel drops
+    from the flood once the queue has stood above target for an interval, never the audio's small frames, as the
+    model says."""
     big4 = raw(Ether() / IP(src="10.0.0.1", dst="10.0.1.1") / UDP(sport=9, dport=9) / Raw(b"x" * 1472))
     big6 = raw(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IPv6(src=SERVER6, dst=CLIENT6)
                / UDP(sport=9, dport=9) / Raw(b"x" * 1452))
-    frames = [big4 if k % 2 else big6 for k in range(150)]
-    records, _ = run_differential(sw, IDLE, frames, gap_s=0.004)
+    small = audio()
+    frames = [small if k % 5 == 4 else big4 if k % 2 else big6 for k in range(200)]
+    records, _ = run_differential(sw, IDLE, frames, gap_s=0.003)
     assert any(Reason(r.reason) == Reason.CODEL for r in records)
+    assert not any(Reason(r.reason) == Reason.CODEL for r in records if r.length == len(small))  # never a small one

@@ -40,6 +40,8 @@ def test_flow_state_bits_match():
 def test_scalars_match():
     c = p4_consts()
     assert c["RING_SIZE"] == C.RING_SIZE
+    from refmodel.params import TCP_FRAME_OVERHEAD
+    assert c["TCP_FRAME_OVERHEAD"] == TCP_FRAME_OVERHEAD
     assert c["FLOW_SLOTS"] == C.FLOW_SLOTS
     assert c["N_LINKS"] == C.N_LINKS and C.N_LINKS & (C.N_LINKS - 1) == 0  # a power of two: ids are masked
     assert c["COUNTER_SLOTS"] == C.COUNTER_SLOTS

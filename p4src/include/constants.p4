@@ -10,6 +10,7 @@ const bit<8>  TELEMETRY_VERSION   = 1;
 const bit<32> TELEMETRY_SESSION   = 100;      // clone session -> monitor port
 const bit<8>  FL_TELEMETRY        = 1;        // field list kept on the clone
 const bit<32> TELEMETRY_FRAME_LEN = 78;       // 14 B Ethernet + 64 B record
+const bit<64> TCP_FRAME_OVERHEAD = 54;    // Ethernet + IPv4 + TCP headers beside a full segment's payload
 const bit<8>  PROTO_TCP = 6;
 const bit<8>  PROTO_UDP = 17;
 
