@@ -78,6 +78,15 @@ def test_initial_rto_and_cc_are_matrix_keys_and_the_rto_names_its_cases(tmp_path
             sweep.load_sweep(str(write_sweep(tmp_path, irtos=bad)))
 
 
+def test_the_ip_family_is_a_matrix_key_and_names_its_ipv6_cases(tmp_path):
+    _, units = sweep.load_sweep(str(write_sweep(tmp_path, profiles=["hspa"], aqms=["fifo"], ips=[4, 6])))
+    assert {u.case.name for u in units} == {f"web{n}-hspa-48p-fifo-iw10{sfx}" for n in (1, 6) for sfx in ("", "-ip6")}
+    assert {u.case.ip for u in units} == {4, 6}
+    for bad in ([], [5], "6"):
+        with pytest.raises(ConfigError, match="ip"):
+            sweep.load_sweep(str(write_sweep(tmp_path, ips=bad)))
+
+
 def test_the_held_out_sweep_names_every_case_of_issue_11():
     _, units = sweep.load_sweep("iwa-eval")
     cases = {u.dirname for u in units}

@@ -1,4 +1,5 @@
-"""Sweeps: a matrix of scenario x profile x buffer x initial RTO x AQM x IW x replications, run by one runner.
+"""Sweeps: a matrix of scenario x profile x buffer x initial RTO x IP family x AQM x IW x replications, run by one
+runner.
 
 ``python -m accessnet.sweep experiments/sweeps/<name>.toml [--jobs N] [--resume RUN_DIR]``
 (``make sweep SWEEP=<name>``). The sweep file is data::
@@ -12,6 +13,7 @@
     reps = 10                              # optional: replaces [run] reps
     switch = "auto"                        # optional: auto | bmv2 | model | kernel
     irtos = [1, 3]                         # optional: each replaces [run] irto_s (the hosts' initial RTO, s)
+    ips = [4, 6]                           # optional: each replaces [run] ip (the IP family the workloads use)
     cc = "reno"                            # optional: replaces [run] cc
 
     [[part]]                               # optional: several matrices in one sweep; each part takes the
@@ -57,7 +59,7 @@ from .record import RecordError, history_entry, write_record
 from .topology import ROOT
 
 SWEEP_DIR = ROOT / "experiments" / "sweeps"
-MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch", "irtos", "cc"}
+MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch", "irtos", "ips", "cc"}
 KEYS = MATRIX_KEYS | {"description", "part", "included"}  # included: what include named (the record)
 
 
@@ -137,11 +139,15 @@ def expand(data: dict, scenarios: dict | None = None) -> list[Unit]:
     irtos = data.get("irtos", [None])
     if not isinstance(irtos, list) or not irtos:
         raise ConfigError(f"sweep: irtos = {irtos!r}: must be a non-empty list of initial RTOs in seconds")
-    for name, prof, buf, irto in itertools.product(data["scenarios"], data.get("profiles", [None]),
-                                                   data.get("buffers", [None]), irtos):
+    ips = data.get("ips", [None])
+    if not isinstance(ips, list) or not ips:
+        raise ConfigError(f"sweep: ips = {ips!r}: must be a non-empty list of IP families (4, 6)")
+    for name, prof, buf, irto, ip in itertools.product(data["scenarios"], data.get("profiles", [None]),
+                                                       data.get("buffers", [None]), irtos, ips):
         over = {k: v for k, v in (("profile", prof), ("buffer", buf), ("aqms", data.get("aqms")),
                                    ("iws", data.get("iws")), ("reps", data.get("reps")),
-                                   ("switch", data.get("switch")), ("irto_s", irto), ("cc", data.get("cc")))
+                                   ("switch", data.get("switch")), ("irto_s", irto), ("ip", ip),
+                                   ("cc", data.get("cc")))
                 if v is not None}
         kept = (scenarios or {}).get(name)
         sc = scen.build(Path(kept["path"]), kept["file"], over) if kept else scen.load(name, over)
