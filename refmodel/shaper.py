@@ -341,7 +341,7 @@ class StartShaper:
         scale = state & FLOW_SCALE_MASK
         own = (pkt.ack + (pkt.window << scale)) & U32  # the client's own right edge
         new_edge = own if seq_before(edge, own) else edge
-        window, room = None, 0
+        window, room, waiting = None, 0, 0
         mine_cur = bool(state & FLOW_EPOCH) == bool(lk.epoch & 1)
         shaping = iwa_on and state & FLOW_SHAPE and not seq_before(own, edge)
         if iwa_on and state & FLOW_SHAPE:
@@ -362,10 +362,17 @@ class StartShaper:
             deficit = max(0, used - avail)
             grant = ns_to_bytes(p, min(room, U32))
             restart = bool(state & FLOW_IDLE) and (pkt.tcp_payload > 0 or acked > 0)
-            retract = False
-            if first or restart:
-                state &= ~FLOW_IDLE  # a first window (the room), from the ACK: a new start's
-                edge_base = pkt.ack
+            retract, waiting = False, 0
+            if first:
+                edge_base = pkt.ack  # a first window: the room
+            elif restart:
+                # a new start whose first window is the MSS its retraction left it, as the last of a parallel
+                # start's gets: the requests of a page's connections come together, and the switch cannot know
+                # how many follow this one to leave room for their first segments (their SYN-ACKs announced fresh
+                # flows an RTT ahead); that window is queue to come, so it joins the virtual queue now (below)
+                state &= ~FLOW_IDLE
+                grant, edge_base = 0, edge
+                waiting = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
             elif app_limited(t.seqhi, self.mark[slot], self.mark_t[slot], now, lead, p.mss_bytes):
                 # the server left its window unused (a response ended): no opening, and what it sends next
                 # starts a new start phase; once this very ACK acknowledges all it sent, its window is
@@ -397,8 +404,8 @@ class StartShaper:
             if first or restart or not seq_before((t.seqhi + p.mss_bytes) & U32, self.mark[slot]):
                 self.mark[slot], self.mark_t[slot] = new_edge, now & U32  # (a new start, or it reached the mark)
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
-        if shaping and advance:  # served at the link rate from now: the queue its data builds one server RTT on
-            lk.vq_tat = max(lk.vq_tat, now) + bytes_to_ns(p, advance)
+        if shaping and advance + waiting:  # served at the link rate from now: the queue its data builds one RTT on
+            lk.vq_tat = max(lk.vq_tat, now) + bytes_to_ns(p, min(advance + waiting, U32))
         self.state[slot], self.edge[slot], self.end[slot], self.span[slot] = state, new_edge, end, span
         if seq_before(last_ack, pkt.ack):
             self.ack[slot] = pkt.ack

@@ -26,7 +26,8 @@ forwarded it*, so a rewritten window is the one it obeys.
   queues stay under a second) resends the first unacked segment with cwnd = 1 MSS; a SYN-ACK whose ACK does
   not come is resent after 1 s. FINs are not retransmitted; the client answers the server's FIN with its own.
 * Keep-alive: ``more`` lists further responses ``(think_ns, size)``: once a response is complete the client
-  waits ``think_ns`` and sends the next request on the same connection; a server idle for longer than
+  waits ``think_ns`` and sends the next request on the same connection (with ``pages_at``, ``think_ns`` is
+  instead the absolute time of the request: a browser's page asks all its connections at once); a server idle for longer than
   ``restart_ns`` (Linux's ``tcp_slow_start_after_idle``: idle longer than its RTO) restarts from
   ``min(cwnd, IW)``. The FIN follows the last response. ``Sim.close`` ends a connection at a given time: the
   client's FIN, the server's FIN or a RST from either side.
@@ -71,6 +72,7 @@ class Flow:
     ignore_window: bool = False  # a sender that obeys cwnd only
     close: bool = True  # the server sends a FIN after the last byte (else the flow just goes silent)
     more: list = field(default_factory=list)  # keep-alive: further responses (think_ns, size) on this connection
+    pages_at: bool = False  # more's times are absolute (every connection of a page asked at once)
     restart_ns: int = 400 * MS  # idle longer than this, the server restarts slow start (Linux: its RTO)
     ecn: bool = False  # data segments sent ECT(0)
     hidden: tuple = ()  # kinds of frames ("syn", "synack") that reach the other end without the switch
@@ -231,7 +233,7 @@ class Sim:
             f.done_at.append(self.now - f.asked_at)
             if len(f.done_at) <= len(f.more):
                 think, size = f.more[len(f.done_at) - 1]
-                self.at(self.now + think, self.request, f, size)
+                self.at(max(self.now, think) if f.pages_at else self.now + think, self.request, f, size)
         if f.delack and in_order and not t.flags.F and not f.quickacks:
             f.unacked += 1
             if f.unacked < 2:  # a lone segment: the delayed-ACK timer

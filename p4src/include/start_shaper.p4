@@ -413,10 +413,15 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<32> grant = (bit<32>)(conv_q32 >> 32);
             bit<32> base = edge;
             bool retract = false;
-            if (first || restart) {
-                // a first window (the room), from the ACK: a new start's
+            bit<32> waiting = 0;   // a restart's window, queue to come (shaper.py)
+            if (first) {
+                base = ack;        // a first window: the room
+            } else if (restart) {
+                // a new start whose first window is the MSS its retraction left it: the requests of a page's
+                // connections come together, and the switch cannot know how many follow this one
                 state = state & ~FLOW_IDLE;
-                base = ack;
+                grant = 0;
+                waiting = seq_before(edge, ack) ? 0 : edge - ack;
             } else if (limited) {
                 // no opening, and what it sends next starts a new start phase; once this very ACK acknowledges
                 // all it sent, its window is retracted to one MSS (docs/iwa.md, "Restarts")
@@ -466,10 +471,12 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 flow_mark.write(slot, new_edge);                     // a new start, or it reached the checkpoint
                 flow_mark_t.write(slot, now32);
             }
-            if (seq_before(edge, new_edge)) {
+            bit<32> advance = seq_before(edge, new_edge) ? new_edge - edge : 0;
+            bit<33> charge = (bit<33>)advance + (bit<33>)waiting;
+            if (charge != 0) {
                 // served at the link rate from now: the queue its data builds one server RTT on
                 bit<64> adv_q16;
-                grant_ns.apply(rate_class, new_edge - edge, adv_q16);
+                grant_ns.apply(rate_class, charge > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)charge, adv_q16);
                 iwa_vq_tat.write(at, (vq_tat > now ? vq_tat : now) + (adv_q16 >> BYTE_TIME_FRAC));
             }
         }
