@@ -227,12 +227,12 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
                 red.apply(meta.pred, meta.red, meta.link, meta.rand, meta.verdict);
             } else if (meta.qcfg.aqm == AQM_PIE) {
                 pie.apply(meta.pred, meta.pie, meta.qcfg.mtu_ns, meta.link, meta.rand, meta.verdict);
-            } else if (iwa_on && !codel_decides) {
-                iwa.apply(meta.pred, meta.iwa, meta.track, meta.verdict);
+            } else if (iwa_on) {
+                iwa.apply(meta.pred, meta.iwa, meta.track, small, meta.verdict);
             } else if (!codel_decides) {
                 fifo.apply(meta.pred, meta.verdict);
             }
-            if (codel_decides || (iwa_on && !meta.verdict.drop)) {
+            if (meta.qcfg.aqm == AQM_CODEL || (iwa_on && !meta.verdict.drop)) {
                 verdict_t cv;
                 codel.apply(meta.pred, meta.codel, meta.qcfg.mtu_ns, meta.link, codel_decides, cv);
                 if (codel_decides) { meta.verdict = cv; }

@@ -51,6 +51,7 @@ class Reason(IntEnum):
     PIE_BURST = 9  # PIE burst allowance active: passed
     UPSTREAM = 10  # reverse direction, not queued
     UNCONFIGURED = 11  # bottleneck not configured yet
+    IWA_UNHELD = 12  # a full-size frame of a flow no window holds (QUIC, unshaped TCP), while sojourn > target
 
 
 class TrafficClass(IntEnum):

@@ -239,16 +239,26 @@ class Pipeline:
         aqm = p.queue.aqm
         if aqm == Aqm.RED:
             return st.red.decide(p.red, q, rand)
-        if aqm == Aqm.CODEL or (aqm == Aqm.IWA and codel_decides_under_iwa(track, q.length, p.iwa.mss_bytes)):
+        if aqm == Aqm.CODEL:
             return st.codel.decide(p.codel, p.queue, q)
         if aqm == Aqm.PIE:
             return st.pie.decide(p.pie, p.queue, q, rand)
         if aqm == Aqm.IWA:
-            verdict = self.iwa.decide(p.iwa, q, track)
-            if not verdict.drop:
-                st.codel.observe(p.codel, p.queue, q)  # CoDel's sojourn measurement covers every packet
-            return verdict
+            return self._iwa(p, st, q, track)
         return self.fifo.decide(q)
+
+    def _iwa(self, p: PipelineParams, st: LinkState, q, track: Track) -> Verdict:
+        """IWA's downstream decision (iwa.py), and CoDel's for what no window holds at all times
+        (``codel_decides_under_iwa``); CoDel observes every other packet IWA admits (its sojourn measurement
+        covers the whole queue)."""
+        small = small_frame(q.length, p.iwa.mss_bytes)
+        verdict = self.iwa.decide(p.iwa, q, track, small)
+        if verdict.drop:
+            return verdict
+        if codel_decides_under_iwa(track, small):
+            return st.codel.decide(p.codel, p.queue, q)
+        st.codel.observe(p.codel, p.queue, q)
+        return verdict
 
 
 def record_addresses(pkt: Parsed) -> dict:
@@ -256,14 +266,14 @@ def record_addresses(pkt: Parsed) -> dict:
     return dict(src=pkt.src & 0xFFFFFFFF, dst=pkt.dst & 0xFFFFFFFF, ipver=6 if pkt.ipv6_valid else 0)
 
 
-def codel_decides_under_iwa(track: Track, length: int, mss_bytes: int) -> bool:
-    """Under IWA, CoDel (the standing-queue control, at IWA's target) decides for every packet IWA does not hold
-    by a window: datagrams (QUIC), flows it does not shape (no SYN seen, collisions, closed), frames it cannot
-    parse, and shaped flows past their start phase. IWA itself keeps a shaped flow's start-phase data and its
-    retransmissions (the window holds them; ``iwa.py``'s safety net drops what ignores it), control segments (a
-    drop frees next to no queue), and frames smaller than a quarter of a full one (``small_frame``): CoDel only
-    observes them."""
-    if track.cls == TrafficClass.TCP_CTRL or small_frame(length, mss_bytes):
+def codel_decides_under_iwa(track: Track, small: bool) -> bool:
+    """Under IWA, CoDel (the standing-queue control, at IWA's target) decides for every full-size packet IWA
+    admitted that a window does not hold from the start: datagrams (QUIC), flows IWA does not shape (no SYN
+    seen, collisions, closed), frames it cannot parse (``iwa.py`` already dropped such a frame above the
+    target), and shaped flows past their start phase. IWA itself keeps a shaped flow's start-phase data and its
+    retransmissions (the window holds them), control segments (a drop frees next to no queue) and frames smaller
+    than a quarter of a full one (``small_frame``): CoDel only observes them."""
+    if track.cls == TrafficClass.TCP_CTRL or small:
         return False
     held = track.cls in (TrafficClass.TCP_START, TrafficClass.TCP_RTX) and track.flags & TrackFlag.SHAPED
     return not held

@@ -207,10 +207,12 @@ def mixed():
 
 def test_windows_in_closed_loop_stay_within_floor_own_window_and_never_move_left():
     s = mixed()
-    # no segment of a starting flow is lost; past their start phase, flows are CoDel's
-    assert all(d[3] == Reason.CODEL and d[4] == TrafficClass.TCP_EST for d in s.drops)
+    # no segment of a shaped starting flow is lost; past their start phase, flows are CoDel's; the flow whose SYN
+    # the switch never saw (40006) is held by no window: its new data is dropped above the target
+    assert all((d[3], d[4]) == (Reason.CODEL, TrafficClass.TCP_EST) or (d[1], d[3]) == (40006, Reason.IWA_UNHELD)
+               for d in s.drops)
     for f in s.flows.values():
-        assert f.done is not None and f.rtos == 0, f.port
+        assert f.done is not None and f.rtos <= (1 if f.port == 40006 else 0), f.port
         prev = None
         for t, ack, field, own, e in f.acks:
             assert field <= own  # never above the client's own window
@@ -312,14 +314,19 @@ def test_the_edge_never_moves_left_when_the_room_is_gone():
 
 
 def test_a_flow_whose_syn_the_switch_never_saw_is_never_shaped():
+    """Its ACKs pass as the client wrote them, its data is never BEYOND an edge (it was given none), and the part
+    of its initial window that would queue beyond the target on its own is dropped (no window holds it)."""
     p = pipe()
     fill(p, 0, 8)
     frame = client_ack(1001, 502)
     _, a = open_flow(p, syn_seen=False)
     assert a.reason == Reason.UPSTREAM and a.frame == frame
-    fill(p, RTT + 1 * MS, 8)  # far above target: its initial window still all passes (nothing is BEYOND)
+    fill(p, RTT + 1 * MS, 8)  # far above target
     res = [p.process(RTT + 2 * MS, tcp(1001 + k * MSS), 1) for k in range(10)]
-    assert all(r.decision == Decision.PASS and not r.record.tflags & TrackFlag.BEYOND for r in res)
+    assert not any(r.record.tflags & (TrackFlag.BEYOND | TrackFlag.SHAPED) for r in res)
+    own = [k * FRAME_NS for k in range(10)]  # its own queue ahead of each frame, alone on the link
+    assert [r.decision for r in res] == [Decision.DROP if o > TARGET_NS else Decision.PASS for o in own]
+    assert {r.reason for r in res if r.decision == Decision.DROP} == {Reason.IWA_UNHELD}
 
 
 def test_a_retransmitted_synack_keeps_the_edge_the_server_was_given():
@@ -478,16 +485,17 @@ def test_a_shaped_bulk_incumbent_is_held_by_its_window_at_full_throughput():
     assert acked_between(s, 41000, 2000 * MS, 4000 * MS) >= 0.95 * acked_between(fifo, 41000, 2000 * MS, 4000 * MS)
 
 
-def test_an_untracked_bulk_incumbent_is_codels():
-    """A flow whose handshake the switch never saw has no window IWA could shape: CoDel holds its queue."""
+def test_an_untracked_bulk_incumbent_is_held_by_drops():
+    """A flow whose handshake the switch never saw has no window IWA could shape: its slow start's bursts beyond
+    the target are dropped (IWA_UNHELD), CoDel decides for the rest, and the audio stays within its budget. The
+    price is the flow's: after the drops of its slow start it regrows by a segment a round trip (Reno) and keeps
+    a fraction of FIFO's goodput over the next two seconds (28 %; 66 % under CoDel alone, whose drops come an
+    interval later, while the audio waits behind the slow start's queue)."""
     fifo, s = bulk("fifo"), bulk("iwa", ("syn", "synack"))
-    assert s.drops and all(d[3] == Reason.CODEL and d[4] == TrafficClass.TCP_EST for d in s.drops)
-    assert s.audio_drops == 0
-    late = sojourns(s, 2000 * MS)
-    assert late[len(late) // 2] <= TARGET_NS  # the standing queue is gone
-    assert late[len(late) // 2] < sojourns(fifo, 2000 * MS)[0] / 5
-    # CoDel's sawtooth crosses the budget now and then (a few audio packets per drop)
-    assert sum(x > BUDGET_NS for x in late) <= 0.1 * len(late)
+    assert s.drops and {(d[3], d[4]) for d in s.drops} <= {(Reason.IWA_UNHELD, TrafficClass.TCP_EST),
+                                                           (Reason.CODEL, TrafficClass.TCP_EST)}
+    assert any(d[3] == Reason.IWA_UNHELD for d in s.drops) and s.audio_drops == 0
+    assert audio_max(s) <= BUDGET_NS and audio_max(fifo) > 150 * MS
     assert s.flows[41000].rtos == 0
 
 
@@ -526,12 +534,15 @@ def test_codel_forgets_a_standing_queue_the_established_flows_did_not_see_end():
     """CoDel's interval starts afresh after the queue was below target, even if only audio saw it."""
     above = TARGET_NS // FRAME_NS + 2  # frames: a queue above CoDel's target (IWA's, under IWA)
     p = pipe()
-    fill(p, 0, above)  # an established flow above CoDel's target: its interval starts
+    # flows no window holds, none of them queueing beyond the target alone (one frame each): CoDel's
+    for k in range(above):  # above CoDel's target: its interval starts
+        p.process(0, tcp(1, dport=50000 + k), 1)
     for t in range(50, 1000, 20):
         p.process(t * MS, audio(), 1)  # ~1 s of empty queue, seen by the audio only
-    for _ in range(above):
-        p.process(1000 * MS, BIG_UDP, 1)  # a queue above CoDel's target again, built by datagrams
-    res = [p.process(1000 * MS, tcp(1 + (above + k) * MSS, dport=50000), 1) for k in range(15)]
+    for k in range(above):
+        p.process(1000 * MS, raw(Ether() / IP(src="10.0.0.1", dst="10.0.1.1") / UDP(sport=9, dport=k)
+                                 / Raw(b"x" * 1472)), 1)  # a queue above CoDel's target again, built by datagrams
+    res = [p.process(1000 * MS, tcp(1 + MSS, dport=50100 + k), 1) for k in range(15)]
     assert all(r.decision == Decision.PASS for r in res)  # above target for less than an interval: no drop
 
 

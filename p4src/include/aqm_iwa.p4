@@ -7,14 +7,19 @@
  *   - the safety net: new data of a starting flow beyond the window it was
  *     given (a sender that ignores the window) is dropped while its sojourn
  *     exceeds the target; a mark would not shrink that queue, so ECN or not,
- *     it is a drop;
+ *     it is a drop; so is a full-size frame of new data no window holds at
+ *     all (QUIC and other datagrams, TCP whose SYN was not seen), which only
+ *     the target keeps from the audio's budget;
  *   - a shaped flow's retransmissions and control segments pass; the buffer
  *     limit applies to everything.
  * refmodel/iwa.py is the executable twin. */
 #ifndef _AQM_IWA_P4_
 #define _AQM_IWA_P4_
 
-control AqmIwa(in prediction_t pred, in iwa_cfg_t cfg, in track_t trk, out verdict_t v) {
+control AqmIwa(in prediction_t pred, in iwa_cfg_t cfg, in track_t trk, in bool small, out verdict_t v) {
+    // per flow slot: the low 32 bits of the virtual link-free time of the flow's own frames (refmodel/iwa.py)
+    register<bit<32>>(FLOW_SLOTS) iwa_burst;
+
     apply {
         bool above = pred.sojourn_ns > (bit<64>)cfg.target_ns;
         v.drop = false;
@@ -26,6 +31,20 @@ control AqmIwa(in prediction_t pred, in iwa_cfg_t cfg, in track_t trk, out verdi
         } else if (trk.cls == CLASS_TCP_START && trk.flags & TRACK_BEYOND != 0 && above) {
             v.drop = true;
             v.reason = REASON_IWA_SURPLUS;
+        } else if (!small && trk.cls != CLASS_TCP_CTRL && trk.cls != CLASS_TCP_RTX && trk.flags & TRACK_SHAPED == 0) {
+            // new data no window holds (QUIC, unshaped TCP): dropped above the target when the flow alone would
+            // queue beyond it (a burst); its admitted frames join its own virtual queue
+            bit<32> now32 = (bit<32>)pred.now;
+            bit<32> tat;
+            iwa_burst.read(tat, trk.slot);
+            bit<32> own = tat - now32 < 0x80000000 ? tat - now32 : 0;
+            if (above && own > cfg.target_ns) {
+                v.drop = true;
+                v.reason = REASON_IWA_UNHELD;
+            } else {
+                bit<64> from = pred.tat > pred.now ? pred.tat : pred.now;
+                iwa_burst.write(trk.slot, (own != 0 ? tat : now32) + (bit<32>)(pred.tat_new - from));
+            }
         } else if (trk.cls == CLASS_TCP_RTX && above) {
             v.reason = REASON_IWA_RTX;
         }
