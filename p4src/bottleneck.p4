@@ -228,7 +228,7 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
             } else if (meta.qcfg.aqm == AQM_PIE) {
                 pie.apply(meta.pred, meta.pie, meta.qcfg.mtu_ns, meta.link, meta.rand, meta.verdict);
             } else if (iwa_on) {
-                iwa.apply(meta.pred, meta.iwa, meta.track, small, meta.verdict);
+                iwa.apply(meta.pred, meta.iwa, meta.track, small, meta.link, meta.verdict);
             } else if (!codel_decides) {
                 fifo.apply(meta.pred, meta.verdict);
             }

@@ -85,9 +85,8 @@ class FlowTracker:
         self.seqhi = [0] * FLOW_SLOTS
 
     def track(self, p: IwaParams, pkt: Parsed, now: int, downstream: bool = True) -> Track:
-        if pkt.udp_valid:  # no flow state, but a slot: iwa.py keeps a datagram flow's own queue in it
-            h = flow_hash(pkt, upstream=not downstream)
-            return Track(TrafficClass.UDP, slot=h & (FLOW_SLOTS - 1), hash=h)
+        if pkt.udp_valid:
+            return Track(TrafficClass.UDP)
         if not pkt.tcp_valid:
             return Track(TrafficClass.OTHER)
         payload = pkt.tcp_payload

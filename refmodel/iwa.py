@@ -13,21 +13,22 @@ audio's budget leaves. Here:
   target; a mark would not shrink that queue, so ECN or not, it is a drop;
 * so is a burst no window holds: a full-size frame of new data of a flow IWA
   does not shape (QUIC and other datagrams, TCP whose SYN the switch did not
-  see), while the queue is above the target and the flow alone would queue
-  beyond the target (``burst``: its own frames as a virtual queue at the link
-  rate, per flow slot). Nothing else keeps such a sender's bursts from the
-  audio's budget (a QUIC page's initial window alone is 48 ms at 2 Mbit/s),
-  and CoDel, which decides for its other frames, waits an interval; a flow
-  that sends no faster than the link, whatever queue it holds, is CoDel's
-  alone (an unshaped bulk flow kept 66 % of FIFO's goodput under CoDel in
-  ``tests/tcpsim.py``, 28 % when every frame above the target was dropped);
+  see), while the queue is above the target and all such traffic together
+  would queue beyond the target on its own (``unheld_tat``: its frames as a
+  virtual queue at the link rate, per link). Nothing else keeps such senders'
+  bursts from the audio's budget (a QUIC page's initial window alone is 48 ms
+  at 2 Mbit/s), and CoDel, which decides for their other frames, waits an
+  interval; traffic that comes no faster than the link, whatever queue it
+  holds, is CoDel's alone (an unshaped bulk flow kept 66 % of FIFO's goodput
+  under CoDel in ``tests/tcpsim.py``, 28 % when every frame above the target
+  was dropped);
 * a shaped flow's retransmissions and control segments pass; the buffer limit
   applies to everything.
 """
 
 from __future__ import annotations
 
-from .constants import FLOW_SLOTS, Reason, TrackFlag, TrafficClass
+from .constants import N_LINKS, Reason, TrackFlag, TrafficClass
 from .flows import Track
 from .params import IwaParams
 from .queue import Prediction
@@ -39,9 +40,10 @@ U32 = 0xFFFFFFFF
 
 class Iwa:
     def __init__(self) -> None:
-        self.burst = [0] * FLOW_SLOTS  # per flow slot: the low 32 bits of its own frames' virtual link-free time
+        # per link: the low 32 bits of the virtual link-free time of the frames no window holds (aqm_iwa.p4)
+        self.unheld_tat = [0] * N_LINKS
 
-    def decide(self, p: IwaParams, q: Prediction, t: Track, small: bool = False) -> Verdict:
+    def decide(self, p: IwaParams, q: Prediction, t: Track, small: bool = False, link: int = 0) -> Verdict:
         """``small``: the frame is below a quarter of a full one (``pipeline.small_frame``)."""
         s1 = (t.slot << 32) | t.progress
         if q.over_limit:
@@ -50,11 +52,11 @@ class Iwa:
         if t.cls == TrafficClass.TCP_START and t.flags & TrackFlag.BEYOND and above:
             return Verdict(True, Reason.IWA_SURPLUS, s1)
         if unheld(t) and not small:
-            now, tat = q.now & U32, self.burst[t.slot]
-            own = (tat - now) & U32 if ((tat - now) & U32) < 0x80000000 else 0  # its own queue, alone on the link
+            now, tat = q.now & U32, self.unheld_tat[link]
+            own = (tat - now) & U32 if ((tat - now) & U32) < 0x80000000 else 0  # its queue, alone on the link
             if above and own > p.target_ns:
                 return Verdict(True, Reason.IWA_UNHELD, s1)
-            self.burst[t.slot] = ((tat if own else now) + q.tat_new - max(q.tat, q.now)) & U32  # + its frame
+            self.unheld_tat[link] = ((tat if own else now) + q.tat_new - max(q.tat, q.now)) & U32  # + its frame
         if t.cls == TrafficClass.TCP_RTX and above:
             return Verdict(False, Reason.IWA_RTX, s1)
         return Verdict(False, Reason.NONE, s1)

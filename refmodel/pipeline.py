@@ -185,7 +185,7 @@ class Pipeline:
         track = self.flows.track(p.iwa, pkt, now_ns)
         track = self.shaper.downstream(p.iwa, p.queue.mtu_ns, pkt, now_ns, iwa_on, track, link)
         pred = st.queue.predict(p.queue, now_ns, pkt.length)
-        verdict = self._decide(p, st, pred, track, rand)
+        verdict = self._decide(p, st, pred, track, rand, link)
 
         decision = Decision.DROP if verdict.drop else Decision.PASS
         out = frame
@@ -235,7 +235,7 @@ class Pipeline:
             self.telemetry_seq = (self.telemetry_seq + 1) & 0xFFFFFFFF
         return Result(route.egress, out, Decision.BYPASS, reason, cls, record, link)
 
-    def _decide(self, p: PipelineParams, st: LinkState, q, track: Track, rand: int) -> Verdict:
+    def _decide(self, p: PipelineParams, st: LinkState, q, track: Track, rand: int, link: int = 0) -> Verdict:
         aqm = p.queue.aqm
         if aqm == Aqm.RED:
             return st.red.decide(p.red, q, rand)
@@ -244,15 +244,15 @@ class Pipeline:
         if aqm == Aqm.PIE:
             return st.pie.decide(p.pie, p.queue, q, rand)
         if aqm == Aqm.IWA:
-            return self._iwa(p, st, q, track)
+            return self._iwa(p, st, q, track, link)
         return self.fifo.decide(q)
 
-    def _iwa(self, p: PipelineParams, st: LinkState, q, track: Track) -> Verdict:
+    def _iwa(self, p: PipelineParams, st: LinkState, q, track: Track, link: int) -> Verdict:
         """IWA's downstream decision (iwa.py), and CoDel's for what no window holds at all times
         (``codel_decides_under_iwa``); CoDel observes every other packet IWA admits (its sojourn measurement
         covers the whole queue)."""
         small = small_frame(q.length, p.iwa.mss_bytes)
-        verdict = self.iwa.decide(p.iwa, q, track, small)
+        verdict = self.iwa.decide(p.iwa, q, track, small, link)
         if verdict.drop:
             return verdict
         if codel_decides_under_iwa(track, small):

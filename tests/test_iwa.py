@@ -78,8 +78,17 @@ def open_flow(p, t=0, port=40000, syn=LINUX_SYN, synack_ws=9, isn=1000, own=502,
 
 
 def fill(p, t, n, port=50000):
-    """n full segments of an untracked flow into the queue at t (n frame times of queue)."""
+    """n full segments of an untracked flow into the queue at t (n frame times of queue, but under IWA no more
+    than the target and a frame: no window holds it, ``iwa.unheld``)."""
     return [p.process(t, tcp(1 + k * MSS, dport=port), 1) for k in range(n)]
+
+
+def established(p, t, n, port=45000):
+    """n full segments at t of a shaped flow past its start phase (opened RTT before t): CoDel's, not dropped as
+    unheld, so it can hold a queue above the target."""
+    _, a = open_flow(p, t=t - 2 * RTT, port=port, isn=9_000_000)
+    end = 9_000_001 + ns_to_bytes(p.params.iwa, RTT + TARGET_NS) + MSS
+    return [p.process(t, tcp(end + k * MSS, dport=port), 1) for k in range(n)]
 
 
 # --------------------------------------------------------------------------- web6 IW10 at HSPA, closed loop
@@ -317,11 +326,9 @@ def test_a_flow_whose_syn_the_switch_never_saw_is_never_shaped():
     """Its ACKs pass as the client wrote them, its data is never BEYOND an edge (it was given none), and the part
     of its initial window that would queue beyond the target on its own is dropped (no window holds it)."""
     p = pipe()
-    fill(p, 0, 8)
     frame = client_ack(1001, 502)
     _, a = open_flow(p, syn_seen=False)
     assert a.reason == Reason.UPSTREAM and a.frame == frame
-    fill(p, RTT + 1 * MS, 8)  # far above target
     res = [p.process(RTT + 2 * MS, tcp(1001 + k * MSS), 1) for k in range(10)]
     assert not any(r.record.tflags & (TrackFlag.BEYOND | TrackFlag.SHAPED) for r in res)
     own = [k * FRAME_NS for k in range(10)]  # its own queue ahead of each frame, alone on the link
@@ -534,16 +541,13 @@ def test_codel_forgets_a_standing_queue_the_established_flows_did_not_see_end():
     """CoDel's interval starts afresh after the queue was below target, even if only audio saw it."""
     above = TARGET_NS // FRAME_NS + 2  # frames: a queue above CoDel's target (IWA's, under IWA)
     p = pipe()
-    # flows no window holds, none of them queueing beyond the target alone (one frame each): CoDel's
-    for k in range(above):  # above CoDel's target: its interval starts
-        p.process(0, tcp(1, dport=50000 + k), 1)
+    t0 = 1000 * MS
+    established(p, t0, above)  # an established flow above CoDel's target: its interval starts
     for t in range(50, 1000, 20):
-        p.process(t * MS, audio(), 1)  # ~1 s of empty queue, seen by the audio only
-    for k in range(above):
-        p.process(1000 * MS, raw(Ether() / IP(src="10.0.0.1", dst="10.0.1.1") / UDP(sport=9, dport=k)
-                                 / Raw(b"x" * 1472)), 1)  # a queue above CoDel's target again, built by datagrams
-    res = [p.process(1000 * MS, tcp(1 + MSS, dport=50100 + k), 1) for k in range(15)]
+        p.process(t0 + t * MS, audio(), 1)  # ~1 s of empty queue, seen by the audio only
+    res = established(p, t0 + 1000 * MS, above + 15, port=45001)  # a queue above CoDel's target again
     assert all(r.decision == Decision.PASS for r in res)  # above target for less than an interval: no drop
+    assert all(r.cls == TrafficClass.TCP_EST and r.record.tflags & TrackFlag.SHAPED for r in res)
 
 
 def flood_times(rng, gap_ns, until_ns):

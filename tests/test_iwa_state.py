@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from frames import MSS, client_ack, client_syn, syn_ack, tcp
 from tcpsim import Flow, Sim
-from test_iwa import BIG_UDP, BUDGET_NS, MS, RTT, U32, open_flow, params, pipe, window
+from test_iwa import BIG_UDP, BUDGET_NS, FRAME_NS, MS, RTT, TARGET_NS, U32, open_flow, params, pipe, window
 
 from experiments.metrics import loss_levels
 from refmodel import Decision, Reason, TrafficClass
@@ -135,18 +135,22 @@ def test_a_shaped_flows_start_is_iwas_and_an_unshaped_one_is_codels():
     assert unshaped.cls == TrafficClass.TCP_EST and not unshaped.record.tflags & TrackFlag.SHAPED
 
 
-def test_under_iwa_everything_it_does_not_shape_meets_codel():
-    """A standing queue of an untracked TCP flow and of datagrams (3 Mbit/s into the 2 Mbit/s link): CoDel
-    drops from both once the queue stood above target for an interval, as the codel AQM would."""
-    p = pipe()
-    res = []
+def test_under_iwa_nothing_it_does_not_shape_meets_a_plain_fifo():
+    """An untracked TCP flow and datagrams, 3 Mbit/s together into the 2 Mbit/s link (the buffer would fill
+    under FIFO): IWA drops from both, and the queue they build stays at its target and a frame. Below the
+    target CoDel decides for them (``test_iwa.py``, ``test_codel_forgets_*``)."""
+    p, fifo = pipe(), pipe("fifo")
+    res, ref = [], []
     for k in range(200):
         t = k * 4 * MS
-        res.append(p.process(t, tcp(1 + k * MSS, dport=50000), 1))
-        res.append(p.process(t + 2 * MS, BIG_UDP, 1))
-    codel = [r for r in res if r.reason == Reason.CODEL]
-    assert {r.cls for r in codel} == {TrafficClass.TCP_EST, TrafficClass.UDP}
-    assert all(r.decision == Decision.DROP for r in codel)
+        for r, q in ((res, p), (ref, fifo)):
+            r.append(q.process(t, tcp(1 + k * MSS, dport=50000), 1))
+            r.append(q.process(t + 2 * MS, BIG_UDP, 1))
+    dropped = [r for r in res if r.decision == Decision.DROP]
+    assert {r.cls for r in dropped} == {TrafficClass.TCP_EST, TrafficClass.UDP}
+    assert {r.reason for r in dropped} <= {Reason.IWA_UNHELD, Reason.CODEL}
+    assert max(r.record.sojourn_ns for r in res if r.decision == Decision.PASS) <= TARGET_NS + 2 * FRAME_NS
+    assert max(r.record.sojourn_ns for r in ref) > 5 * TARGET_NS  # FIFO: the buffer
 
 
 # --------------------------------------------------------------------------- keep-alive: restarts after idle

@@ -184,9 +184,9 @@ def open_flow(p: Pipeline, t: int, client: str, port: int = 40000, isn: int = 10
 def test_iwa_sizes_a_links_windows_from_its_own_queue():
     iwa = pipeline_params(2e6, "iwa", limit_pkts=48)
     p = Pipeline(ROUTES, iwa, links={CLIENT_B: 1})
-    # link 0: 12 frames of queue when B's ACK comes, of 12 flows (under IWA a flow no window holds is not let
-    # queue beyond the target alone)
-    run(p, [(100 * MS, bulk(1, dport=50000 + k)[0]) for k in range(12)])
+    # link 0: five frames of queue when B's ACK comes (under IWA, traffic no window holds is not let queue
+    # beyond its target and a frame on its own)
+    run(p, [(140 * MS, f) for f in bulk(12)])
     b = open_flow(p, 0, CLIENT_B)
     alone = open_flow(Pipeline(ROUTES, iwa), 0, CLIENT_B)
     assert b.link == 1 and b.frame == alone.frame and strip(b.record) == strip(alone.record)

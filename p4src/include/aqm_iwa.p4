@@ -16,9 +16,10 @@
 #ifndef _AQM_IWA_P4_
 #define _AQM_IWA_P4_
 
-control AqmIwa(in prediction_t pred, in iwa_cfg_t cfg, in track_t trk, in bool small, out verdict_t v) {
-    // per flow slot: the low 32 bits of the virtual link-free time of the flow's own frames (refmodel/iwa.py)
-    register<bit<32>>(FLOW_SLOTS) iwa_burst;
+control AqmIwa(in prediction_t pred, in iwa_cfg_t cfg, in track_t trk, in bool small, in bit<16> link,
+               out verdict_t v) {
+    // per link: the low 32 bits of the virtual link-free time of the frames no window holds (refmodel/iwa.py)
+    register<bit<32>>(N_LINKS) iwa_unheld;
 
     apply {
         bool above = pred.sojourn_ns > (bit<64>)cfg.target_ns;
@@ -32,18 +33,18 @@ control AqmIwa(in prediction_t pred, in iwa_cfg_t cfg, in track_t trk, in bool s
             v.drop = true;
             v.reason = REASON_IWA_SURPLUS;
         } else if (!small && trk.cls != CLASS_TCP_CTRL && trk.cls != CLASS_TCP_RTX && trk.flags & TRACK_SHAPED == 0) {
-            // new data no window holds (QUIC, unshaped TCP): dropped above the target when the flow alone would
-            // queue beyond it (a burst); its admitted frames join its own virtual queue
+            // new data no window holds (QUIC, unshaped TCP): dropped above the target when all of it together
+            // would queue beyond it on its own (a burst); its admitted frames join that virtual queue
             bit<32> now32 = (bit<32>)pred.now;
             bit<32> tat;
-            iwa_burst.read(tat, trk.slot);
+            iwa_unheld.read(tat, (bit<32>)link);
             bit<32> own = tat - now32 < 0x80000000 ? tat - now32 : 0;
             if (above && own > cfg.target_ns) {
                 v.drop = true;
                 v.reason = REASON_IWA_UNHELD;
             } else {
                 bit<64> from = pred.tat > pred.now ? pred.tat : pred.now;
-                iwa_burst.write(trk.slot, (own != 0 ? tat : now32) + (bit<32>)(pred.tat_new - from));
+                iwa_unheld.write((bit<32>)link, (own != 0 ? tat : now32) + (bit<32>)(pred.tat_new - from));
             }
         } else if (trk.cls == CLASS_TCP_RTX && above) {
             v.reason = REASON_IWA_RTX;

@@ -37,31 +37,30 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         trk.isn = 0;
         trk.age = 0;
         trk.seqhi = 0;
-        // the flow's hash and slot, for TCP and UDP alike (a datagram flow's slot holds only aqm_iwa.p4's burst)
-        bit<16> sport = hdr.tcp.isValid() ? hdr.tcp.srcPort : hdr.udp.srcPort;
-        bit<16> dport = hdr.tcp.isValid() ? hdr.tcp.dstPort : hdr.udp.dstPort;
-        bit<32> h = 0;
-        if (hdr.ipv6.isValid() && downstream == 1) {
-            hash(h, HashAlgorithm.crc32, (bit<32>)0,
-                 { hdr.ipv6.srcAddr, hdr.ipv6.dstAddr, sport, dport, hdr.ipv6.nextHdr }, (bit<64>)4294967296);
-        } else if (hdr.ipv6.isValid()) {
-            hash(h, HashAlgorithm.crc32, (bit<32>)0,
-                 { hdr.ipv6.dstAddr, hdr.ipv6.srcAddr, dport, sport, hdr.ipv6.nextHdr }, (bit<64>)4294967296);
-        } else if (downstream == 1) {
-            hash(h, HashAlgorithm.crc32, (bit<32>)0,
-                 { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, sport, dport, hdr.ipv4.protocol }, (bit<64>)4294967296);
-        } else {
-            hash(h, HashAlgorithm.crc32, (bit<32>)0,
-                 { hdr.ipv4.dstAddr, hdr.ipv4.srcAddr, dport, sport, hdr.ipv4.protocol }, (bit<64>)4294967296);
-        }
-        bit<32> slot = h & (FLOW_SLOTS - 1);
         if (hdr.udp.isValid()) {
             trk.cls = CLASS_UDP;
-            trk.slot = slot;
-            trk.hash = h;
         } else if (!tcp_ok) {
             trk.cls = CLASS_OTHER;
         } else {
+            bit<32> h;
+            if (hdr.ipv6.isValid() && downstream == 1) {
+                hash(h, HashAlgorithm.crc32, (bit<32>)0,
+                     { hdr.ipv6.srcAddr, hdr.ipv6.dstAddr, hdr.tcp.srcPort, hdr.tcp.dstPort, hdr.ipv6.nextHdr },
+                     (bit<64>)4294967296);
+            } else if (hdr.ipv6.isValid()) {
+                hash(h, HashAlgorithm.crc32, (bit<32>)0,
+                     { hdr.ipv6.dstAddr, hdr.ipv6.srcAddr, hdr.tcp.dstPort, hdr.tcp.srcPort, hdr.ipv6.nextHdr },
+                     (bit<64>)4294967296);
+            } else if (downstream == 1) {
+                hash(h, HashAlgorithm.crc32, (bit<32>)0,
+                     { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.tcp.srcPort, hdr.tcp.dstPort, hdr.ipv4.protocol },
+                     (bit<64>)4294967296);
+            } else {
+                hash(h, HashAlgorithm.crc32, (bit<32>)0,
+                     { hdr.ipv4.dstAddr, hdr.ipv4.srcAddr, hdr.tcp.dstPort, hdr.tcp.srcPort, hdr.ipv4.protocol },
+                     (bit<64>)4294967296);
+            }
+            bit<32> slot = h & (FLOW_SLOTS - 1);
             trk.slot = slot;
             trk.hash = h;
             bit<32> sig;
