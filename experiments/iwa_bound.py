@@ -55,3 +55,25 @@ def wire_bytes(size: int, frame: int = FRAME, mss: int = MSS) -> int:
     """Bytes on the wire of one flow's ``size`` bytes of payload in full segments (the last one short)."""
     full, rest = divmod(size, mss)
     return full * frame + (rest + frame - mss if rest else 0)
+
+
+# Linux sends a window of one MSS as two half-size segments (tcp_bound_to_half_wnd: segments are at most half the
+# largest window the peer ever advertised), so a flow at IWA's floor puts two frames of MSS/2 on the wire a round.
+FLOOR_WIRE = 2 * (MSS // 2 + FRAME - MSS)
+
+
+def floor_flows(rate_bps: float, rtt_s: float, target_s: float, floor_wire: int = FLOOR_WIRE) -> float:
+    """How many flows at their one-MSS floor the path and the target hold: each has its floor in flight every
+    round trip, so ``n`` of them hold ``n * floor_wire`` bytes against the link's ``rate * (rtt + target)``. Beyond
+    it the floors alone keep a queue above the target standing, whatever any window-based AQM does, until flows
+    finish or pause (a drop's timeout, a zero window's probe): docs/iwa.md, "N flows x one MSS"."""
+    if rate_bps <= 0 or rtt_s <= 0 or target_s < 0 or floor_wire <= 0:
+        raise ValueError(f"floor_flows: rate {rate_bps}, rtt {rtt_s}, target {target_s} and floor {floor_wire} "
+                         f"must be positive")
+    return rate_bps / 8 * (rtt_s + target_s) / floor_wire
+
+
+def floor_queue_s(flows: int, rate_bps: float, rtt_s: float, floor_wire: int = FLOOR_WIRE) -> float:
+    """The standing queue (s) that ``flows`` flows at their floor hold: their floors beyond one round trip's
+    worth of the link (the ACK clock then runs at the link rate, and each round trip stretches by the queue)."""
+    return max(0.0, flows * floor_wire * 8 / rate_bps - rtt_s)
