@@ -19,6 +19,7 @@ frames byte for byte.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -35,7 +36,7 @@ from accessnet.addresses import ipv6_missing
 from accessnet.audio import parse
 from experiments.iplayer import PROTO_UDP, ip_layer
 from accessnet.keepawake import KeepAwake, StealLog, steal_ms
-from accessnet.workloads import REALTIME
+from accessnet.workloads import REALTIME, wait_for_line
 
 ROOT = Path(__file__).resolve().parent.parent
 DELAYLINE = ROOT / "build" / "delayline"
@@ -70,9 +71,25 @@ def run_in(ns, *args, realtime=False, **kw):
 
 
 def capture(ns: str, ifname: str, path: Path, snaplen: int = 96, expr: str = "udp") -> subprocess.Popen:
-    return subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-s", str(snaplen), "-U", "-n",
-                             "--time-stamp-precision=nano", "-w", str(path), expr],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """tcpdump on ``ifname`` into ``path``, returned once it listens (on a loaded host starting it takes more than a
+    second: a fixed sleep lost the first frames in CI), with an 8 MB kernel buffer so that no burst overruns it."""
+    out = path.with_suffix(".tcpdump.out")
+    with open(out, "w") as err:
+        proc = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-s", str(snaplen), "-B", "8192",
+                                 "-U", "-n", "--time-stamp-precision=nano", "-w", str(path), expr],
+                                stdout=subprocess.DEVNULL, stderr=err)
+    wait_for_line(out, "listening on", proc, 30)
+    return proc
+
+
+def stop_capture(proc: subprocess.Popen, path: Path) -> None:
+    """Stops a capture and fails if the kernel dropped any frame (tcpdump's own count): a lost frame is the
+    capture's, not the line's."""
+    proc.terminate()
+    proc.wait(timeout=10)
+    out = path.with_suffix(".tcpdump.out").read_text()
+    dropped = re.search(r"(\d+) packets? dropped by kernel", out)
+    assert dropped is None or dropped.group(1) == "0", f"the capture lost frames: {out!r}"
 
 
 def wire_times(path: Path, port: int) -> dict[int, int]:
@@ -92,7 +109,6 @@ def test_delay_accuracy_at_1000_pps(line, tmp_path):
     a, _, b = NS
     caps = {"a": tmp_path / "a.pcap", "b": tmp_path / "b.pcap"}
     dumps = [capture(a, "iwtdla", caps["a"]), capture(b, "iwtdlb", caps["b"])]
-    time.sleep(1.0)  # tcpdump is listening before the first packet
     start = time.time_ns() + 1_000_000_000
     procs = [
         run_in(b, "accessnet.audio", "recv", "--port", "6000", "--duration", "6", "--log", str(tmp_path / "ab_rx.csv")),
@@ -114,9 +130,8 @@ def test_delay_accuracy_at_1000_pps(line, tmp_path):
     for p in procs[:2]:
         p.wait(timeout=30)
     time.sleep(0.2)
-    for d in dumps:
-        d.terminate()
-        d.wait(timeout=10)
+    for d, side in zip(dumps, "ab"):
+        stop_capture(d, caps[side])
     stalled: list[str] = []
     for name, delay_ms, port, src, dst in (("ab", 70.0, 6000, "a", "b"), ("ba", 11.0, 6001, "b", "a")):
         tx = pd.read_csv(tmp_path / f"{name}_tx.csv")
@@ -186,7 +201,6 @@ def test_ipv6_frames_cross_the_delay_line_untouched(line, tmp_path):
     dumps = [capture(a, "iwtdla", caps["a"], 0, "ip6"), capture(b, "iwtdlb", caps["b"], 0, "ip6")]
     procs = []
     try:
-        time.sleep(1.0)
         procs.append(run_in(b, "accessnet.audio", "recv", "--port", "6002", "--duration", "4", "--log",
                             str(tmp_path / "rx.csv")))
         procs.append(run_in(a, "accessnet.web", "server", "--port", "6081", "--log", str(tmp_path / "s.jsonl")))
@@ -198,9 +212,11 @@ def test_ipv6_frames_cross_the_delay_line_untouched(line, tmp_path):
         assert tx.wait(timeout=30) == 0 and cli.wait(timeout=30) == 0
         time.sleep(0.3)  # the last frames leave the 70 ms line
     finally:
-        for p in procs + dumps:
+        for p in procs:
             p.terminate()
             p.wait(timeout=10)
+        for d, side in zip(dumps, "ab"):
+            stop_capture(d, caps[side])
     assert pd.read_csv(tmp_path / "c.csv")["completed"].tolist() == [1]
     assert sorted(pd.read_csv(tmp_path / "rx.csv")["seq"]) == list(range(200))
     at_a, at_b = frames(caps["a"]), frames(caps["b"])
