@@ -304,8 +304,12 @@ def test_data_rto_comes_from_the_handshake_rtt_sample(net, tmp_path, irto_s):
 def test_data_before_any_rtt_sample(net, tmp_path, irto_s, tlp):
     """No RTT sample at the server (its SYN-ACK retransmitted, no timestamps), then its first data segment
     dropped: the kernel's constants decide, not the initial RTO: the tail-loss probe after 1 s, or without
-    TLP the RTO after 3 s (RFC 6298 5.7)."""
-    caps = exchange(net, tmp_path, irto_s, irto_s, {"synack": 1, "data": 1}, timestamps=False, tlp=tlp)
+    TLP the RTO after 3 s (RFC 6298 5.7). The client's initial RTO is 2 s longer than the server's, as in
+    ``test_server_synack_retransmission_after_its_initial_rto``: with the same value its SYN retransmission
+    raced the server's SYN-ACK timer, and a first SYN that crossed the userspace path 13 ms late on a busy
+    host made the server answer the retransmitted SYN 0.988 s after its SYN-ACK, before its own timer."""
+    caps = exchange(net, tmp_path, irto_s, irto_s + 2, {"synack": 1, "data": 1}, timestamps=False, tlp=tlp)
+    assert gaps(caps["c"], "c", is_syn) == [], timeline(caps)  # the server's timer alone retransmitted
     sa = gaps(caps["s"], "s", is_synack)
     d = gaps(caps["s"], "s", is_data)
     print(f"irto {irto_s}, TLP {tlp}: SYN-ACK retransmitted after {sa} s; data retransmitted after {d} s")
