@@ -49,6 +49,7 @@ import signal
 import sys
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from refmodel.params import ConfigError
@@ -201,7 +202,9 @@ def resume_record(rundir: Path, sweep: str | None) -> tuple[dict, list[Unit]]:
     return rec, units
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None = None) -> int:
+    """The command line; ``summarize(rundir)`` ends a run that was not interrupted (the command line's:
+    experiments.summary.print_summary, the summary table and the report)."""
     ap = argparse.ArgumentParser(prog="python -m accessnet.sweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep", nargs="?", help="name in experiments/sweeps/ or a path to a .toml (with --resume: "
@@ -271,10 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:  # the Ray engine: no cluster, no lab node
         print(f"sweep error: {e}; finished replications are kept in {rundir}", file=sys.stderr)
         return 2
-    from .summary import print_summary
-    print_summary(rundir)
+    if summarize is not None:
+        summarize(rundir)
     return 1 if res["ran"] and res["failed"] == res["ran"] else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from experiments.summary import print_summary  # the command line puts lab and analysis together
+
+    sys.exit(main(summarize=print_summary))
