@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from accessnet.web import WEB_PORT
+
 from .base import MS, NS, MetricsError
 from .tcpcap import TCP_ACK, TCP_SYN, connection_segments, read_tcp_headers
 from .tcpcap import tcp_tsval  # noqa: F401  (a name of metrics before tcpcap: tests/test_iplayer.py)
@@ -626,7 +628,6 @@ def data_periods(seg: pd.DataFrame, last_ns: int) -> ServerConnection:
 
 def web_connections(pk: pd.DataFrame, last_ns: int) -> list[ServerConnection]:
     """The web server's connections (its SYN-ACKs from ``accessnet.web.WEB_PORT``) in a capture's TCP headers."""
-    from accessnet.web import WEB_PORT
     synacks = pk[((pk["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)) & (pk["sport"] == WEB_PORT)]
     if synacks.empty:
         return []

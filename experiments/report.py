@@ -145,7 +145,7 @@ def read_tuning(rep: Path) -> pd.DataFrame | None:
 
 def timeline(r: Rep, c: Case, fig_dir: Path) -> tuple[list[Path], str]:
     """The switch-timeline figure of one replication and a caption; MetricsError names a bad file."""
-    from .plots import switch_timeline
+    from .plots import switch_timeline  # matplotlib: see the note under the imports
 
     pcap = r.path / "telemetry.pcap"
     tel, _skipped = read_telemetry(pcap)
@@ -177,7 +177,7 @@ def draw_figures(cases: list[Case], fig_dir: Path, jbs: Sequence[float], jb_ms: 
                  ) -> tuple[list[tuple[Path, str]], list[str]]:
     """All figures of the report into ``fig_dir``: (PNG path, caption) per figure and notes on figures that
     could not be drawn (a missing or broken telemetry.pcap / tuning.csv, named)."""
-    from .plots import case_style, completion_cdf, good_quality_vs_jitter, loss_vs_jitter, owd_cdf
+    from .plots import case_style, completion_cdf, good_quality_vs_jitter, loss_vs_jitter, owd_cdf  # matplotlib
     from .plots import levels_over_time as plot_levels
 
     ok = [c for c in cases if c.reps]
