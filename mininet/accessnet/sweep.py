@@ -55,8 +55,10 @@ from pathlib import Path
 from refmodel.params import ConfigError
 
 from . import scenario as scen
+from .ray_engine import execute_ray
 from .replication import Interrupted, Unit, execute, preflight
 from .record import RecordError, history_entry, write_record
+from .switches import ensure_p4_build
 from .topology import ROOT
 
 SWEEP_DIR = ROOT / "experiments" / "sweeps"
@@ -251,7 +253,6 @@ def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None
         print(f"refused before anything started: {e}", file=sys.stderr)
         return 2
     if any(u.sc.switch in ("auto", "bmv2") and u.case.aqm in scen.P4_AQMS for u in units):
-        from .switches import ensure_p4_build
         try:
             ensure_p4_build()  # never the stand-in by accident: compile p4src/ first where p4c is present
         except RuntimeError as e:
@@ -264,7 +265,6 @@ def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(Interrupted()))
     try:
         if a.engine == "ray":
-            from .ray_engine import execute_ray
             res = execute_ray(units, rundir, None, a.ray_address)
         else:
             res = execute(units, rundir, None, a.jobs)
