@@ -8,6 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
+import finsy as fy
+
 from refmodel.constants import COUNTER_SLOTS, Decision, TrafficClass
 from refmodel.params import ConfigError, PipelineParams, check_link
 from refmodel.pipeline import Route
@@ -77,7 +79,6 @@ def target_from(args) -> SwitchTarget:
     check_tls(args)
     tls = None
     if args.tls_ca:
-        import finsy as fy
         tls = fy.GRPCCredentialsTLS(cacert=args.tls_ca, cert=args.tls_cert, private_key=args.tls_key)
     p4info, p4blob = TARGET_FILES[getattr(args, "target", "bmv2")]
     return SwitchTarget(args.address, args.device_id, args.election_id, args.p4info or p4info,
@@ -88,7 +89,7 @@ def make_switch(args, state: DesiredState) -> BottleneckSwitch:
     """The switch object for --target: the v1model program's entries on BMv2, the TNA program's on a Tofino."""
     if getattr(args, "target", "bmv2") == "bmv2":
         return BottleneckSwitch(target_from(args), state)
-    from .tofino import TnaBottleneckSwitch, access_links
+    from .tofino import TnaBottleneckSwitch, access_links  # TNA only: its import registers the Tofino P4Info types
     return TnaBottleneckSwitch(target_from(args), state, access_links(state))
 
 
@@ -113,7 +114,6 @@ async def cmd_install(args) -> int:
 
 async def cmd_counters(args) -> int:
     target = target_from(args)
-    import finsy as fy
     opts = fy.SwitchOptions(p4info=target.p4info, device_id=target.device_id,
                             initial_election_id=target.election_id, role_name="")
     link = None if args.link is None else check_link(args.link)
@@ -132,7 +132,7 @@ async def cmd_counters(args) -> int:
 
 
 async def cmd_tune(args) -> int:
-    from . import shaper, tuner
+    from . import shaper, tuner  # tune only: the closed loop (numpy, the telemetry socket, tc)
 
     if args.target != "bmv2":
         raise ConfigError(f"tune --target {args.target}: the closed loop tunes IWA, which the TNA program does not "

@@ -22,6 +22,7 @@ classes, so the bytes are protobuf's encoding, not a hand-written one.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,8 +94,6 @@ def parse_device_config(blob: bytes):
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m controller.stratum OUT_DIR P4_NAME DEST``: pack bf-p4c's output for Stratum."""
-    import sys
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3:
         print("usage: python -m controller.stratum BF_P4C_OUT_DIR P4_NAME DEST", file=sys.stderr)

@@ -24,6 +24,7 @@ naming it: declare it from that file.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from finsy.proto import p4i, p4t  # noqa: F401  (p4t: registers p4types.proto, which Register uses)
@@ -112,8 +113,6 @@ def without_snapshots(info: p4i.P4Info) -> p4i.P4Info:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m controller.tna_p4info IN OUT``: IN without its Snapshot externs, as text, to OUT."""
-    import sys
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print("usage: python -m controller.tna_p4info IN.p4info.txtpb OUT.p4info.txtpb", file=sys.stderr)

@@ -44,7 +44,7 @@ from refmodel.params import TCP_FRAME_OVERHEAD, PipelineParams
 from refmodel.telemetry import ETH_HEADER, Record, TelemetryError
 
 from . import policy
-from .config import params_from_dict
+from .config import link_tables, params_from_dict
 
 LOG = logging.getLogger("iwlab.tuner")
 NS = 1_000_000_000
@@ -198,7 +198,6 @@ class LinkLoops:
 
     def __init__(self, cfg: dict, *, log_for: Callable[[int | None], IO[str] | None] = lambda link: None,
                  rate_schedule: list[tuple[float, float]] | None = None, **kw) -> None:
-        from .config import link_tables
         top = {k: v for k, v in cfg.items() if k != "links"}
         self.default = ClosedLoop(top, rate_schedule=rate_schedule, log=log_for(None), **kw)
         self.links = {link: ClosedLoop(t, log=log_for(link), **kw) for link, t in sorted(link_tables(cfg).items())}

@@ -29,9 +29,13 @@ from dataclasses import replace
 from statistics import median
 from pathlib import Path
 
+import dpkt
+
 from experiments.bmv2_work import Work, count, metadata_fields, missing, uprobes
+from experiments.telemetry_reader import read_telemetry, read_telemetry_scapy
 from refmodel import Pipeline, Route
 from refmodel.params import PipelineParams, pipeline_params
+from refmodel.telemetry import Record, encode_frame
 
 AQMS = {
     "fifo": {},
@@ -43,7 +47,7 @@ AQMS = {
 
 
 def bench_frames(n: int) -> list[bytes]:
-    from scapy.all import IP, TCP, Ether, Raw, raw
+    from scapy.all import IP, TCP, Ether, Raw, raw  # scapy: slow to import, the frames alone need it
     base = Ether() / IP(src="10.0.0.1", dst="10.0.1.1")
     return [raw(base / TCP(sport=80, dport=40000 + (i % 64), seq=1 + 100 * i, flags="A") / Raw(b"x" * 100))
             for i in range(n)]
@@ -60,10 +64,6 @@ def model_rate(aqm: str, frames: list[bytes]) -> float:
 
 
 def parse_rates(n: int = 20000) -> tuple[float, float]:
-    import dpkt
-
-    from experiments.telemetry_reader import read_telemetry, read_telemetry_scapy
-    from refmodel.telemetry import Record, encode_frame
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "t.pcap"
         with open(path, "wb") as f:
@@ -121,7 +121,7 @@ def bmv2_rate(sw, frames: list[bytes], seconds: float, pps: float) -> tuple[floa
 def bmv2_with(params: PipelineParams | None, telemetry: bool = True):
     """A fresh BMv2 running the bottleneck program with ``params`` (telemetry on or off), or the plain
     forwarding program (``params`` None); closed on exit."""
-    from accessnet.bmv2_veth import Bmv2
+    from accessnet.bmv2_veth import Bmv2  # BMv2 runs only (finsy, gRPC)
     sw = Bmv2(k=7, program="plain_forward" if params is None else "bottleneck").start()
     try:
         if params is None:
@@ -143,7 +143,7 @@ def measure(frames: list[bytes], a: argparse.Namespace, params: PipelineParams |
 def work(frames: list[bytes], params: PipelineParams | None, telemetry: bool = True, n: int = 400) -> Work:
     """What BMv2 executes per packet for ``n`` frames (experiments/bmv2_work.py), on a fresh BMv2 set up
     as in ``measure``."""
-    from accessnet.bmv2_veth import find_tool
+    from accessnet.bmv2_veth import find_tool  # BMv2 runs only (finsy, gRPC)
     with bmv2_with(params, telemetry) as sw:
         out_if = sw.ifs[2][0]
 
@@ -170,7 +170,7 @@ def light_rows() -> list[tuple[str, PipelineParams, bool]]:
 
 
 def print_work(frames: list[bytes]) -> None:
-    from accessnet.bmv2_veth import ROOT
+    from accessnet.bmv2_veth import ROOT  # BMv2 runs only (finsy, gRPC)
     why = missing()
     if why:
         print(f"== BMv2 work per packet: skipped: {why}")
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--rounds must be at least 1")
     frames = bench_frames(2000)
     if a.work:
-        from accessnet.bmv2_veth import build_p4
+        from accessnet.bmv2_veth import build_p4  # BMv2 runs only (finsy, gRPC)
         build_p4()
         print_work(frames)
         return 0
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     fast, slow = parse_rates()
     print(f"  dpkt reader {fast:>10.0f} rec/s   scapy rdpcap {slow:>10.0f} rec/s   ratio {fast / slow:.1f}x")
 
-    from accessnet.bmv2_veth import build_p4, missing_toolchain
+    from accessnet.bmv2_veth import build_p4, missing_toolchain  # BMv2 runs only (finsy, gRPC)
     why = missing_toolchain()
     if why:
         print(f"== BMv2: skipped: {why}")

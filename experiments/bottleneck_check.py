@@ -15,7 +15,9 @@ rewrote) never waited in the queue and are never taken for audio.
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -102,7 +104,5 @@ def summary(rep: Path) -> dict:
 
 
 if __name__ == "__main__":
-    import json
-    import sys
     for p in sys.argv[1:]:
         print(p, json.dumps(summary(Path(p))))

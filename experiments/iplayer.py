@@ -1,5 +1,5 @@
 """The IP layer of a captured Ethernet frame, IPv4 or IPv6: the one parser every reader of the lab's captures
-uses (``metrics.read_tcp_headers``, and through it the bulk goodput and the timeouts; the tests' readers of
+uses (``tcpcap.read_tcp_headers``, and through it the bulk goodput and the timeouts; the tests' readers of
 server.pcap and client.pcap; the irto test's dropper), so that a reader accepts IPv6 wherever it accepts IPv4.
 
 ``ip_layer(buf, start, end)`` reads the frame ``buf[start:end]`` (a whole capture file may be passed with the

@@ -34,9 +34,10 @@ import pandas as pd
 
 from controller.policy import target_for
 
+from .cases import JB_MAIN_MS, Case, ReportError, case_pair, load_cases, rep_values, stats_of
 from .iwa_bound import budget_bound_s
+from .markdown import md_table
 from .metrics import MetricsError, bulk_bursts, mean_ci95
-from .report import JB_MAIN_MS, Case, ReportError, _md_table, case_pair, load_cases, rep_values, stats_of
 
 OTHERS = ("fifo", "red", "redok", "codel", "pie")  # the "five other AQMs"
 LEVEL_MARGIN = 0.01  # level >= 2 share: within 1 percentage point of the best other AQM
@@ -281,7 +282,7 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
                     + [checks[k] for k in (*CHECKS, "verdict")])
     if not rows:
         return ["No case in these runs."]
-    return _md_table(header, rows)
+    return md_table(header, rows)
 
 
 def table_block(run_dirs: Sequence[Path], jb_ms: float = JB_MAIN_MS) -> list[str]:

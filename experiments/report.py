@@ -14,10 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import dpkt
@@ -26,10 +24,15 @@ import pandas as pd
 
 from refmodel.constants import TELEMETRY_ETHERTYPE
 
-from .metrics import (IPDV_PERCENTILES, JITTER_BUFFERS_MS, NS, Audio, MetricsError, _jb_key, audio_packets,
-                      bulk_bursts, find_reps, ipdv_ns, ipdv_table, levels_over_time, mean_ci95, read_csv, read_meta,
-                      summarize_rep)
 from .bottleneck_check import summary as bottleneck_summary
+from .cases import (JB_MAIN_MS, Case, Rep, ReportError, case_pair, case_stats, jb_ci, kept, load_cases,
+                    pooled_ipdv_ns, pooled_levels_over_time, rep_number_of, rep_values, web_bursts)
+from .cases import rep_scalars  # noqa: F401  (a name of report before experiments.cases: tests/test_report.py)
+from .iwa_table import TARGETS_TEXT, iwa_table_md
+from .markdown import fmt_ci, md_table
+from .metrics import (IPDV_PERCENTILES, JITTER_BUFFERS_MS, NS, MetricsError, bulk_bursts, ipdv_table, mean_ci95,
+                      read_csv, read_meta, summarize_rep)
+from .seeds import seeds_md
 from .telemetry_reader import read_telemetry
 
 # experiments.plots (matplotlib) is imported where figures are drawn, so that the main job's summary_table
@@ -70,7 +73,7 @@ def summary_table(rundir: Path) -> str:
         p99 = np.mean([r["audio"]["owd_p99_s"] for r in rs]) * 1e3
         lv = np.mean([sum(r["jitter_buffers_ms"]["40"]["levels"][2:]) for r in rs]) if all(
             "40" in r["jitter_buffers_ms"] for r in rs) else float("nan")
-        web = [b for r in rs for b in _bursts(r, bulk_bursts(read_meta(Path(r["path"]))))]
+        web = [b for r in rs for b in web_bursts(r, bulk_bursts(read_meta(Path(r["path"]))))]
         bursts = [b["completion_s"] for b in web if b["completion_s"] is not None]
         incomplete = sum(1 for b in web if b["completion_s"] is None)
         gp = [r["bulk"]["goodput_bps"] for r in rs if r.get("bulk", {}).get("goodput_bps") is not None]
@@ -89,206 +92,11 @@ def summary_table(rundir: Path) -> str:
 # ============================================================================= the written report
 #
 # ``write_report`` / ``python -m experiments.report``: everything below is built from the raw data files of
-# docs/data-formats.md alone (no re-running): metrics from experiments.metrics, figures from
-# experiments.plots, one Markdown file with the images beside it.
+# docs/data-formats.md alone (no re-running): metrics from experiments.metrics, the replications by case and
+# their numbers from experiments.cases, figures from experiments.plots, one Markdown file with the images beside
+# it.
 
-JB_MAIN_MS = 40.0  # the jitter buffer of the main table and the loss-level figure (BRIEF "What better means")
-# AQMs in the order the report lists them; kernel qdiscs (k*) after the P4 ones.
-AQM_ORDER = ("fifo", "red", "redok", "codel", "pie", "iwa", "pfifo", "kred", "kcodel", "kfq_codel", "kpie")
 CLOCK_ALIGN_MIN_NS = NS  # telemetry timestamps further than this from the capture clock are switch-relative
-
-
-class ReportError(ValueError):
-    """Input that gives no report at all (no such directory, no replication in it); names the path."""
-
-
-@dataclass
-class Rep:
-    """One replication that could be read: its summarize_rep dict, per-packet frame, meta and flows."""
-
-    path: Path
-    summary: dict
-    packets: pd.DataFrame
-    meta: dict
-    flows: pd.DataFrame | None
-
-
-@dataclass
-class Case:
-    """All replications of one case (meta.json "case", else the directory name, as summarize_sweep)."""
-
-    name: str
-    aqm: str | None = None
-    iw: int | None = None
-    n_flows: int | None = None
-    reps: list[Rep] = field(default_factory=list)
-    failed: list[dict] = field(default_factory=list)
-    label: str = ""
-
-    def sort_key(self) -> tuple:
-        aqm = str(self.aqm)
-        return (AQM_ORDER.index(aqm) if aqm in AQM_ORDER else len(AQM_ORDER), aqm, self.iw or 0,
-                self.n_flows or 0, self.name)
-
-
-def _rep_number(p: Path) -> tuple:
-    m = re.fullmatch(r"rep(\d+)(\.tmp)?", p.name)
-    return (p.parent.name, int(m.group(1)) if m else 0, p.name)
-
-
-def _load_rep(rep: Path, jbs: list[float]) -> Rep:
-    """Metrics of one replication; MetricsError (naming the file) if it failed or its data are bad."""
-    summary = summarize_rep(rep, jbs)
-    packets, meta, flows = audio_packets(rep, jbs)
-    return Rep(rep, summary, packets, meta, flows)
-
-
-def _failed_entry(rep: Path, error: str) -> dict:
-    """A failed replication for the report, with its case from meta.json when that is still readable."""
-    try:
-        meta = read_meta(rep, require_ok=False)
-    except MetricsError:
-        meta = {}
-    return {"path": str(rep), "case": str(meta.get("case") or rep.parent.name), "rep": rep.name,
-            "aqm": meta.get("aqm"), "iw": meta.get("iw"), "n_flows": meta.get("n_flows"), "pair": meta.get("pair"),
-            "error": error}
-
-
-def load_cases(run_dirs: Sequence[Path], jbs: Sequence[float] = JITTER_BUFFERS_MS
-               ) -> tuple[list[Case], list[dict]]:
-    """Every replication under ``run_dirs`` (metrics.find_reps), grouped by case and sorted AQM, IW, N.
-    Replications that fail to read are kept as failed with the reason (never averaged); unfinished ``.tmp``
-    replications are listed as failed too, so a report never silently covers fewer runs than exist."""
-    jbs = list(jbs)
-    reps: list[Path] = []
-    for d in map(Path, run_dirs):
-        if not d.is_dir():
-            raise ReportError(f"{d}: no such directory")
-        found = find_reps(d)
-        unfinished = sorted(p for pat in ("rep[0-9]*.tmp", "*/rep[0-9]*.tmp") for p in d.glob(pat) if p.is_dir())
-        if not found and not unfinished:
-            raise ReportError(f"{d}: no replication directories (<case>/rep<k>/ with meta.json) found")
-        reps += found + unfinished
-    cases: dict[str, Case] = {}
-    failed: list[dict] = []
-    for rep in sorted(set(reps), key=_rep_number):
-        if rep.name.endswith(".tmp"):
-            entry = _failed_entry(rep, f"{rep}: unfinished replication (never renamed from .tmp)")
-        else:
-            try:
-                r = _load_rep(rep, jbs)
-            except MetricsError as e:
-                entry = _failed_entry(rep, str(e))
-            else:
-                s = r.summary
-                name = str(s.get("case") or rep.parent.name)
-                c = cases.setdefault(name, Case(name))
-                c.aqm, c.iw, c.n_flows = s.get("aqm"), s.get("iw"), s.get("n_flows")
-                c.reps.append(r)
-                continue
-        failed.append(entry)
-        c = cases.setdefault(entry["case"], Case(entry["case"]))
-        c.failed.append(entry)
-        if c.aqm is None:
-            c.aqm, c.iw, c.n_flows = entry["aqm"], entry["iw"], entry["n_flows"]
-    ordered = sorted(cases.values(), key=Case.sort_key)
-    labels = [f"{c.aqm} IW{c.iw} N{c.n_flows}" for c in ordered]
-    unique = len(set(labels)) == len(labels)
-    for c, lab in zip(ordered, labels):
-        c.label = lab if unique else c.name
-    return ordered, failed
-
-
-# ----------------------------------------------------------------------------- per-case numbers
-
-
-def _bursts(s: dict, bulk: Iterable[int] = ()) -> list[dict]:
-    skip = set(bulk)
-    return [b for k, b in s.get("tcp", {}).get("bursts", {}).items() if int(k) not in skip]
-
-
-def _burst_s(s: dict, bulk: Iterable[int] = ()) -> float | None:
-    """A replication's web burst completion time: the mean over its bursts (one for webN) but the ``bulk``
-    ones, None if any burst did not complete (it then counts as missing, shown in the table, never as a
-    fast burst)."""
-    bursts = _bursts(s, bulk)
-    if not bursts or any(b["completion_s"] is None for b in bursts):
-        return None
-    return float(np.mean([b["completion_s"] for b in bursts]))
-
-
-MAIN_KEYS = ("owd_median_s", "owd_p99_s", "level2plus", "loss_rate", "good_quality", "burst_s", "rtos", "bulk_bps",
-             "frozen")
-
-
-def rep_scalars(s: dict, jb_ms: float = JB_MAIN_MS, bulk: Iterable[int] = ()) -> dict[str, float | None]:
-    """The main table's per-replication values (from summarize_rep): OWD median / p99 (s), share of packets
-    at loss period level >= 2, loss rate and good-quality share at ``jb_ms``, burst completion (s; bursts
-    numbered in ``bulk`` left out, ``bursts`` says how many are left), RTOs, bulk goodput (bit/s,
-    metrics.bulk_goodput; None when not measured, ``has_bulk`` says whether the replication has a bulk flow),
-    frozen flows (metrics.frozen_flows; None when not measured or without TCP)."""
-    j = s["jitter_buffers_ms"][_jb_key(jb_ms)]
-    tcp = s.get("tcp")
-    bulk = set(bulk)
-    return {"owd_median_s": s["audio"]["owd_median_s"], "owd_p99_s": s["audio"]["owd_p99_s"],
-            "level2plus": float(sum(j["levels"][2:])), "loss_rate": j["loss_rate"],
-            "good_quality": j["good_quality"], "burst_s": _burst_s(s, bulk) if tcp else None,
-            "bursts": len(_bursts(s, bulk)), "rtos": float(tcp["rtos"]) if tcp else None,
-            "bulk_bps": (s.get("bulk") or {}).get("goodput_bps"), "has_bulk": "bulk" in s,
-            "frozen": _opt_float((s.get("frozen") or {}).get("frozen_flows")), "has_tcp": bool(tcp)}
-
-
-def _opt_float(v) -> float | None:
-    return None if v is None else float(v)
-
-
-def rep_values(r: Rep, jb_ms: float = JB_MAIN_MS) -> dict[str, float | None]:
-    """rep_scalars of a replication, its bulk flows (meta.json's plan) left out of the burst completion."""
-    return rep_scalars(r.summary, jb_ms, bulk_bursts(r.meta))
-
-
-def stats_of(per_rep: Sequence[dict], keys: Iterable[str] = MAIN_KEYS) -> dict[str, dict]:
-    """mean_ci95 over replications' rep_values; burst completion only over replications that have bursts (a
-    bulk-only workload has none: not "incomplete"), bulk goodput only over those with a bulk flow (one not
-    measured counts as missing), frozen flows over those with TCP."""
-    def applies(p: dict, k: str) -> bool:
-        return (bool(p["bursts"]) if k == "burst_s" else bool(p.get("has_bulk")) if k == "bulk_bps"
-                else bool(p.get("has_tcp")) if k == "frozen" else True)
-
-    return {k: mean_ci95(p[k] for p in per_rep if applies(p, k)) for k in keys}
-
-
-def case_stats(c: Case, jb_ms: float = JB_MAIN_MS) -> dict[str, dict]:
-    """mean_ci95 over the case's replications of every rep_scalars value."""
-    return stats_of([rep_values(r, jb_ms) for r in c.reps])
-
-
-def jb_ci(c: Case, key: str, jbs: Sequence[float]) -> dict[float, dict]:
-    """mean_ci95 over replications of a per-jitter-buffer metric ("loss_rate", "good_quality")."""
-    return {jb: mean_ci95(r.summary["jitter_buffers_ms"][_jb_key(jb)][key] for r in c.reps) for jb in jbs}
-
-
-def kept(r: Rep) -> pd.DataFrame:
-    """The audio packets of a replication that pass the overlap filter (as summarize_rep uses them)."""
-    return r.packets[r.packets["kept"]].reset_index(drop=True)
-
-
-def pooled_ipdv_ns(c: Case) -> np.ndarray:
-    """IPDV of every consecutive pair kept by the overlap filter, all replications pooled (the seeds' Table 1
-    is one CDF over its 50 replications, not a mean of per-replication percentiles)."""
-    parts = [ipdv_ns(Audio(kept(r))) for r in c.reps]
-    return np.concatenate(parts) if parts else np.zeros(0)
-
-
-def pooled_levels_over_time(c: Case, jb_ms: float, bin_s: float) -> pd.DataFrame:
-    """metrics.levels_over_time over all replications' kept packets (time since each one's TCP start)."""
-    ks = [kept(r) for r in c.reps]
-    ks = [k for k in ks if len(k) and k["t_s"].notna().all()]
-    if not ks:
-        return levels_over_time(np.zeros(0), np.zeros(0, dtype=np.int8), bin_s)
-    t = np.concatenate([k["t_s"].to_numpy(dtype=float) for k in ks])
-    lv = np.concatenate([k[f"level_{_jb_key(jb_ms)}"].to_numpy() for k in ks])
-    return levels_over_time(t, lv, bin_s)
 
 
 def lot_bin_s(min_reps: int) -> float:
@@ -337,7 +145,7 @@ def read_tuning(rep: Path) -> pd.DataFrame | None:
 
 def timeline(r: Rep, c: Case, fig_dir: Path) -> tuple[list[Path], str]:
     """The switch-timeline figure of one replication and a caption; MetricsError names a bad file."""
-    from .plots import switch_timeline
+    from .plots import switch_timeline  # matplotlib: see the note under the imports
 
     pcap = r.path / "telemetry.pcap"
     tel, _skipped = read_telemetry(pcap)
@@ -369,7 +177,7 @@ def draw_figures(cases: list[Case], fig_dir: Path, jbs: Sequence[float], jb_ms: 
                  ) -> tuple[list[tuple[Path, str]], list[str]]:
     """All figures of the report into ``fig_dir``: (PNG path, caption) per figure and notes on figures that
     could not be drawn (a missing or broken telemetry.pcap / tuning.csv, named)."""
-    from .plots import case_style, completion_cdf, good_quality_vs_jitter, loss_vs_jitter, owd_cdf
+    from .plots import case_style, completion_cdf, good_quality_vs_jitter, loss_vs_jitter, owd_cdf  # matplotlib
     from .plots import levels_over_time as plot_levels
 
     ok = [c for c in cases if c.reps]
@@ -418,27 +226,6 @@ def draw_figures(cases: list[Case], fig_dir: Path, jbs: Sequence[float], jb_ms: 
 # ----------------------------------------------------------------------------- Markdown
 
 
-def fmt_ci(ci: dict, scale: float = 1.0, digits: int = 1, missing: str = "missing") -> str:
-    """'mean ± half-width' (half width only with >= 2 replications), '–' without values; replications
-    without a value are counted, never dropped silently."""
-    if ci["mean"] is None:
-        return "–" + (f" ({ci['n_missing']} {missing})" if ci["n_missing"] else "")
-    out = f"{ci['mean'] * scale:.{digits}f}"
-    if ci["ci95"] is not None:
-        out += f" ± {ci['ci95'] * scale:.{digits}f}"
-    if ci["n_missing"]:
-        out += f" ({ci['n_missing']} {missing})"
-    return out
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    def esc(x: str) -> str:
-        return str(x).replace("|", "\\|").replace("\n", " ")
-
-    return (["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-            + ["| " + " | ".join(esc(x) for x in r) + " |" for r in rows])
-
-
 MAIN_HEADER = ["case", "AQM", "IW", "N", "reps", "failed", "OWD median (ms)", "OWD p99 (ms)",
                "level ≥ 2 @{jb} (%)", "loss rate @{jb} (%)", "good quality @{jb} (%)", "burst completion (s)",
                "RTOs per rep", "bulk goodput (kbit/s)", "frozen flows per rep"]
@@ -455,27 +242,13 @@ def main_table(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
                   fmt_ci(st["bulk_bps"], 1e-3, 0, "not measured"), fmt_ci(st["frozen"], 1, 1, "not measured")]
                  if st else ["–"] * 9)
         rows.append([c.name, str(c.aqm), str(c.iw), str(c.n_flows), str(len(c.reps)), str(len(c.failed)), *cells])
-    return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in MAIN_HEADER], rows)
+    return md_table([h.format(jb=f"{jb_ms:g} ms") for h in MAIN_HEADER], rows)
 
 
 PAIRED_KEYS = (("owd_p99_s", "Δ OWD p99 (ms)", 1e3, 1), ("level2plus", "Δ level ≥ 2 @{jb} (points)", 100, 1),
                ("good_quality", "Δ good quality @{jb} (points)", 100, 1), ("burst_s", "Δ burst completion (s)", 1, 2),
                ("rtos", "Δ RTOs per rep", 1, 1), ("bulk_bps", "Δ bulk goodput (% of FIFO)", 100, 1))
 MISSING_WORD = {"bulk_bps": "not measured"}  # what a pair without a value lacks; default "incomplete" (a burst)
-
-
-def case_pair(c: Case) -> str:
-    """The case's pairing unit (everything but the AQM: scenario, profile, buffer, IW, initial RTO, IP family):
-    meta.json "pair" of any of its replications, failed ones too, else its name without the AQM (runs written
-    before meta.json recorded it; ``<scenario>-<profile>-<buffer>-iw<IW>``)."""
-    for p in [r.meta.get("pair") for r in c.reps] + [f.get("pair") for f in c.failed]:
-        if p:
-            return str(p)
-    return c.name.replace(f"-{c.aqm}-iw", "-iw")
-
-
-def _rep_of(r: Rep) -> int:
-    return int(r.meta.get("rep", _rep_number(r.path)[1]))
 
 
 def paired_reps(c: Case, base: Sequence[Case]) -> tuple[list[tuple[Rep, Rep]], int]:
@@ -485,10 +258,10 @@ def paired_reps(c: Case, base: Sequence[Case]) -> tuple[list[tuple[Rep, Rep]], i
     partners: dict[int, list[Rep]] = {}
     for b in base:
         for r in b.reps:
-            partners.setdefault(_rep_of(r), []).append(r)
+            partners.setdefault(rep_number_of(r), []).append(r)
     pairs, used = [], set()
     for r in c.reps:
-        cands = partners.get(_rep_of(r), [])
+        cands = partners.get(rep_number_of(r), [])
         if len(cands) > 1:
             cands = [b for b in cands if b.path.parent.parent == r.path.parent.parent]
         if len(cands) == 1 and cands[0].path not in used:
@@ -568,15 +341,13 @@ def paired_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
              seeds_cell(d)] for d in paired_diffs(cases, jb_ms)]
     if not rows:
         return ["No case has a FIFO partner in these runs."]
-    return _md_table([h.format(jb=f"{jb_ms:g} ms") for h in PAIRED_HEADER], rows)
+    return md_table([h.format(jb=f"{jb_ms:g} ms") for h in PAIRED_HEADER], rows)
 
 
 def held_out_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     """IWA's held-out evaluation (experiments.iwa_table) as a section, when the runs hold an iwa case."""
     if not any(c.aqm == "iwa" for c in cases):
         return []
-    from .iwa_table import TARGETS_TEXT, iwa_table_md
-
     return ["## Held-out evaluation of IWA", "",
             f"Per pairing unit, means over the replications read ok (\"-\": missing), level ≥ 2 at a {jb_ms:g} ms "
             f"jitter buffer; {TARGETS_TEXT} "
@@ -596,7 +367,7 @@ def ipdv_md(cases: list[Case]) -> list[str]:
         t = ipdv_table(v)
         rows.append([str(c.aqm), str(c.iw), str(c.n_flows), str(len(c.reps)), str(v.size),
                      *((f"{t[k]:.4f}" if t else "–") for k, _ in IPDV_COLUMNS)])
-    return _md_table(["AQM", "IW", "N", "reps", "pairs", *(h for _, h in IPDV_COLUMNS)], rows)
+    return md_table(["AQM", "IW", "N", "reps", "pairs", *(h for _, h in IPDV_COLUMNS)], rows)
 
 
 def bottleneck_md(cases: list[Case]) -> list[str]:
@@ -624,7 +395,7 @@ def bottleneck_md(cases: list[Case]) -> list[str]:
                      str(sum(s["idle"]["packets"] for s in sums)), worst("idle"),
                      str(sum(s["queued"]["packets"] for s in sums)), worst("queued"),
                      f"{max(s['wire_late_max_ms'] for s in sums):.2f}"])
-    return _md_table(["case", "AQM", "IW", "N", "reps", "idle pkts", "idle p99 (ms)", "queued pkts", "queued p99 (ms)",
+    return md_table(["case", "AQM", "IW", "N", "reps", "idle pkts", "idle p99 (ms)", "queued pkts", "queued p99 (ms)",
                       "wire late max (ms)"], rows)
 
 
@@ -719,8 +490,7 @@ def write_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: floa
 
 
 def seeds_section(cases: list[Case]) -> list[str]:
-    """The seeds' numbers beside the lab's (``experiments.seeds``, which builds on this module)."""
-    from .seeds import seeds_md
+    """The seeds' numbers beside the lab's (``experiments.seeds``)."""
     return seeds_md(cases)
 
 

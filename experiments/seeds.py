@@ -5,7 +5,7 @@ computed from the replications the report loaded, with the same definitions (``e
 
 * PAM'13 Table 1 (``003_…``): the IPDV CDF of the audio competing with N short TCP flows, per IW and N, 50
   replications of a real HSPA network. The lab's row per IW and N pools the IPDV of every FIFO replication of a
-  web workload with N flows (``report.pooled_ipdv_ns``), one row per link profile and buffer.
+  web workload with N flows (``cases.pooled_ipdv_ns``), one row per link profile and buffer.
 * PAM'13's orderings: IW10 gives larger IPDV tails than IW3 at the same N, and more flows larger tails than
   fewer at the same IW (99th percentile and max of Table 1).
 * PAM'13 Fig. 5 and 6 give curves, not numbers; the text states what they show, and each statement is an
@@ -58,8 +58,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cases import Case, kept, pooled_ipdv_ns
+from .markdown import fmt_ci, md_table
 from .metrics import NS, _jb_key, ipdv_table, mean_ci95
-from .report import Case, _md_table, fmt_ci, kept, pooled_ipdv_ns
 
 # PAM'13 Table 1 (003_…): IPDV in seconds, 50 replications: Min, 25 %, Median, 75 %, 90 %, 95 %, 96 %, 97 %,
 # 98 %, 99 %, Max per (IW, N).
@@ -178,7 +179,7 @@ def pam13_table_md(cases: Sequence[Case]) -> list[str]:
                          *((f"{t[k]:.4f}" if t else "–") for k in PAM13_COLUMNS)])
     header = ["source", "IW", "N", "reps", "Min", "25%", "Median", "75%", "90%", "95%", "96%", "97%", "98%", "99%",
               "Max"]
-    return _md_table(header, rows)
+    return md_table(header, rows)
 
 
 def pam13_orderings(cases: Sequence[Case]) -> list[Ordering]:
@@ -358,7 +359,7 @@ def ietf79_measures_md(cases: Sequence[Case]) -> list[str]:
                      fmt_ci(mean_ci95((r.summary.get("tcp") or {}).get("rtos") for r in rs), 1, 1),
                      *(fmt_ci(mean_ci95(_timeouts(r, k) for r in rs), 1, 1, "not measured")
                        for k in ("timeouts", "spurious", "unknown"))])
-    return _md_table(IETF79_MEASURES_HEADER, rows) if rows else ["(no burst workload in these runs)"]
+    return md_table(IETF79_MEASURES_HEADER, rows) if rows else ["(no burst workload in these runs)"]
 
 
 def _num(v: float | None) -> str:
@@ -373,7 +374,7 @@ def _seed_cell(o: Ordering) -> str:
 
 def orderings_md(orderings: Sequence[Ordering]) -> list[str]:
     rows = [[o.seed, o.claim, _seed_cell(o), f"{_num(o.lab_a)} / {_num(o.lab_b)}", o.verdict] for o in orderings]
-    return _md_table(["seed / lab unit", "ordering (unit)", "seed", "lab (a / b)", "in the lab"], rows)
+    return md_table(["seed / lab unit", "ordering (unit)", "seed", "lab (a / b)", "in the lab"], rows)
 
 
 def _loss_rate(cs: Sequence[Case], jb_ms: float) -> dict:
@@ -387,7 +388,7 @@ def pam13_fig5_md(cases: Sequence[Case]) -> list[str]:
     rows = [[f"lab fifo {prof} {buf}", str(iw), str(n), str(sum(len(c.reps) for c in cs)),
              *(fmt_ci(_loss_rate(cs, jb), 100, 1) for jb in PAM13_FIG5_JB_MS)]
             for (prof, buf, iw, n), cs in sorted(web_fifo_units(cases).items())]
-    return _md_table(["source", "IW", "N", "reps", *(f"{jb} ms" for jb in PAM13_FIG5_JB_MS)], rows)
+    return md_table(["source", "IW", "N", "reps", *(f"{jb} ms" for jb in PAM13_FIG5_JB_MS)], rows)
 
 
 def early_late_level2(cs: Sequence[Case], jb_ms: float = 40, early_s: float = PAM13_FIG6_EARLY_S
@@ -458,7 +459,7 @@ def seed002_md(cases: Sequence[Case]) -> list[str]:
                 continue
             rows.append([f"lab {sc} {aqm}", str(d), str(len(reps)),
                          *(fmt_ci(mean_ci95(r.get(key) for r in reps), scale, 1) for _, key, scale, _ in SEED002_KEYS)])
-    return _md_table(header, rows)
+    return md_table(header, rows)
 
 
 def seed002_two_md(cases: Sequence[Case]) -> list[str]:
@@ -478,7 +479,7 @@ def seed002_two_md(cases: Sequence[Case]) -> list[str]:
             if d == delay:
                 rows.append([f"lab {sc} {aqm}", str(d), str(len(reps)),
                              *(fmt_ci(mean_ci95(r[i].get(key) for r in reps), scale, 1) for _, i, key, scale in cols)])
-    return _md_table(header, rows)
+    return md_table(header, rows)
 
 
 def seeds_md(cases: Sequence[Case]) -> list[str]:

@@ -118,7 +118,7 @@ def read_telemetry(path: Path) -> tuple[pd.DataFrame, int]:
 
 def read_telemetry_scapy(path: Path) -> pd.DataFrame:
     """The same records read with Scapy's rdpcap and Record.decode (slow reference for the benchmark)."""
-    from scapy.all import rdpcap
+    from scapy.all import rdpcap  # scapy: slow to import, and only this reference needs it
 
     path = Path(path)
     if not path.exists():

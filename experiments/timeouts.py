@@ -39,8 +39,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .metrics import TCP_ACK, TCP_SYN, MetricsError, read_tcp_headers
-from .metrics import connection_segments as _epochs
+from .base import MetricsError
+from .tcpcap import TCP_ACK, TCP_SYN, read_tcp_headers
+from .tcpcap import connection_segments as _epochs
 
 MS = 1_000_000
 RTO_MIN_NS = 200 * MS

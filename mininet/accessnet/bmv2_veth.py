@@ -19,8 +19,11 @@ import threading
 import time
 from pathlib import Path
 
+import finsy as fy
+
 from .leftovers import Lease
 from .rawsock import enable_auxdata, packet_socket, recv_frame
+from controller.entries import forwarding
 from controller.switch import COUNTER, BottleneckSwitch, DesiredState, SwitchTarget
 from refmodel.params import PipelineParams
 from refmodel.pipeline import Route
@@ -180,10 +183,6 @@ class Bmv2:
 
     def configure_plain(self, routes=ROUTES) -> None:
         """For plain_forward.p4: a fresh pipeline with only the forwarding entries."""
-        import finsy as fy
-
-        from controller.entries import forwarding
-
         async def ready(sw: fy.Switch) -> None:
             await sw.insert(forwarding(routes))
 

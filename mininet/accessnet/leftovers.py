@@ -26,6 +26,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+from .irto import remove_cgroup
+
 STATE_DIR = Path("/run/iwlab")
 MAX_SLOTS = 1000  # prefixes i000..i999: "i999srv-eth0" is 12 characters, within IFNAMSIZ (15)
 
@@ -111,7 +113,6 @@ def sweep(prefix: str) -> list[str] | None:
             removed.append(link)
     for cg in state.get("cgroups", []):
         if Path(cg).is_dir():
-            from .irto import remove_cgroup
             try:
                 remove_cgroup(Path(cg))
                 removed.append(cg)

@@ -76,6 +76,10 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import NetworkAddress, QuicConnection
 from aioquic.quic.events import (ConnectionTerminated, HandshakeCompleted, QuicEvent, StreamDataReceived,
                                  StreamReset)
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 ALPN = "iwlab-page"
 QUIC_PORT = 4433
@@ -110,11 +114,6 @@ def split_bytes(total: int, parts: int) -> list[int]:
 def make_certificate(directory: Path) -> tuple[Path, Path]:
     """A self-signed certificate and its key (ECDSA P-256, valid from a day ago for a week) as PEM files in
     ``directory``: the lab's server has no name a CA could vouch for, and its client does not verify."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "iwlab")])
     start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=1)

@@ -90,7 +90,7 @@ def execute_ray(units: Sequence[Unit], rundir: Path, want: str | None = None, ad
                 run_one: RunOne | None = None, say: Callable[[str], None] = print) -> dict:
     """The local engine's ``execute`` on a Ray cluster (``address``; None: RAY_ADDRESS or a new local one)."""
     try:
-        import ray
+        import ray  # optional: only this engine needs it (module docstring)
     except ImportError as e:
         raise RuntimeError(f"the Ray engine needs the ray package ({e}); run 'make setup'") from None
     if not ray.is_initialized():

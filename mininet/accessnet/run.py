@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from refmodel.params import ConfigError
@@ -67,7 +68,9 @@ def units_of(sc: scen.Scenario, reps: int, record_format: int = RECORD_FORMAT) -
     return [Unit(sc, c, r, dirname(c)) for c in sc.cases for r in range(reps)]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None = None) -> int:
+    """The command line; ``summarize(rundir)`` ends a run that was not interrupted (the command line's:
+    experiments.summary.print_summary, the summary table and the report)."""
     ap = argparse.ArgumentParser(prog="make mininet", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", help="name in mininet/scenarios/ or a path to a .toml (default web6; with "
@@ -123,10 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted: finished replications are kept; resume with --resume {rundir}", file=sys.stderr)
         return 130
     failed = res["failed"]
-    from .summary import print_summary
-    print_summary(rundir)
+    if summarize is not None:
+        summarize(rundir)
     return 1 if res["ran"] and failed == res["ran"] else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from experiments.summary import print_summary  # the command line puts lab and analysis together
+
+    sys.exit(main(summarize=print_summary))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import itertools
 import math
 import re
@@ -16,6 +17,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller.config import params_from_dict
 from refmodel.params import ConfigError
 
 from .addresses import IP_VERSIONS
@@ -23,6 +25,7 @@ from .browse import DEFAULTS as USERS_DEFAULTS
 from .browse import MODES as USER_MODES
 from .irto import check_irto
 from .profiles import Profile, buffer_packets, profile
+from .webrtc import DEFAULTS as WEBRTC_DEFAULTS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -149,7 +152,6 @@ def check_quic(data: dict, label: str) -> None:
         raise ConfigError(f"{label}: [run] iws = {iws!r} with [quic] alone: the IW is the TCP server's route "
                           f"initcwnd, and QUIC runs aioquic's own window of {QUIC_IW} datagrams in every case; "
                           f"use iws = [{QUIC_IW}] (or add a TCP workload whose IW it varies)")
-    import importlib.util
     if importlib.util.find_spec("aioquic") is None:
         raise ConfigError(f"{label}: [quic] needs aioquic, which is not installed in this Python "
                           f"(run 'make setup': requirements.txt pins it)")
@@ -177,12 +179,10 @@ def check_webrtc(data: dict, label: str) -> None:
     if "rtc" in data:
         raise ConfigError(f"{label}: [rtc] and [webrtc] cannot be in one scenario: both are the run's real-time "
                           "flow (rtc_tx.csv, rtc_rx.csv)")
-    from .webrtc import DEFAULTS
-    w = {**DEFAULTS, **data["webrtc"]}
+    w = {**WEBRTC_DEFAULTS, **data["webrtc"]}
     if not w["min_kbps"] <= w["start_kbps"] <= w["max_kbps"]:
         raise ConfigError(f"{label}: [webrtc] needs min_kbps <= start_kbps <= max_kbps; got {w['min_kbps']!r}, "
-                          f"{w['start_kbps']!r}, {w['max_kbps']!r} (defaults {DEFAULTS})")
-    import importlib.util
+                          f"{w['start_kbps']!r}, {w['max_kbps']!r} (defaults {WEBRTC_DEFAULTS})")
     if importlib.util.find_spec("aiortc") is None:
         raise ConfigError(f"{label}: [webrtc] needs aiortc, which is not installed in this Python "
                           f"(run 'make setup': requirements.txt pins it)")
@@ -381,7 +381,6 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
 def _check_switch_cfg(label: str, aqm: str, cfg: dict) -> None:
     """The switch's table for a P4 AQM, checked by the controller's own rules (the same ones that would
     refuse it at run time, after the network is built)."""
-    from controller.config import params_from_dict
     try:
         params_from_dict(cfg)
     except ConfigError as e:

@@ -49,13 +49,16 @@ import signal
 import sys
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from refmodel.params import ConfigError
 
 from . import scenario as scen
+from .ray_engine import execute_ray
 from .replication import Interrupted, Unit, execute, preflight
 from .record import RecordError, history_entry, write_record
+from .switches import ensure_p4_build
 from .topology import ROOT
 
 SWEEP_DIR = ROOT / "experiments" / "sweeps"
@@ -201,7 +204,9 @@ def resume_record(rundir: Path, sweep: str | None) -> tuple[dict, list[Unit]]:
     return rec, units
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None = None) -> int:
+    """The command line; ``summarize(rundir)`` ends a run that was not interrupted (the command line's:
+    experiments.summary.print_summary, the summary table and the report)."""
     ap = argparse.ArgumentParser(prog="python -m accessnet.sweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep", nargs="?", help="name in experiments/sweeps/ or a path to a .toml (with --resume: "
@@ -248,7 +253,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refused before anything started: {e}", file=sys.stderr)
         return 2
     if any(u.sc.switch in ("auto", "bmv2") and u.case.aqm in scen.P4_AQMS for u in units):
-        from .switches import ensure_p4_build
         try:
             ensure_p4_build()  # never the stand-in by accident: compile p4src/ first where p4c is present
         except RuntimeError as e:
@@ -261,7 +265,6 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(Interrupted()))
     try:
         if a.engine == "ray":
-            from .ray_engine import execute_ray
             res = execute_ray(units, rundir, None, a.ray_address)
         else:
             res = execute(units, rundir, None, a.jobs)
@@ -271,10 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:  # the Ray engine: no cluster, no lab node
         print(f"sweep error: {e}; finished replications are kept in {rundir}", file=sys.stderr)
         return 2
-    from .summary import print_summary
-    print_summary(rundir)
+    if summarize is not None:
+        summarize(rundir)
     return 1 if res["ran"] and res["failed"] == res["ran"] else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from experiments.summary import print_summary  # the command line puts lab and analysis together
+
+    sys.exit(main(summarize=print_summary))

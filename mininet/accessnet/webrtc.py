@@ -130,6 +130,8 @@ def stamp(data: bytes, send_ns: int) -> bytes:
 
 
 # ----------------------------------------------------------------------------- the aiortc pieces
+# aiortc, av and aioice are imported in the functions that use them: the unit tests of the pure pieces and the
+# scenario checks import this module without them.
 
 def _aiortc():
     """Import aiortc lazily (the unit tests of the pure pieces and the scenario checks do not need it)."""

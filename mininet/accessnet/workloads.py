@@ -27,7 +27,8 @@ from typing import Any, ClassVar
 from .browse import DEFAULTS as USERS_DEFAULTS
 from .irto import preexec
 from .topology import ROOT, AccessNet
-from .web import WEB_PORT
+from .web import WEB_PORT, merge_flow_logs
+from .webrtc import DEFAULTS as WEBRTC_DEFAULTS
 
 AUDIO_PORT, RTC_PORT = 5004, 5006
 QUIC_PORT = 4433  # UDP
@@ -315,8 +316,7 @@ class WebRtc(Workload):
     section = "webrtc"
 
     def start(self, lab: Lab) -> None:
-        from .webrtc import DEFAULTS
-        r = {**DEFAULTS, **self.cfg}
+        r = {**WEBRTC_DEFAULTS, **self.cfg}
         rstart = float(r.get("start_s", 0.0))
         self.senders = []
         for k in range(int(r.get("flows", 1))):  # flow k: its own signalling port and logs (suffix _k, k >= 1)
@@ -424,5 +424,4 @@ def merge_tcp_logs(workloads: list[Workload], out: Path) -> None:
     server's for TCP, the QUIC server's for QUIC: ``flow_logs``)."""
     pairs = list(dict.fromkeys(w.flow_logs for w in workloads if w.tcp))
     if pairs:
-        from .web import merge_flow_logs
         merge_flow_logs([(sorted(out.glob(clients)), out / server) for clients, server in pairs], out / "flows.csv")
