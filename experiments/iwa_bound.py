@@ -33,7 +33,7 @@ the request's and ACKs' own serialization and any loss (a loss only adds time).
 
 Which queue: ``bound_at_target_s`` is the bound at IWA's own target (the budget less its margin,
 ``controller.policy.target_for``), ``bound_at_budget_s`` the bound for an AQM that lets the queue use the
-audio's whole budget; both default to the report's jitter budget (``experiments.report.JB_MAIN_MS``, 40 ms).
+audio's whole budget; both default to the report's jitter budget (``experiments.cases.JB_MAIN_MS``, 40 ms).
 web6 (6 x 62 kB, IW10) at HSPA (2 Mbit/s, RTT 162 ms), Linux's 1448 B segments in 1514 B frames: 2.23 s at
 IWA's target (27.9 ms), 2.13 s at the 40 ms budget; the link-rate limit is 1.88 s (two round trips, 0.324 s,
 plus 389 kB at 2 Mbit/s, 1.556 s).
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from controller.policy import target_for
 
-from .report import JB_MAIN_MS
+from .cases import JB_MAIN_MS
 
 FRAME = 1514  # bytes on the wire of a full-size segment (Ethernet + IPv4 + TCP with timestamps + payload)
 MSS = 1448  # its payload: Linux's MSS with TCP timestamps on a 1500 B MTU
