@@ -76,10 +76,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from refmodel.params import byte_time_q16, drain_ns, iwa_target_ns
+from refmodel.params import MTU_BYTES, byte_time_q16, drain_ns, iwa_codel_target_ns, iwa_target_ns
 
 NS = 1_000_000_000
-FRAME = 1514  # a full-size Ethernet frame: 1500 B MTU + 14 B header (no FCS)
+FRAME = MTU_BYTES  # a full-size Ethernet frame: 1500 B MTU + 14 B header (no FCS)
 
 
 RATE_MEMORY_S = 10.0  # how far back the lowest rate reaches: 50 slots of a radio redrawing every 0.2 s
@@ -115,8 +115,9 @@ target_for = iwa_target_ns  # the jitter budget less max(2 frames, 5 ms), never 
 
 
 def codel_target_for(rate_bps: float, jitter_budget_ns: int, frame_bytes: int = FRAME) -> int:
-    """CoDel's target under IWA: IWA's own target (``refmodel.params.pipeline_params`` derives the same)."""
-    return target_for(rate_bps, jitter_budget_ns, frame_bytes)
+    """CoDel's target under IWA for the budget (``refmodel.params.iwa_codel_target_ns`` of IWA's target: the
+    switch's install takes it from there too)."""
+    return iwa_codel_target_ns(target_for(rate_bps, jitter_budget_ns, frame_bytes))
 
 
 def target_at(rate_bps: float, rate_low_bps: float, jitter_budget_ns: int, frame_bytes: int = FRAME) -> int:
@@ -137,7 +138,7 @@ def tune(s: TunerState, o: Observation, frame_bytes: int = FRAME) -> Decision:
     target = target_at(o.rate_bps, low, o.jitter_budget_ns, frame_bytes)
     if target != s.target_ns:
         reasons.append(f"target {_ms(s.target_ns)} -> {_ms(target)}")
-    codel_target = target  # CoDel's target under IWA is IWA's (codel_target_for)
+    codel_target = iwa_codel_target_ns(target)
     if codel_target != s.codel_target_ns:
         reasons.append(f"codel target {_ms(s.codel_target_ns)} -> {_ms(codel_target)}")
     return Decision(TunerState(target_ns=target, codel_target_ns=codel_target), "; ".join(reasons) or "steady")

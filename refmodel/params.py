@@ -23,6 +23,25 @@ from .errors import ConfigError
 NS = 1_000_000_000
 U64 = (1 << 64) - 1
 
+# The audio's jitter budget when a run or a configuration gives none: a 40 ms jitter buffer (BRIEF, "What better
+# means"). The one default of the project: the scenario's [run] jitter_budget_ms, the switch's [aqm.iwa] budget_s,
+# the controllers' --jitter-budget-ms, the tuner and the report all fall back to this.
+JITTER_BUDGET_MS = 40.0
+# A full-size Ethernet frame: 1500 B IP MTU + 14 B header (no FCS). The frame IWA's target and window floor are
+# sized in ([aqm.iwa] mtu_bytes, ``frame_bytes``) and the queue model's full-size frame.
+MTU_BYTES = 1514
+
+
+def budget_ns(budget_s: float) -> int:
+    """A jitter budget (s) as the integer ns IWA's target is computed from: the switch's install (``iwa_params``)
+    and the tuner round it here, the same way."""
+    return round(budget_s * NS)
+
+
+def iwa_budget_s(iwa: dict | None = None) -> float:
+    """The jitter budget (s) of a configuration's [aqm.iwa] table: its ``budget_s``, else ``JITTER_BUDGET_MS``."""
+    return float((iwa or {}).get("budget_s", JITTER_BUDGET_MS / 1e3))
+
 
 # Width in bits of each P4 action parameter (p4src/include/config.p4, aqm_red.p4, aqm_codel.p4).
 FIELD_BITS = {
@@ -208,7 +227,7 @@ def drain_ns(nbytes: int, bt_q16: int) -> int:
 
 def queue_params(
     rate_bps: float, *, limit_pkts: int = 0, limit_bytes: int = 0, bucket_bytes: int = 1514,
-    mtu_bytes: int = 1514, aqm: str | Aqm = Aqm.FIFO, ecn: bool = False, telemetry: bool = True,
+    mtu_bytes: int = MTU_BYTES, aqm: str | Aqm = Aqm.FIFO, ecn: bool = False, telemetry: bool = True,
 ) -> QueueParams:
     bt = byte_time_q16(rate_bps)
     arith.tx_split(bt)  # the transmit-time tables must hold the longest frame's time in 32 bits
@@ -352,15 +371,29 @@ TCP_FRAME_OVERHEAD = 54
 CODEL_TARGET_NS = 5_000_000  # RFC 8289: CoDel's target
 
 
-def iwa_target_ns(rate_bps: float, budget_ns: int, mtu_bytes: int = 1514) -> int:
+def frame_bytes(iwa: dict | None = None) -> int:
+    """The full-size frame (bytes) of a configuration's [aqm.iwa] table: its ``mtu_bytes``, else ``MTU_BYTES``.
+    The one place the frame size comes from: the queue model, IWA's integers (the MSS is this less the TCP/IPv4
+    and Ethernet headers) and the tuner's targets all take it from here."""
+    return int((iwa or {}).get("mtu_bytes", MTU_BYTES))
+
+
+def iwa_target_ns(rate_bps: float, budget_ns: int, mtu_bytes: int = MTU_BYTES) -> int:
     """IWA's target from the audio's jitter budget: the budget less max(2 frames, 5 ms), never below one
     frame (``controller/policy.py`` says why; the policy tunes from this value)."""
     frame = drain_ns(mtu_bytes, byte_time_q16(rate_bps))
     return max(frame, budget_ns - max(2 * frame, CODEL_TARGET_NS))
 
 
+def iwa_codel_target_ns(target_ns: int) -> int:
+    """CoDel's target under IWA, from IWA's target ``target_ns``: the same (``controller/policy.py`` says why).
+    The switch's install (``pipeline_params``) and the tuner (``policy.tune``) both take it from here."""
+    return target_ns
+
+
 def iwa_params(
-    rate_bps: float = 2e6, *, budget_s: float = 0.040, target_s: float | None = None, mtu_bytes: int = 1514,
+    rate_bps: float = 2e6, *, budget_s: float = JITTER_BUDGET_MS / 1e3, target_s: float | None = None,
+    mtu_bytes: int = MTU_BYTES,
     hold_s: float = 1.0, age_s: float = 10.0,
 ) -> IwaParams:
     """IWA's integers for a link of ``rate_bps`` with ``mtu_bytes`` frames (docs/iwa.md): the target from
@@ -380,7 +413,7 @@ def iwa_params(
         raise ConfigError(f"{where}age_s = {age_s} is out of range: must be >= hold_s ({hold_s})")
     return IwaParams(
         target_ns=check_field("target_ns", round(target_s * NS) if target_s is not None else
-                              iwa_target_ns(rate_bps, round(budget_s * NS), mtu_bytes), lo=1, where=where),
+                              iwa_target_ns(rate_bps, budget_ns(budget_s), mtu_bytes), lo=1, where=where),
         mss_bytes=mss, payload_ns_q16=payload_q16, bytes_per_ns_q32=per_ns, hold_ns=hold, age_ns=age,
     )
 
@@ -401,7 +434,7 @@ def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: i
                     bucket_bytes: int = 1514, ecn: bool = False, red: dict | None = None,
                     codel: dict | None = None, pie: dict | None = None, iwa: dict | None = None) -> PipelineParams:
     """Everything the data plane needs for one bottleneck, from human units."""
-    mtu = int((iwa or {}).get("mtu_bytes", 1514))  # one frame size for the queue model and IWA
+    mtu = frame_bytes(iwa)  # one frame size for the queue model and IWA
     q = queue_params(rate_bps, limit_pkts=limit_pkts, limit_bytes=limit_bytes, bucket_bytes=bucket_bytes,
                      mtu_bytes=mtu, aqm=aqm, ecn=ecn)
     red_cfg = red_params(rate_bps, **red) if red else RedParams()
@@ -410,7 +443,7 @@ def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: i
         # Under IWA, CoDel holds the queue of the flows no window holds (docs/iwa.md) at the queue the audio's
         # budget allows: IWA's own target. A lower one (RFC 8289's 5 ms) would drop from shaped flows whose
         # windows already keep the queue under the target, and cost a bulk flow its throughput.
-        codel = {"target_s": iwa_cfg.target_ns / NS}
+        codel = {"target_s": iwa_codel_target_ns(iwa_cfg.target_ns) / NS}
     return PipelineParams(
         queue=q, red=red_cfg, codel=codel_params(**(codel or {})), pie=pie_params(**(pie or {})), iwa=iwa_cfg,
     )
@@ -419,7 +452,8 @@ def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: i
 __all__ = [
     "ConfigError", "QueueParams", "RedParams", "CodelParams", "PieParams", "IwaParams", "PipelineParams",
     "pipeline_params", "queue_params", "red_params", "codel_params", "pie_params", "iwa_params", "drain_ns",
-    "bytes_to_ns", "ns_to_bytes", "iwa_target_ns", "CODEL_TARGET_NS",
+    "bytes_to_ns", "ns_to_bytes", "iwa_target_ns", "iwa_codel_target_ns", "CODEL_TARGET_NS", "JITTER_BUDGET_MS",
+    "MTU_BYTES", "budget_ns", "iwa_budget_s", "frame_bytes",
     "byte_time_q16", "parse_aqm", "FIELD_BITS", "FLOW_SLOTS", "N_LINKS", "check_link", "client_addr",
     "complete_ranges",
 ]
