@@ -11,7 +11,7 @@ from pathlib import Path
 import finsy as fy
 
 from refmodel.constants import COUNTER_SLOTS, Decision, TrafficClass
-from refmodel.params import ConfigError, PipelineParams, check_link
+from refmodel.params import JITTER_BUDGET_MS, ConfigError, PipelineParams, check_link
 from refmodel.pipeline import Route
 
 from . import config
@@ -137,7 +137,7 @@ async def cmd_tune(args) -> int:
     if args.target != "bmv2":
         raise ConfigError(f"tune --target {args.target}: the closed loop tunes IWA, which the TNA program does not "
                           f"run yet (docs/tofino.md); use install --target {args.target}")
-    cfg = config.load_table(args.config)
+    cfg = config.with_jitter_budget(config.load_table(args.config), args.jitter_budget_ms)
     schedule = tuner.parse_rate_schedule(args.rate_schedule)
     links, clients = config.links_from_dict(cfg)  # checked before any log file is opened
     logs: list = []
@@ -148,8 +148,7 @@ async def cmd_tune(args) -> int:
         return log
 
     try:
-        loops = tuner.LinkLoops(cfg, log_for=log_for, jitter_budget_ns=int(args.jitter_budget_ms * 1e6),
-                                period_ns=int(args.period_ms * 1e6), rate_schedule=schedule, t0_ns=args.t0_ns)
+        loops = tuner.LinkLoops(cfg, log_for=log_for, period_ns=int(args.period_ms * 1e6), rate_schedule=schedule, t0_ns=args.t0_ns)
         loop = loops.default
         state = DesiredState(loop.params, parse_routes(args.routes), args.monitor_port,
                              {lk: lp.params for lk, lp in loops.links.items()}, clients)
@@ -204,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--monitor-port", type=int, default=3, help="telemetry clone port")
     p.add_argument("--monitor-if", help="interface of the monitor port to read telemetry from (needs root)")
     p.add_argument("--period-ms", type=float, default=100.0)
-    p.add_argument("--jitter-budget-ms", type=float, default=40.0, help="the interactive flows' jitter buffer")
+    p.add_argument("--jitter-budget-ms", type=float, default=None,
+                   help="the interactive flows' jitter budget: IWA's target at install and in the loop (default: "
+                   f"the configuration's [aqm.iwa] budget_s, else {JITTER_BUDGET_MS:g} ms)")
     p.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...]: change the link rate AT_S seconds after --t0-ns")
     p.add_argument("--t0-ns", type=int, help="time origin of --rate-schedule (default: now)")
     p.add_argument("--shaper-dev", help="interface whose tbf drain shaper follows rate changes")

@@ -15,7 +15,8 @@ max_p = 0.1
 th_min = 5
 th_max = 20
 [aqm.iwa]               # IWA (refmodel.params.iwa_params; with `tune`, target_s is the controller's)
-target_s = 0.0279       # queue room for starting flows (the jitter budget less a margin)
+budget_s = 0.040        # the audio's jitter budget: the target at install, and what `tune` tunes it for
+target_s = 0.0279       # queue room for starting flows (default: the jitter budget less a margin)
 mtu_bytes = 1514        # full-size frame: the window floor is one MSS = mtu_bytes - 54
 hold_s = 1.0            # the reserve is forgotten this long after the last SYN-ACK
 age_s = 10.0            # a flow slot is free this long after its SYN-ACK (>= hold_s)
@@ -125,6 +126,32 @@ def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
 
 
 PARAM_SECTIONS = ("link", "buffer", "aqm")
+
+
+def with_jitter_budget(cfg: dict, budget_ms: float | None) -> dict:
+    """``cfg`` with the audio's jitter budget (ms) as the ``budget_s`` of every [aqm.iwa] table (the top level's
+    and each [links.N.aqm]'s): the budget the switch installs IWA's target from and the one the tuner tunes it
+    for (``tuner.ClosedLoop`` reads it from there). None: ``cfg`` unchanged (its own budget_s, else
+    ``refmodel.params.JITTER_BUDGET_MS``). A table whose budget_s says otherwise is refused: one budget."""
+    if budget_ms is None:
+        return cfg
+    budget_s = budget_ms / 1e3
+
+    def put(aqm: Any, where: str) -> Any:
+        iwa = aqm.get("iwa", {}) if isinstance(aqm, dict) else None
+        if not isinstance(iwa, dict):
+            return aqm  # not a table: params_from_dict names it
+        if "budget_s" in iwa and iwa["budget_s"] != budget_s:
+            raise ConfigError(f"{where}.iwa: budget_s = {iwa['budget_s']!r} disagrees with the jitter budget of "
+                              f"{budget_ms:g} ms: give the budget once")
+        return {**aqm, "iwa": {**iwa, "budget_s": budget_s}}
+
+    out = {**cfg, "aqm": put(cfg.get("aqm", {}), "aqm")}
+    links = cfg.get("links")
+    if isinstance(links, dict):
+        out["links"] = {k: {**t, "aqm": put(t["aqm"], f"links.{k}.aqm")} if isinstance(t, dict) and "aqm" in t
+                        else t for k, t in links.items()}
+    return out
 
 
 def links_from_dict(cfg: dict) -> tuple[dict[int, PipelineParams], dict[str, int]]:

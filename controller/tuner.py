@@ -40,7 +40,7 @@ from typing import IO
 import numpy as np
 
 from refmodel.constants import TELEMETRY_ETHERTYPE, Aqm, Decision, Reason, TrackFlag, TrafficClass
-from refmodel.params import TCP_FRAME_OVERHEAD, PipelineParams
+from refmodel.params import PipelineParams, budget_ns, frame_bytes, iwa_budget_s
 from refmodel.telemetry import ETH_HEADER, Record, TelemetryError
 
 from . import policy
@@ -105,14 +105,18 @@ class Action:
 
 
 class ClosedLoop:
-    def __init__(self, cfg: dict, *, jitter_budget_ns: int = 40_000_000, period_ns: int = 100_000_000,
+    def __init__(self, cfg: dict, *, period_ns: int = 100_000_000,
                  rate_schedule: list[tuple[float, float]] | None = None, t0_ns: int | None = None,
                  log: IO[str] | None = None, now: Callable[[], int] = time.time_ns) -> None:
         self.cfg = cfg
         self.base = params_from_dict(cfg)  # validated before anything is written
         self.params = self.base
         self.rate_bps = float(cfg["link"]["rate_bps"])
-        self.budget_ns = jitter_budget_ns
+        iwa = cfg.get("aqm", {}).get("iwa")
+        # the budget and the frame size the switch installed IWA's target from (refmodel.params.iwa_params), from
+        # the same table: the jitter budget is its [aqm.iwa] budget_s (config.with_jitter_budget puts a run's there)
+        self.budget_ns = budget_ns(iwa_budget_s(iwa))
+        self.frame_bytes = frame_bytes(iwa)
         self.period_ns = period_ns
         self.t0_ns = now() if t0_ns is None else t0_ns
         self.schedule = list(rate_schedule or [])
@@ -153,7 +157,7 @@ class ClosedLoop:
         p99 = st.p99()
         reason = f"link rate -> {self.rate_bps / 1e6:g} Mbit/s; " if rate_changed else ""
         if self.tuning:
-            d = policy.tune(self.state, obs, frame_bytes=self.base.iwa.mss_bytes + TCP_FRAME_OVERHEAD)
+            d = policy.tune(self.state, obs, frame_bytes=self.frame_bytes)
             self.state = d.state
             reason += d.reason
             new = dataclasses.replace(

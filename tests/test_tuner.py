@@ -7,9 +7,10 @@ import io
 import pytest
 
 from controller import policy
+from controller.config import with_jitter_budget
 from controller.tuner import COLUMNS, ClosedLoop, parse_rate_schedule
 from refmodel.constants import Aqm, Decision, Reason, TrackFlag, TrafficClass
-from refmodel.params import byte_time_q16, iwa_params
+from refmodel.params import JITTER_BUDGET_MS, ConfigError, byte_time_q16, iwa_params
 from refmodel.telemetry import Record
 
 MS = 1_000_000
@@ -205,3 +206,35 @@ def test_the_target_remembers_the_lowest_rate_of_the_last_ten_seconds():
     late = [k for k in targets if k > 5]
     assert late and min(late) * 100 * MS >= 0.45 * NS + policy.RATE_MEMORY_S * NS - 100 * MS
     assert targets[max(late)] == policy.target_for(4e6, 40 * MS)
+
+
+def test_the_budget_of_install_and_loop_is_the_configurations():
+    """One budget: the switch installs IWA's (and, under IWA, CoDel's) target from [aqm.iwa] budget_s, and the
+    loop tunes for the same one, so its first period writes nothing; without budget_s both are the default's."""
+    loop, log = make(with_jitter_budget(CFG, 60.0))
+    assert loop.budget_ns == 60 * MS
+    assert loop.params.iwa.target_ns == policy.target_for(2e6, 60 * MS) != policy.target_for(2e6, 40 * MS)
+    assert loop.params.codel.target_ns == policy.codel_target_for(2e6, 60 * MS)
+    loop.tick(0)
+    assert loop.tick(100 * MS) is None and rows(log)[0]["reason"] == "steady"
+    assert make()[0].budget_ns == round(JITTER_BUDGET_MS * MS)
+    assert with_jitter_budget(CFG, None) is CFG
+
+
+def test_the_loop_tunes_in_the_configurations_frame_size():
+    """The frame the targets are sized in is [aqm.iwa] mtu_bytes itself (not re-derived from the MSS)."""
+    loop, log = make({**CFG, "aqm": {"name": "iwa", "iwa": {"mtu_bytes": 1014}}})
+    assert loop.frame_bytes == 1014
+    loop.tick(0)
+    assert loop.tick(100 * MS) is None  # install and loop: the same target for 1014 B frames
+    assert loop.params.iwa.target_ns == policy.target_for(2e6, 40 * MS, 1014)
+
+
+def test_a_second_budget_that_disagrees_is_refused():
+    cfg = {**CFG, "aqm": {"name": "iwa", "iwa": {"budget_s": 0.05}},
+           "links": {"1": {"clients": ["10.0.1.2"], "aqm": {"name": "codel"}}}}
+    with pytest.raises(ConfigError, match=r"aqm.iwa: budget_s = 0.05 disagrees with the jitter budget of 60 ms"):
+        with_jitter_budget(cfg, 60.0)
+    out = with_jitter_budget(cfg, 50.0)
+    assert out["aqm"]["iwa"]["budget_s"] == 0.05 and out["links"]["1"]["aqm"]["iwa"] == {"budget_s": 0.05}
+    assert cfg["links"]["1"]["aqm"] == {"name": "codel"}  # the caller's table is left alone

@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 
 from controller import shaper
-from controller.config import links_from_dict, params_from_dict
+from controller.config import links_from_dict, params_from_dict, with_jitter_budget
 from controller.tuner import LinkLoops, link_log_path, open_log, parse_rate_schedule
+from refmodel.params import JITTER_BUDGET_MS
 from refmodel.pipeline import Pipeline, Route
 from refmodel.telemetry import encode_frame
 
@@ -131,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tune-log", type=Path, help="run the controller's closed loops in-process, log them here "
                     "(a link with parameters of its own: beside it, tuning-linkN.csv)")
-    ap.add_argument("--jitter-budget-ms", type=float, default=40.0)
+    ap.add_argument("--jitter-budget-ms", type=float, default=None,
+                    help="the audio's jitter budget: IWA's target at install and in the loop (default: the "
+                    f"configuration's [aqm.iwa] budget_s, else {JITTER_BUDGET_MS:g} ms)")
     ap.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...] after --t0-ns")
     ap.add_argument("--t0-ns", type=int)
     ap.add_argument("--shaper-dev", help="interface whose tbf follows rate changes")
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         i, o = ports.split(">")
         routes[int(i)] = Route(int(o), d == "down")
     with open(a.config) as f:
-        cfg = json.load(f)
+        cfg = with_jitter_budget(json.load(f), a.jitter_budget_ms)
     logs: list = []
 
     def log_for(link: int | None):
@@ -153,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         loop = None
         if a.tune_log is not None:
-            loop = LinkLoops(cfg, log_for=log_for, jitter_budget_ns=int(a.jitter_budget_ms * 1e6), t0_ns=a.t0_ns,
+            loop = LinkLoops(cfg, log_for=log_for, t0_ns=a.t0_ns,
                              rate_schedule=parse_rate_schedule(a.rate_schedule))
         return serve(ifaces, routes, cfg, a.monitor, a.seed, loop, a.shaper_dev)
     finally:
