@@ -122,6 +122,7 @@ def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: lis
         "pair": case.pair_key,
         "profile": case.profile.as_meta(),
         "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc, "irto_s": sc.irto_s, "ip": case.ip,
+        "jitter_budget_ms": case.jitter_budget_ms,
         "n_flows": sum(w.n_flows() for w in loads), "plan": plan_of(loads), "switch": switch.kind,
         "versions": {"kernel": platform.release(), "python": platform.python_version(),
                      "source": source_version()},
@@ -151,7 +152,7 @@ def start_lab(sc: scen.Scenario, case: scen.Case, net: AccessNet, switch: Switch
     # A radio profile's rates (the replication's seed: paired across AQMs), or the scenario's own changes.
     changes = case.profile.rate_schedule(meta["seed"], duration + tail_s + 2) or tuple(
         (float(a), float(r)) for a, r in run_cfg.get("rate_changes", []))
-    tune = TuneSpec(t0, float(run_cfg.get("jitter_budget_ms", 40.0)), changes)
+    tune = TuneSpec(t0, changes)  # the jitter budget is in case.switch_cfg ([aqm.iwa] budget_s)
     meta["rate_changes"] = [list(x) for x in tune.rate_changes]
     addrs = hosts(case.ip)
     lab = Lab(net, out, t0, duration, tail_s, sc.cc, addrs.server, addrs.client)

@@ -17,8 +17,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.config import params_from_dict
-from refmodel.params import ConfigError
+from controller.config import params_from_dict, with_jitter_budget
+from refmodel.params import JITTER_BUDGET_MS, ConfigError
 
 from .addresses import IP_VERSIONS
 from .browse import DEFAULTS as USERS_DEFAULTS
@@ -223,11 +223,14 @@ class Case:
     buffer: dict  # {"packets": n} or {"bytes": n}
     aqm: str
     iw: int
-    switch_cfg: dict  # [link]/[buffer]/[aqm] table for controller.config
+    switch_cfg: dict  # [link]/[buffer]/[aqm] table for controller.config (its [aqm.iwa] budget_s: jitter_budget_ms)
     spec: dict = field(repr=False)  # the scenario's traffic sections
     nominal_buffer: dict | None = None  # the scenario's buffer (redok replaces it with its own): pairs cases
     irto_s: float | None = None  # the hosts' initial RTO ([run] irto_s); None: the kernel's
     ip: int = 4  # the IP family the workloads talk over ([run] ip)
+    # the audio's jitter budget ([run] jitter_budget_ms): the switch's install-time IWA target (switch_cfg) and the
+    # tuner's (both read switch_cfg's [aqm.iwa] budget_s), recorded in meta.json
+    jitter_budget_ms: float = JITTER_BUDGET_MS
 
     @property
     def _suffix(self) -> str:
@@ -361,12 +364,17 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
                           f"{sorted(knobs) if isinstance(knobs, dict) else knobs!r}")
     irto_s = check_irto(run.get("irto_s"), path.name)
     ip = int(run.get("ip", 4))  # checked with [run]'s RANGES
+    budget_ms = float(run.get("jitter_budget_ms", JITTER_BUDGET_MS))  # checked with [run]'s RANGES
     cases = []
     for aqm, iw in itertools.product(aqms, iws):
         cfg, real_buf = _switch_cfg(prof, buf, aqm, knobs)
+        try:
+            cfg = with_jitter_budget(cfg, budget_ms)  # the switch installs IWA's target from it, the tuner tunes for it
+        except ConfigError as e:
+            raise ConfigError(f"{path.name}: {e} ([run] jitter_budget_ms, default {JITTER_BUDGET_MS:g})") from None
         if aqm in P4_AQMS:
             _check_switch_cfg(path.name, aqm, cfg)
-        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf), irto_s, ip))
+        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf), irto_s, ip, budget_ms))
     switch = run.get("switch", "auto")
     if switch not in ("auto", "bmv2", "model", "kernel"):
         raise ConfigError(f"{path.name}: [run] switch = {switch!r}: allowed auto, bmv2, model, kernel")

@@ -28,14 +28,14 @@ from .topology import ROOT, AccessNet, sh
 
 @dataclass(frozen=True)
 class TuneSpec:
-    """What the closed loop needs from the run: the jitter budget and the link-rate schedule."""
+    """What the closed loop needs from the run besides the switch's table (which holds the jitter budget, as its
+    [aqm.iwa] budget_s: ``scenario.Case.switch_cfg``): the link-rate schedule."""
 
     t0_ns: int  # the audio's start: origin of the rate schedule
-    jitter_budget_ms: float = 40.0
     rate_changes: tuple[tuple[float, float], ...] = ()  # (seconds after t0, new rate in bit/s)
 
     def args(self) -> list[str]:
-        out = ["--t0-ns", str(self.t0_ns), "--jitter-budget-ms", f"{self.jitter_budget_ms:g}"]
+        out = ["--t0-ns", str(self.t0_ns)]
         if self.rate_changes:
             out += ["--rate-schedule", ",".join(f"{a:g}:{r:g}" for a, r in self.rate_changes)]
         return out
