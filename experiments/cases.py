@@ -16,10 +16,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from refmodel.params import JITTER_BUDGET_MS
+
 from .metrics import (JITTER_BUFFERS_MS, Audio, MetricsError, _jb_key, audio_packets, bulk_bursts, find_reps, ipdv_ns,
                       levels_over_time, mean_ci95, read_meta, summarize_rep)
 
-JB_MAIN_MS = 40.0  # the jitter buffer of the main table and the loss-level figure (BRIEF "What better means")
+# the jitter buffer of the main table and the loss-level figure (BRIEF "What better means"): the audio's budget
+JB_MAIN_MS = JITTER_BUDGET_MS
 # AQMs in the order the report lists them; kernel qdiscs (k*) after the P4 ones.
 AQM_ORDER = ("fifo", "red", "redok", "codel", "pie", "iwa", "pfifo", "kred", "kcodel", "kfq_codel", "kpie")
 
@@ -55,6 +58,14 @@ class Case:
         aqm = str(self.aqm)
         return (AQM_ORDER.index(aqm) if aqm in AQM_ORDER else len(AQM_ORDER), aqm, self.iw or 0,
                 self.n_flows or 0, self.name)
+
+
+def jitter_budget_ms(meta: dict) -> float:
+    """The audio's jitter budget a replication's switch ran with (meta.json ``jitter_budget_ms``, the scenario's
+    [run] jitter_budget_ms: IWA's target at install and in the loop); runs from before meta.json recorded it ran
+    with the default, ``refmodel.params.JITTER_BUDGET_MS``."""
+    budget = meta.get("jitter_budget_ms")
+    return JITTER_BUDGET_MS if budget is None else float(budget)
 
 
 def _rep_number(p: Path) -> tuple:

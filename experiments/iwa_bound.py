@@ -33,7 +33,7 @@ the request's and ACKs' own serialization and any loss (a loss only adds time).
 
 Which queue: ``bound_at_target_s`` is the bound at IWA's own target (the budget less its margin,
 ``controller.policy.target_for``), ``bound_at_budget_s`` the bound for an AQM that lets the queue use the
-audio's whole budget; both default to the report's jitter budget (``experiments.cases.JB_MAIN_MS``, 40 ms).
+audio's whole budget; both default to the project's jitter budget (``refmodel.params.JITTER_BUDGET_MS``, 40 ms).
 web6 (6 x 62 kB, IW10) at HSPA (2 Mbit/s, RTT 162 ms), Linux's 1448 B segments in 1514 B frames: 2.23 s at
 IWA's target (27.9 ms), 2.13 s at the 40 ms budget; the link-rate limit is 1.88 s (two round trips, 0.324 s,
 plus 389 kB at 2 Mbit/s, 1.556 s).
@@ -42,8 +42,7 @@ plus 389 kB at 2 Mbit/s, 1.556 s).
 from __future__ import annotations
 
 from controller.policy import target_for
-
-from .cases import JB_MAIN_MS
+from refmodel.params import JITTER_BUDGET_MS, budget_ns
 
 FRAME = 1514  # bytes on the wire of a full-size segment (Ethernet + IPv4 + TCP with timestamps + payload)
 MSS = 1448  # its payload: Linux's MSS with TCP timestamps on a 1500 B MTU
@@ -71,15 +70,15 @@ def budget_bound_s(rate_bps: float, rtt_s: float, flows: int, size: int, growth_
     return t + left * ft
 
 
-def bound_at_target_s(rate_bps: float, rtt_s: float, flows: int, size: int, budget_ms: float = JB_MAIN_MS,
+def bound_at_target_s(rate_bps: float, rtt_s: float, flows: int, size: int, budget_ms: float = JITTER_BUDGET_MS,
                       frame: int = FRAME, mss: int = MSS) -> float:
     """The bound (``budget_bound_s``) at IWA's own target for the audio's ``budget_ms``: the queue IWA allows,
     the budget less max(2 frames, 5 ms) (``controller.policy.target_for``; 27.9 ms at 2 Mbit/s for 40 ms)."""
-    growth_s = target_for(rate_bps, round(budget_ms * 1e6), frame) / 1e9
+    growth_s = target_for(rate_bps, budget_ns(budget_ms / 1e3), frame) / 1e9
     return budget_bound_s(rate_bps, rtt_s, flows, size, growth_s, frame, mss)
 
 
-def bound_at_budget_s(rate_bps: float, rtt_s: float, flows: int, size: int, budget_ms: float = JB_MAIN_MS,
+def bound_at_budget_s(rate_bps: float, rtt_s: float, flows: int, size: int, budget_ms: float = JITTER_BUDGET_MS,
                       frame: int = FRAME, mss: int = MSS) -> float:
     """The bound (``budget_bound_s``) for an AQM that lets the queue use the audio's whole ``budget_ms``: what
     no AQM of the class (module docstring) that keeps the audio within its budget can beat."""

@@ -33,8 +33,9 @@ from pathlib import Path
 import pandas as pd
 
 from controller.policy import target_for
+from refmodel.params import MTU_BYTES, budget_ns
 
-from .cases import JB_MAIN_MS, Case, ReportError, case_pair, load_cases, rep_values, stats_of
+from .cases import JB_MAIN_MS, Case, ReportError, case_pair, jitter_budget_ms, load_cases, rep_values, stats_of
 from .iwa_bound import budget_bound_s
 from .markdown import md_table
 from .metrics import MetricsError, bulk_bursts, mean_ci95
@@ -48,7 +49,7 @@ BULK_SHARE = 0.95  # bulk goodput at least 95 % of FIFO's
 CELL_FORMAT = {"level2plus": (100, 1), "burst_s": (1, 2), "rtos": (1, 1)}  # shown as %, s, RTOs per replication
 CHECKS = ("level", "burst", "RTOs", "bulk")
 BEGIN, END = "<!-- iwa-table begin -->", "<!-- iwa-table end -->"
-FRAME_BITS = 1514 * 8  # one full-size Ethernet frame: what a single FIFO holds in front of the audio at least
+FRAME_BITS = MTU_BYTES * 8  # one full-size Ethernet frame: what a single FIFO holds in front of the audio at least
 STUDIED_JB_MS = (40.0, 60.0, 80.0, 100.0)  # the BRIEF's jitter buffers
 EPS = 1e-12  # float slack of the comparisons (a tie passes)
 TARGETS_TEXT = ("level ≥ 2: the audio's share at loss period level ≥ 2 (%); burst: web burst completion (s; "
@@ -61,8 +62,8 @@ TARGETS_TEXT = ("level ≥ 2: the audio's share at loss period level ≥ 2 (%); 
                 "Web users (users5): burst is the mean completion of the pages every AQM completed in the same "
                 "replication (a user's k-th page has the same size under every AQM). "
                 "Burst bound: the least completion IWA's target allows (experiments/iwa_bound.py: window growth "
-                "limited to the target's queue per round trip; the mean over the unit's bursts, each alone; n/a "
-                "with a bulk flow or users). "
+                "limited to the target's queue per round trip, the target for the run's jitter budget; the mean over "
+                "the unit's bursts, each alone; n/a with a bulk flow or users). "
                 "A check is pass, FAIL, - (data missing), not measured (bulk: IWA or FIFO has no replication with "
                 "it) or n/a (no bursts, TCP or bulk flow); the verdict is FAIL "
                 "if any check fails, pass if every applicable one passes, else incomplete.")
@@ -235,10 +236,11 @@ def users_completion(by_aqm: dict[str, Case]) -> dict[str, list[float]] | None:
     return out
 
 
-def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float = JB_MAIN_MS) -> str:
+def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float | None = None) -> str:
     """The budget's bound on the unit's burst completion (s), from its first replication's meta.json: link
-    rate and RTT (profile), the bursts (plan), IWA's target for ``budget_ms``; "n/a" for workloads the bound
-    does not describe (a bulk flow, users, a QUIC page, no bursts), "-" without a readable meta."""
+    rate and RTT (profile), the bursts (plan), IWA's target for ``budget_ms``, by default the jitter budget the
+    run's switch had (meta.json's, ``cases.jitter_budget_ms``); "n/a" for workloads the bound does not describe
+    (a bulk flow, users, a QUIC page, no bursts), "-" without a readable meta."""
     meta = next((r.meta for c in by_aqm.values() for r in c.reps if isinstance(r.meta.get("profile"), dict)), None)
     if meta is None:
         return "-"
@@ -250,7 +252,8 @@ def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float = JB_MAIN_MS) -> 
         prof = meta["profile"]
         rate = float(prof["rate_bps"])
         rtt = 2 * (float(prof["delay_ms"]) + float(prof.get("server_delay_ms") or 0)) / 1000
-        growth = target_for(rate, round(budget_ms * 1e6)) / 1e9
+        budget = jitter_budget_ms(meta) if budget_ms is None else budget_ms
+        growth = target_for(rate, budget_ns(budget / 1e3)) / 1e9
         bounds = [budget_bound_s(rate, rtt, int(b["flows"]), int(b["bytes"]), growth) for b in bursts]
     except (KeyError, TypeError, ValueError):
         return "-"
@@ -278,7 +281,7 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
             row += [_cell(stats.get(a), k) for k in KEYS]
         bulk = any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps)
         checks = iwa_checks(stats, bulk)
-        rows.append(row + [unit_burst_bound(by_aqm, jb_ms), _bulk_cell(stats, bulk)]
+        rows.append(row + [unit_burst_bound(by_aqm), _bulk_cell(stats, bulk)]
                     + [checks[k] for k in (*CHECKS, "verdict")])
     if not rows:
         return ["No case in these runs."]

@@ -88,7 +88,8 @@ def test_web6_at_hspa_by_hand():
 
 def test_the_named_bounds_take_the_report_s_budget_and_the_policy_s_target():
     """bound_at_target_s is the bound at controller.policy's target for the budget (27.888 ms at HSPA for the
-    report's 40 ms), bound_at_budget_s at the budget itself; both default to experiments.cases.JB_MAIN_MS."""
+    report's 40 ms), bound_at_budget_s at the budget itself; both default to refmodel.params.JITTER_BUDGET_MS
+    (experiments.cases.JB_MAIN_MS is the same)."""
     web6 = dict(**HSPA, flows=6, size=62_000)
     assert JB_MAIN_MS == 40.0
     assert bound_at_target_s(**web6) == budget_bound_s(**web6, growth_s=0.027888)
