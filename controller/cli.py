@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--monitor-port", type=int, default=3, help="telemetry clone port")
     p.add_argument("--monitor-if", help="interface of the monitor port to read telemetry from (needs root)")
     p.add_argument("--period-ms", type=float, default=100.0)
-    p.add_argument("--jitter-budget-ms", type=float, default=None,
+    p.add_argument("--jitter-budget-ms", type=float, default=None, metavar="MS",
                    help="the interactive flows' jitter budget: IWA's target at install and in the loop (default: "
                    f"the configuration's [aqm.iwa] budget_s, else {JITTER_BUDGET_MS:g} ms)")
     p.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...]: change the link rate AT_S seconds after --t0-ns")

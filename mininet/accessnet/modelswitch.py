@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tune-log", type=Path, help="run the controller's closed loops in-process, log them here "
                     "(a link with parameters of its own: beside it, tuning-linkN.csv)")
-    ap.add_argument("--jitter-budget-ms", type=float, default=None,
+    ap.add_argument("--jitter-budget-ms", type=float, default=None, metavar="MS",
                     help="the audio's jitter budget: IWA's target at install and in the loop (default: the "
                     f"configuration's [aqm.iwa] budget_s, else {JITTER_BUDGET_MS:g} ms)")
     ap.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...] after --t0-ns")
