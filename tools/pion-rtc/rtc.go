@@ -535,7 +535,15 @@ func recv(a recvArgs) int {
 	var mu sync.Mutex
 	received, payloadBytes := int64(0), int64(0)
 	maxSeq, maxSeqBefore := int64(-1), int64(-1)
-	pc.OnTrack(func(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+	pc.OnTrack(func(t *webrtc.TrackRemote, rcv *webrtc.RTPReceiver) {
+		go func() { // the sender's RTCP reaches the interceptors only when read: the SR for the RR's LSR/DLSR
+			b := make([]byte, 1500)
+			for {
+				if _, _, err := rcv.Read(b); err != nil {
+					return
+				}
+			}
+		}()
 		buf := make([]byte, 1600)
 		var pkt rtp.Packet
 		for {
