@@ -1,7 +1,8 @@
 """The [webrtc] workload (accessnet.webrtc, aiortc): the synthetic encoder's sizes follow target_bitrate, the
 scenario checks, the processes a replication starts, the log format (a short run of both ends on the
-loopback), and the acceptance test of issue 14 in the emulated network (root and Mininet): aiortc's rate
-rises on an idle 5 Mbit/s link and falls within a few seconds when the link rate is halved."""
+loopback), and the acceptance test of issue 14 in the emulated network (root and Mininet): the rate rises on an idle
+5 Mbit/s link and falls within a few seconds when the link rate is halved, for both stacks ([webrtc] stack:
+aiortc, and Pion's send-side GCC in build/pion-rtc, issue 35)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from refmodel.params import ConfigError
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_AIORTC = importlib.util.find_spec("aiortc") is not None
 needs_aiortc = pytest.mark.skipif(not HAVE_AIORTC, reason="aiortc is not installed (make setup installs it)")
+HAVE_PION = os.access(webrtc.PION_BINARY, os.X_OK)
+needs_pion = pytest.mark.skipif(not HAVE_PION, reason=f"{webrtc.PION_BINARY} is not built (make setup builds it with Go)")
 
 
 # ----------------------------------------------------------------------------- pure pieces
@@ -53,6 +56,33 @@ def test_the_trailer_carries_seq_frame_and_the_send_time_written_last():
     assert webrtc.read_trailer(body) == (7, 3, 0)
     assert webrtc.read_trailer(webrtc.stamp(body, 1_795_000_000_123_456_789)) == (7, 3, 1_795_000_000_123_456_789)
     assert webrtc.read_trailer(b"\x00" * 40) is None and webrtc.read_trailer(b"short") is None
+
+
+@needs_pion
+@pytest.mark.parametrize("kbps, fps", [(128, 30), (1000, 30), (2345.678, 25), (50, 7), (10_000, 29.97), (777.7, 60)])
+def test_pions_encoder_makes_the_python_encoders_packet_sizes(kbps, fps):
+    """tools/pion-rtc mirrors frame_sizes and split_frame: ``pion-rtc sizes`` prints its packet sizes per frame,
+    which must be the Python functions' for the same rate and frame rate, frame by frame (the fraction of a
+    byte carried over 300 frames included)."""
+    frames = 300
+    out = subprocess.run([str(webrtc.PION_BINARY), "sizes", "--start-kbps", str(kbps), "--fps", str(fps), "--frames",
+                          str(frames)], capture_output=True, text=True, timeout=30, check=True).stdout
+    got = [[int(x) for x in line.split()] for line in out.splitlines()]
+    carry, want = 0.0, []
+    for _ in range(frames):
+        n, carry = webrtc.frame_sizes(kbps * 1e3, fps, carry)
+        want.append(webrtc.split_frame(n))
+    assert got == want
+
+
+def test_pions_stats_begin_with_the_python_columns():
+    assert webrtc.PION_TX_STATS[:len(webrtc.TX_STATS)] == webrtc.TX_STATS
+    assert webrtc.PION_RX_STATS[:len(webrtc.RX_STATS)] == webrtc.RX_STATS
+    import re
+    go = (ROOT / "tools/pion-rtc/csvlog.go").read_text()  # what the Go program writes
+    lists = {name: tuple(re.findall(r'"(\w+)"', body)) for name, body in re.findall(r"(\w+) += \[\]string\{([^}]*)\}", go)}
+    assert lists == {"txColumns": webrtc.TX_COLUMNS, "rxColumns": webrtc.RX_COLUMNS, "txStats": webrtc.PION_TX_STATS,
+                     "rxStats": webrtc.PION_RX_STATS}
 
 
 @needs_aiortc
@@ -155,6 +185,34 @@ def test_bad_webrtc_values_are_refused(tmp_path, bad, says):
         scen.build(tmp_path / "mine.toml", data)
 
 
+def test_an_unknown_stack_is_refused(tmp_path):
+    data = _webrtc5()
+    data["webrtc"] = {**data["webrtc"], "stack": "libwebrtc"}
+    with pytest.raises(ConfigError, match="\\[webrtc\\] stack = 'libwebrtc': must be one of 'aiortc', 'pion'"):
+        scen.build(tmp_path / "w.toml", data)
+
+
+def test_pion_needs_its_binary_and_has_no_burst_cap(tmp_path, monkeypatch):
+    data = _webrtc5()
+    data["webrtc"] = {**data["webrtc"], "stack": "pion"}
+    monkeypatch.setattr(scen, "PION_BINARY", tmp_path / "missing" / "pion-rtc")
+    with pytest.raises(ConfigError, match="stack = \"pion\" needs .*pion-rtc, which is not built.*make setup"):
+        scen.build(tmp_path / "w.toml", data)
+    fake = tmp_path / "pion-rtc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(scen, "PION_BINARY", fake)
+    real = importlib.util.find_spec  # the Pion stack does not need aiortc
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "aiortc" else real(name, *a))
+    assert scen.build(tmp_path / "w.toml", data).data["webrtc"]["stack"] == "pion"
+    data["webrtc"]["max_burst_ms"] = 100
+    with pytest.raises(ConfigError, match="max_burst_ms is the aiortc receiver's"):
+        scen.build(tmp_path / "w.toml", data)
+    data["webrtc"] = {**data["webrtc"], "stack": "aiortc"}  # aiortc's own key, and its own requirement
+    with pytest.raises(ConfigError, match="needs aiortc"):
+        scen.build(tmp_path / "w.toml", data)
+
+
 def test_webrtc_and_rtc_cannot_share_a_scenario(tmp_path):
     data = _webrtc5()
     data["rtc"] = {"start_kbps": 128}
@@ -188,6 +246,29 @@ def test_the_workload_starts_a_receiver_on_the_phone_and_a_sender_on_the_server(
     assert opt["--log"].endswith("rtc_tx.csv") and ropt["--log"].endswith("rtc_rx.csv")
     assert ropt["--max-burst-ms"] == "100.0" and ropt["--local-ip"] != opt["--local-ip"]
     assert w.ends_run() and w.done()
+
+
+def test_the_pion_stack_starts_its_binary_with_the_same_command_line(tmp_path):
+    """stack = "pion": the same receiver and sender arguments, to build/pion-rtc instead of python -m
+    accessnet.webrtc; meta.json's plan records the stack (aiortc when the key is absent)."""
+    t0 = 1_800_000_000_000_000_000
+    spec = scen.load("webrtc5").cases[0].spec
+    runs = {}
+    for stack in ("aiortc", "pion"):
+        log: list = []
+        lab = Lab(FakeNet(log), tmp_path, t0, 120.0, 1.0, "cubic", V4.server, V4.client)
+        cfg = {**spec, "webrtc": {**spec["webrtc"], "stack": stack}} if stack == "pion" else spec
+        (w,) = [x for x in workloads_for(cfg, 5) if isinstance(x, WebRtc)]
+        assert w.plan == {"stack": stack}
+        w.start(lab)
+        for p in lab.procs:
+            p.wait()
+        runs[stack] = log
+    for (h_a, a), (h_p, p) in zip(runs["aiortc"], runs["pion"]):
+        assert h_a == h_p
+        prog_a = a[a.index("-m") + 1:]
+        assert prog_a[0] == "accessnet.webrtc" and p[p.index(str(webrtc.PION_BINARY)) + 1:] == prog_a[1:]
+    assert [a[a.index(str(webrtc.PION_BINARY)) + 1] for _, a in runs["pion"]] == ["recv", "send"]
 
 
 def test_two_flows_each_get_a_signalling_port_and_their_own_logs(tmp_path):
