@@ -25,11 +25,11 @@ import (
 const signalPort = 5008
 
 type sendArgs struct {
-	dst, localIP                                string
-	signalPort                                  int
-	startKbps, minKbps, maxKbps, fps, duration  float64
-	startAt                                     int64
-	log, stats                                  string
+	dst, localIP                               string
+	signalPort                                 int
+	startKbps, minKbps, maxKbps, fps, duration float64
+	startAt                                    int64
+	log, stats                                 string
 }
 
 type recvArgs struct {
