@@ -1,7 +1,8 @@
 """The [webrtc] workload (accessnet.webrtc, aiortc): the synthetic encoder's sizes follow target_bitrate, the
 scenario checks, the processes a replication starts, the log format (a short run of both ends on the
-loopback), and the acceptance test of issue 14 in the emulated network (root and Mininet): aiortc's rate
-rises on an idle 5 Mbit/s link and falls within a few seconds when the link rate is halved."""
+loopback), and the acceptance test of issue 14 in the emulated network (root and Mininet): the rate rises on an idle
+5 Mbit/s link and falls within a few seconds when the link rate is halved, for both stacks ([webrtc] stack:
+aiortc, and Pion's send-side GCC in build/pion-rtc, issue 35)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from refmodel.params import ConfigError
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_AIORTC = importlib.util.find_spec("aiortc") is not None
 needs_aiortc = pytest.mark.skipif(not HAVE_AIORTC, reason="aiortc is not installed (make setup installs it)")
+HAVE_PION = os.access(webrtc.PION_BINARY, os.X_OK)
+needs_pion = pytest.mark.skipif(not HAVE_PION, reason=f"{webrtc.PION_BINARY} is not built (make setup builds it with Go)")
 
 
 # ----------------------------------------------------------------------------- pure pieces
@@ -53,6 +56,33 @@ def test_the_trailer_carries_seq_frame_and_the_send_time_written_last():
     assert webrtc.read_trailer(body) == (7, 3, 0)
     assert webrtc.read_trailer(webrtc.stamp(body, 1_795_000_000_123_456_789)) == (7, 3, 1_795_000_000_123_456_789)
     assert webrtc.read_trailer(b"\x00" * 40) is None and webrtc.read_trailer(b"short") is None
+
+
+@needs_pion
+@pytest.mark.parametrize("kbps, fps", [(128, 30), (1000, 30), (2345.678, 25), (50, 7), (10_000, 29.97), (777.7, 60)])
+def test_pions_encoder_makes_the_python_encoders_packet_sizes(kbps, fps):
+    """tools/pion-rtc mirrors frame_sizes and split_frame: ``pion-rtc sizes`` prints its packet sizes per frame,
+    which must be the Python functions' for the same rate and frame rate, frame by frame (the fraction of a
+    byte carried over 300 frames included)."""
+    frames = 300
+    out = subprocess.run([str(webrtc.PION_BINARY), "sizes", "--start-kbps", str(kbps), "--fps", str(fps), "--frames",
+                          str(frames)], capture_output=True, text=True, timeout=30, check=True).stdout
+    got = [[int(x) for x in line.split()] for line in out.splitlines()]
+    carry, want = 0.0, []
+    for _ in range(frames):
+        n, carry = webrtc.frame_sizes(kbps * 1e3, fps, carry)
+        want.append(webrtc.split_frame(n))
+    assert got == want
+
+
+def test_pions_stats_begin_with_the_python_columns():
+    assert webrtc.PION_TX_STATS[:len(webrtc.TX_STATS)] == webrtc.TX_STATS
+    assert webrtc.PION_RX_STATS[:len(webrtc.RX_STATS)] == webrtc.RX_STATS
+    import re
+    go = (ROOT / "tools/pion-rtc/csvlog.go").read_text()  # what the Go program writes
+    lists = {name: tuple(re.findall(r'"(\w+)"', body)) for name, body in re.findall(r"(\w+) += \[\]string\{([^}]*)\}", go)}
+    assert lists == {"txColumns": webrtc.TX_COLUMNS, "rxColumns": webrtc.RX_COLUMNS, "txStats": webrtc.PION_TX_STATS,
+                     "rxStats": webrtc.PION_RX_STATS}
 
 
 @needs_aiortc
@@ -155,6 +185,34 @@ def test_bad_webrtc_values_are_refused(tmp_path, bad, says):
         scen.build(tmp_path / "mine.toml", data)
 
 
+def test_an_unknown_stack_is_refused(tmp_path):
+    data = _webrtc5()
+    data["webrtc"] = {**data["webrtc"], "stack": "libwebrtc"}
+    with pytest.raises(ConfigError, match="\\[webrtc\\] stack = 'libwebrtc': must be one of 'aiortc', 'pion'"):
+        scen.build(tmp_path / "w.toml", data)
+
+
+def test_pion_needs_its_binary_and_has_no_burst_cap(tmp_path, monkeypatch):
+    data = _webrtc5()
+    data["webrtc"] = {**data["webrtc"], "stack": "pion"}
+    monkeypatch.setattr(scen, "PION_BINARY", tmp_path / "missing" / "pion-rtc")
+    with pytest.raises(ConfigError, match="stack = \"pion\" needs .*pion-rtc, which is not built.*make setup"):
+        scen.build(tmp_path / "w.toml", data)
+    fake = tmp_path / "pion-rtc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(scen, "PION_BINARY", fake)
+    real = importlib.util.find_spec  # the Pion stack does not need aiortc
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "aiortc" else real(name, *a))
+    assert scen.build(tmp_path / "w.toml", data).data["webrtc"]["stack"] == "pion"
+    data["webrtc"]["max_burst_ms"] = 100
+    with pytest.raises(ConfigError, match="max_burst_ms is the aiortc receiver's"):
+        scen.build(tmp_path / "w.toml", data)
+    data["webrtc"] = {**data["webrtc"], "stack": "aiortc"}  # aiortc's own key, and its own requirement
+    with pytest.raises(ConfigError, match="needs aiortc"):
+        scen.build(tmp_path / "w.toml", data)
+
+
 def test_webrtc_and_rtc_cannot_share_a_scenario(tmp_path):
     data = _webrtc5()
     data["rtc"] = {"start_kbps": 128}
@@ -188,6 +246,29 @@ def test_the_workload_starts_a_receiver_on_the_phone_and_a_sender_on_the_server(
     assert opt["--log"].endswith("rtc_tx.csv") and ropt["--log"].endswith("rtc_rx.csv")
     assert ropt["--max-burst-ms"] == "100.0" and ropt["--local-ip"] != opt["--local-ip"]
     assert w.ends_run() and w.done()
+
+
+def test_the_pion_stack_starts_its_binary_with_the_same_command_line(tmp_path):
+    """stack = "pion": the same receiver and sender arguments, to build/pion-rtc instead of python -m
+    accessnet.webrtc; meta.json's plan records the stack (aiortc when the key is absent)."""
+    t0 = 1_800_000_000_000_000_000
+    spec = scen.load("webrtc5").cases[0].spec
+    runs = {}
+    for stack in ("aiortc", "pion"):
+        log: list = []
+        lab = Lab(FakeNet(log), tmp_path, t0, 120.0, 1.0, "cubic", V4.server, V4.client)
+        cfg = {**spec, "webrtc": {**spec["webrtc"], "stack": stack}} if stack == "pion" else spec
+        (w,) = [x for x in workloads_for(cfg, 5) if isinstance(x, WebRtc)]
+        assert w.plan == {"stack": stack}
+        w.start(lab)
+        for p in lab.procs:
+            p.wait()
+        runs[stack] = log
+    for (h_a, a), (h_p, p) in zip(runs["aiortc"], runs["pion"]):
+        assert h_a == h_p
+        prog_a = a[a.index("-m") + 1:]
+        assert prog_a[0] == "accessnet.webrtc" and p[p.index(str(webrtc.PION_BINARY)) + 1:] == prog_a[1:]
+    assert [a[a.index(str(webrtc.PION_BINARY)) + 1] for _, a in runs["pion"]] == ["recv", "send"]
 
 
 def test_two_flows_each_get_a_signalling_port_and_their_own_logs(tmp_path):
@@ -254,21 +335,63 @@ def test_both_ends_on_the_loopback_write_the_logs_the_metrics_read(tmp_path, loo
     assert list(pd.read_csv(tmp_path / "rx_stats.csv").columns) == list(webrtc.RX_STATS)
 
 
+@needs_pion
+def test_pion_both_ends_on_the_loopback_write_the_logs_the_metrics_read(tmp_path):
+    """Three seconds of media between build/pion-rtc's receiver and sender over 127.0.0.1 (no namespaces):
+    media flows, the per-packet logs carry the [rtc] columns that rtc_metrics reads, the stats hold a row a
+    second in webrtc.PION_TX_STATS / PION_RX_STATS with GCC's state and TWCC feedback in them."""
+    port = 16_000 + os.getpid() % 1000
+    exe = str(webrtc.PION_BINARY)
+    rx = subprocess.Popen([exe, "recv", "--local-ip", "127.0.0.1", "--signal-port", str(port), "--duration", "40",
+                           "--log", str(tmp_path / "rtc_rx.csv"), "--stats", str(tmp_path / "rx_stats.csv")],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        tx = subprocess.run([exe, "send", "--dst", "127.0.0.1", "--local-ip", "127.0.0.1", "--signal-port", str(port),
+                             "--duration", "3", "--start-at", str(time.time_ns() + 3_000_000_000),
+                             "--log", str(tmp_path / "rtc_tx.csv"), "--stats", str(tmp_path / "tx_stats.csv")],
+                            capture_output=True, text=True, timeout=60)
+    finally:
+        rx.terminate()
+        out = rx.communicate(timeout=30)[0]
+    print(tx.stdout, tx.stderr, out)
+    assert tx.returncode == 0, tx.stdout + tx.stderr
+    assert "connected -" in tx.stdout, f"not connected before the start time: {tx.stdout}"
+    assert rx.returncode == 0, out
+    txl, rxl = pd.read_csv(tmp_path / "rtc_tx.csv"), pd.read_csv(tmp_path / "rtc_rx.csv")
+    assert list(txl.columns) == [*RTC_TX_COLUMNS, "frame"] and list(rxl.columns) == [*RTC_RX_COLUMNS, "frame"]
+    skipped = int(tx.stdout.split(" frames skipped")[0].rsplit(" ", 1)[1])
+    assert 85 <= txl["frame"].nunique() + skipped <= 95  # 30 frames/s x 3 s
+    assert len(rxl) == len(txl) and (rxl["seq"] == txl["seq"]).all()
+    assert (rxl["send_ns"] == txl["send_ns"]).all() and (rxl["recv_ns"] > rxl["send_ns"]).all()
+    assert txl["rate_bps"].iloc[0] == 128_000  # the start rate, then GCC's
+    m = rtc_metrics(tmp_path, None, 1)
+    assert m["loss_rate"] == 0 and m["owd_median_s"] < 0.05 and m["received"] == len(txl)
+    st = pd.read_csv(tmp_path / "tx_stats.csv")
+    assert list(st.columns) == list(webrtc.PION_TX_STATS) and 2 <= len(st) <= 5
+    assert st["twcc_reports"].sum() > 0 and st["delay_bps"].notna().all() and st["usage"].notna().all()
+    assert (st["sent_packets"] > 0).all() and st["rtt_s"].dropna().lt(0.05).all()
+    rst = pd.read_csv(tmp_path / "rx_stats.csv")
+    assert list(rst.columns) == list(webrtc.PION_RX_STATS) and rst["twcc_reports"].sum() > 0
+    assert 55 <= rst["received"].sum() <= len(rxl)  # whole seconds only: the part-second before the stop has no row
+
+
 # ----------------------------------------------------------------------------- acceptance (issue 14)
 
-def _lab_missing() -> str | None:
+def _lab_missing(stack: str = "aiortc") -> str | None:
     if os.geteuid() != 0:
         return "needs root (network namespaces)"
     if importlib.util.find_spec("mininet") is None or shutil.which("mn") is None:
         return "needs Mininet (make setup installs it)"
-    if not HAVE_AIORTC:
+    if stack == "aiortc" and not HAVE_AIORTC:
         return "aiortc is not installed (make setup installs it)"
+    if stack == "pion" and not HAVE_PION:
+        return f"{webrtc.PION_BINARY} is not built (make setup builds it with Go)"
     return None
 
 
 ACCEPT_CHANGE_S, ACCEPT_START_S = 22.0, 1.0
 ACCEPT = f"""
-description = "issue 14 acceptance: aiortc alone on 5 Mbit/s, 50 ms, 50 packets; the link halves at {ACCEPT_CHANGE_S:g} s"
+description = "issue 14 acceptance: {{stack}} alone on 5 Mbit/s, 50 ms, 50 packets; the link halves at {ACCEPT_CHANGE_S:g} s"
 [run]
 profile = "rtc50"
 buffer = "50p"
@@ -286,19 +409,24 @@ payload = 40
 [webrtc]
 start_kbps = 1000
 start_s = {ACCEPT_START_S:g}
+stack = "{{stack}}"
 """
 
 
 @pytest.mark.root
-@pytest.mark.skipif(_lab_missing() is not None, reason=str(_lab_missing()))
-def test_acceptance_the_rate_rises_on_an_idle_link_and_falls_when_it_halves(tmp_path):
-    """Issue 14's acceptance: in the emulated network (reference-model switch, 5 Mbit/s, 50 ms), aiortc's
-    REMB-driven rate rises from its start on the idle link, and within 5 s of the link rate halving
-    (``rate_changes``) it is below the new link rate. Starts at 1000 kbit/s, not the seed's 128: at aiortc's
-    +8 %/s the climb from 128 kbit/s above 2.5 Mbit/s alone takes about 40 s. A climb cut by a fall on the
-    idle link while the hypervisor took CPU time from the VM (meta.json's ``host_steal_ms``) is an xfail, with
-    numbers, as the single-bottleneck check's: the stall reads as queueing delay to the receiver."""
-    (tmp_path / "webrtc_accept.toml").write_text(ACCEPT)
+@pytest.mark.parametrize("stack", [
+    pytest.param("aiortc", marks=pytest.mark.skipif(_lab_missing() is not None, reason=str(_lab_missing()))),
+    pytest.param("pion", marks=pytest.mark.skipif(_lab_missing("pion") is not None, reason=str(_lab_missing("pion")))),
+])
+def test_acceptance_the_rate_rises_on_an_idle_link_and_falls_when_it_halves(tmp_path, stack):
+    """Issue 14's acceptance (issue 35 for Pion): in the emulated network (reference-model switch, 5 Mbit/s,
+    50 ms), the rate rises from its start on the idle link, and within 5 s of the link rate halving
+    (``rate_changes``) it is below the new link rate; aiortc's driven by REMB, Pion's by its send-side GCC on
+    TWCC feedback. Starts at 1000 kbit/s, not the seed's 128: at aiortc's +8 %/s the climb from 128 kbit/s
+    above 2.5 Mbit/s alone takes about 40 s. A climb cut by a fall on the idle link while the hypervisor took
+    CPU time from the VM (meta.json's ``host_steal_ms``) is an xfail, with numbers, as the single-bottleneck
+    check's: the stall reads as queueing delay to the estimator."""
+    (tmp_path / "webrtc_accept.toml").write_text(ACCEPT.format(stack=stack))
     r = subprocess.run([sys.executable, "-m", "accessnet.run", "--scenario", str(tmp_path / "webrtc_accept.toml"),
                         "--out", str(tmp_path / "out")], cwd=ROOT, env=_env(), capture_output=True, text=True,
                        timeout=240)
@@ -313,13 +441,18 @@ def test_acceptance_the_rate_rises_on_an_idle_link_and_falls_when_it_halves(tmp_
     before = st[st["t_s"] <= ACCEPT_CHANGE_S]
     after = st[(st["t_s"] > ACCEPT_CHANGE_S) & (st["t_s"] <= ACCEPT_CHANGE_S + 5)]
     peak = before["target_bps"].max()
-    assert before["rembs"].sum() > 0, "no REMB reached the sender"
+    assert json.loads((rep / "meta.json").read_text())["plan"]["workloads"]["webrtc"]["stack"] == stack
+    if stack == "pion":
+        assert list(st.columns) == list(webrtc.PION_TX_STATS)
+        assert before["twcc_reports"].sum() > 0, "no TWCC feedback reached the sender"
+    else:
+        assert before["rembs"].sum() > 0, "no REMB reached the sender"
     rose = peak >= 2 * 1_000_000 and peak > 2_500_000
     steal = json.loads((rep / "meta.json").read_text()).get("host_steal_ms") or 0
     fell_idle = (before["target_bps"].diff() < 0).any()   # overuse on the idle link: the host's delay, not the link's
     if not rose and fell_idle and steal > 0:
         pytest.xfail(f"the rate fell on the idle link (peak {peak}) while the hypervisor took {steal:.0f} ms of CPU "
-                     "time from this VM: a stall reads as queueing delay to the receiver's estimator")
+                     "time from this VM: a stall reads as queueing delay to the estimator")
     assert rose, f"the rate did not rise on the idle link (peak {peak})"
     assert after["target_bps"].min() < 2_500_000, \
         f"the rate did not fall below the halved link within 5 s: {after['target_bps'].tolist()}"

@@ -49,7 +49,7 @@ else
 fi
 
 # --- 2b. the project's native helper (userspace delay line) -----------------------
-bash mininet/accessnet/build_native.sh && say "native helpers: build/delayline$([ -x build/irto-attach ] && echo ', build/irto.bpf.o, build/irto-attach, build/rwnd.bpf.o, build/rwnd-attach')"
+bash mininet/accessnet/build_native.sh && say "native helpers: build/delayline$([ -x build/irto-attach ] && echo ', build/irto.bpf.o, build/irto-attach, build/rwnd.bpf.o, build/rwnd-attach')$([ -x build/pion-rtc ] && echo ', build/pion-rtc')"
 
 # --- 3. P4 toolchain -------------------------------------------------------------
 have_p4() { command -v p4c-bm2-ss >/dev/null && command -v simple_switch_grpc >/dev/null; }

@@ -34,3 +34,20 @@ else
     echo "build_native: clang or libbpf-dev missing: build/irto.bpf.o, build/irto-attach, build/rwnd.bpf.o and" \
          "build/rwnd-attach not built (irto_s and client_window_bytes unavailable)" >&2
 fi
+
+# The Pion WebRTC flow ([webrtc] stack = "pion"): tools/pion-rtc, a Go module pinned in go.mod/go.sum
+# (-mod=readonly: the build never changes them; the modules come from the Go module proxy or GOMODCACHE).
+# Without Go (1.24 or newer) the rest of the lab still works; stack = "pion" is refused.
+go_bin=$(command -v go || { [ -x /usr/local/go/bin/go ] && echo /usr/local/go/bin/go; } || true)
+pion_src=(tools/pion-rtc/*.go tools/pion-rtc/go.mod tools/pion-rtc/go.sum)
+if [ -n "$go_bin" ]; then
+    stale=0
+    [ -x build/pion-rtc ] || stale=1
+    for f in "${pion_src[@]}"; do [ "$f" -nt build/pion-rtc ] && stale=1; done
+    if [ "$stale" = 1 ]; then
+        (cd tools/pion-rtc && GOFLAGS=-mod=readonly CGO_ENABLED=0 "$go_bin" build -trimpath -o ../../build/pion-rtc .)
+    fi
+else
+    echo "build_native: Go (1.24 or newer) missing: build/pion-rtc not built ([webrtc] stack = \"pion\" unavailable;" \
+         "https://go.dev/dl/, or /usr/local/go/bin/go)" >&2
+fi

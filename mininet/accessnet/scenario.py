@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import itertools
 import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from .browse import MODES as USER_MODES
 from .irto import check_irto
 from .profiles import Profile, buffer_packets, profile
 from .webrtc import DEFAULTS as WEBRTC_DEFAULTS
+from .webrtc import PION_BINARY, STACK, STACKS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -67,7 +69,7 @@ RANGES: dict[str, dict[str, tuple]] = {
             "start_s": ("num", 0, 86_400)},
     "webrtc": {"start_kbps": ("num", 1, 10**6), "min_kbps": ("num", 1, 10**6), "max_kbps": ("num", 1, 10**6),
                "fps": ("num", 1, 120), "start_s": ("num", 0, 86_400), "max_burst_ms": ("num", 0, 10_000),
-               "flows": ("int", 1, 4)},
+               "flows": ("int", 1, 4), "stack": ("choice", STACKS, None)},
     "users": {"count": ("int", 1, 1000), "min_bytes": ("int", 1, 10**11), "max_bytes": ("int", 1, 10**11),
               "idle_mean_s": ("num", 0.001, 86_400), "start_s": ("num", 0, 86_400),
               "mode": ("choice", USER_MODES, None), "objects": ("int", 1, 1000), "connections": ("int", 1, 256),
@@ -173,7 +175,9 @@ def check_users(data: dict, label: str) -> None:
 
 def check_webrtc(data: dict, label: str) -> None:
     """[webrtc]: its rates in order with the defaults filled in, not beside [rtc] (both write rtc_tx.csv and
-    rtc_rx.csv), and aiortc importable (pinned in requirements.txt: 'make setup' installs it)."""
+    rtc_rx.csv), and its stack there: aiortc importable (pinned in requirements.txt: 'make setup' installs it),
+    or for ``stack = "pion"`` the program build/pion-rtc ('make setup' builds it with Go), which has no
+    ``max_burst_ms`` (aiortc's receiver's burst cap)."""
     if "webrtc" not in data:
         return
     if "rtc" in data:
@@ -183,6 +187,14 @@ def check_webrtc(data: dict, label: str) -> None:
     if not w["min_kbps"] <= w["start_kbps"] <= w["max_kbps"]:
         raise ConfigError(f"{label}: [webrtc] needs min_kbps <= start_kbps <= max_kbps; got {w['min_kbps']!r}, "
                           f"{w['start_kbps']!r}, {w['max_kbps']!r} (defaults {WEBRTC_DEFAULTS})")
+    if w.get("stack", STACK) == "pion":
+        if "max_burst_ms" in data["webrtc"]:
+            raise ConfigError(f"{label}: [webrtc] max_burst_ms is the aiortc receiver's burst cap; stack = \"pion\" "
+                              "has no such key (Pion's estimator is at the sender)")
+        if not os.access(PION_BINARY, os.X_OK):
+            raise ConfigError(f"{label}: [webrtc] stack = \"pion\" needs {PION_BINARY}, which is not built (run "
+                              "'make setup': it builds tools/pion-rtc with Go 1.24 or newer)")
+        return
     if importlib.util.find_spec("aiortc") is None:
         raise ConfigError(f"{label}: [webrtc] needs aiortc, which is not installed in this Python "
                           f"(run 'make setup': requirements.txt pins it)")

@@ -31,6 +31,15 @@ per-packet logs, the first also writing the send time into the payload's trailer
   resend (counted in the sender's stats as ``nacked``): the loss rate is the network's, as in the seed's NS-2
   runs, which had no retransmission.
 
+A second stack, ``[webrtc] stack = "pion"`` (``STACKS``; the default is aiortc), runs the Go program
+``build/pion-rtc`` (tools/pion-rtc, built by ``make setup``): pion/webrtc with pion/interceptor's send-side
+GCC (the delay-based estimate from transport-wide feedback (TWCC), the loss-based controller, the leaky-bucket
+pacer at 1.5 x the target; the RTT from RTCP RR), with this module's command line, synthetic encoder (its
+``frame_sizes`` and ``split_frame``, mirrored in tools/pion-rtc/encoder.go), signalling, trailer and logs.
+Its stats begin with this module's columns (``TX_STATS``, ``RX_STATS``; a value that has no meaning there,
+such as REMB or the receiver's estimate, is empty) and go on with GCC's (``PION_TX_STATS``,
+``PION_RX_STATS``). ``--max-burst-ms`` is aiortc's receiver's and has no effect on it.
+
 Signalling is one offer and one answer (JSON lines) over a plain TCP connection: the receiver listens on
 ``--signal-port``, the sender connects (retrying until its start time). No STUN or TURN server.
 
@@ -69,6 +78,8 @@ import sys
 import time
 from fractions import Fraction
 
+from pathlib import Path
+
 from .addresses import family
 
 MAGIC = 0x57525443  # "WRTC"
@@ -89,6 +100,17 @@ TX_STATS = ("t_ns", "target_bps", "remb_bps", "rembs", "sent_bps", "sent_packets
             "fraction_lost", "packets_lost")
 RX_STATS = ("t_ns", "estimate_bps", "remb_bps", "incoming_bps", "usage", "offset_ms", "threshold_ms",
             "received", "lost")
+# [webrtc] stack: which WebRTC implementation runs the flow. aiortc: this module; pion: build/pion-rtc.
+STACKS = ("aiortc", "pion")
+STACK = "aiortc"
+PION_BINARY = Path(__file__).resolve().parents[2] / "build" / "pion-rtc"
+# pion-rtc's stats: the columns above, then GCC's target before the encoder's clamp, its delay-based and
+# loss-based estimates, the loss controller's average loss, the detector's usage, the rate controller's
+# state, the delay-gradient estimate, the adaptive threshold and the last measurement (ms), and the TWCC
+# reports received; the receiver's: the TWCC reports and the NACKed packets it sent (tools/pion-rtc/csvlog.go)
+PION_TX_STATS = TX_STATS + ("gcc_bps", "delay_bps", "loss_bps", "average_loss", "usage", "state", "estimate_ms",
+                            "threshold_ms", "measurement_ms", "twcc_reports")
+PION_RX_STATS = RX_STATS + ("twcc_reports", "nacks")
 
 
 # ----------------------------------------------------------------------------- pure pieces (unit-tested)

@@ -29,6 +29,7 @@ from .irto import preexec
 from .topology import ROOT, AccessNet
 from .web import WEB_PORT, merge_flow_logs
 from .webrtc import DEFAULTS as WEBRTC_DEFAULTS
+from .webrtc import PION_BINARY, STACK
 
 AUDIO_PORT, RTC_PORT = 5004, 5006
 QUIC_PORT = 4433  # UDP
@@ -59,14 +60,16 @@ class Lab:
     procs: list[subprocess.Popen] = field(default_factory=list)
     web_server: subprocess.Popen | None = None
 
-    def spawn(self, node, args: list[str], name: str, realtime: bool = False) -> subprocess.Popen:
-        """``python -m <args>`` in a host, output to ``<name>.out``, registered for cleanup."""
+    def spawn(self, node, args: list[str], name: str, realtime: bool = False, exe: str | None = None) -> subprocess.Popen:
+        """``python -m <args>`` (or the program ``exe`` with ``args``) in a host, output to ``<name>.out``,
+        registered for cleanup."""
         f = open(self.out / f"{name}.out", "wb")
-        argv = [*(REALTIME if realtime else []), PY, "-m", *args]
+        prog = [exe] if exe else [PY, "-m"]
+        argv = [*(REALTIME if realtime else []), *prog, *args]
         p = node.popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT),
                        env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=preexec(node))  # irto's cgroup
         self.procs.append(p)
-        self.net.registry.process(p.pid, [PY, "-m", *args])
+        self.net.registry.process(p.pid, [*prog, *args])
         return p
 
     def ensure_web_server(self) -> None:
@@ -307,33 +310,41 @@ class Rtc(Workload):
 
 
 class WebRtc(Workload):
-    """``[webrtc]``: one real WebRTC flow (aiortc: receiver-side delay-based estimate, REMB), server to phone
-    (accessnet.webrtc). Its per-packet logs are rtc_tx.csv / rtc_rx.csv in the [rtc] flow's columns, so the
-    rtc metrics (goodput, loss, OWD, TFS) read them unchanged; webrtc_tx_stats.csv / webrtc_rx_stats.csv hold
-    its controller's state per second. It ends the run when its sender has sent its media (the sender's
-    duration ends with the run's, less its start and the tail)."""
+    """``[webrtc]``: one real WebRTC flow, server to phone: ``stack = "aiortc"`` (the default; accessnet.webrtc:
+    receiver-side delay-based estimate, REMB) or ``"pion"`` (build/pion-rtc: Pion's send-side GCC with TWCC
+    feedback, loss-based controller and pacer), with the same command line, encoder and logs. Its per-packet
+    logs are rtc_tx.csv / rtc_rx.csv in the [rtc] flow's columns, so the rtc metrics (goodput, loss, OWD, TFS)
+    read them unchanged; webrtc_tx_stats.csv / webrtc_rx_stats.csv hold its controller's state per second. The
+    stack is in meta.json's plan (``plan.workloads.webrtc.stack``). It ends the run when its sender has sent its
+    media (the sender's duration ends with the run's, less its start and the tail)."""
 
     section = "webrtc"
+
+    def draw(self) -> dict:
+        return {"stack": self.cfg.get("stack", STACK)}  # no random draw: the record of which stack ran
 
     def start(self, lab: Lab) -> None:
         r = {**WEBRTC_DEFAULTS, **self.cfg}
         rstart = float(r.get("start_s", 0.0))
+        pion = self.plan["stack"] == "pion"
+        exe, prog = (str(PION_BINARY), []) if pion else (None, ["accessnet.webrtc"])
         self.senders = []
         for k in range(int(r.get("flows", 1))):  # flow k: its own signalling port and logs (suffix _k, k >= 1)
             sfx, port = (f"_{k}" if k else ""), str(WEBRTC_SIGNAL_PORT + k)
-            lab.spawn(lab.net.cli, ["accessnet.webrtc", "recv", "--local-ip", lab.client_ip,
+            lab.spawn(lab.net.cli, [*prog, "recv", "--local-ip", lab.client_ip,
                                     "--signal-port", port,
                                     "--max-burst-ms", str(float(r["max_burst_ms"])), "--duration", str(lab.duration_s + 5),
                                     "--log", str(lab.out / f"rtc_rx{sfx}.csv"),
-                                    "--stats", str(lab.out / f"webrtc_rx_stats{sfx}.csv")], f"webrtc_rx{sfx}", realtime=True)
+                                    "--stats", str(lab.out / f"webrtc_rx_stats{sfx}.csv")], f"webrtc_rx{sfx}",
+                      realtime=True, exe=exe)
             sender = lab.spawn(lab.net.srv, [
-                "accessnet.webrtc", "send", "--dst", lab.client_ip, "--local-ip", lab.server_ip,
+                *prog, "send", "--dst", lab.client_ip, "--local-ip", lab.server_ip,
                 "--signal-port", port,
                 "--start-kbps", str(float(r["start_kbps"])), "--min-kbps", str(float(r["min_kbps"])),
                 "--max-kbps", str(float(r["max_kbps"])), "--fps", str(float(r["fps"])),
                 "--duration", str(lab.duration_s - rstart - lab.tail_s), "--start-at", str(lab.at(rstart)),
                 "--log", str(lab.out / f"rtc_tx{sfx}.csv"), "--stats", str(lab.out / f"webrtc_tx_stats{sfx}.csv")],
-                f"webrtc_tx{sfx}", realtime=True)
+                f"webrtc_tx{sfx}", realtime=True, exe=exe)
             self.senders.append(sender)
             self.procs.append(sender)
 
