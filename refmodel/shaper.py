@@ -362,7 +362,7 @@ class StartShaper:
             deficit = max(0, used - avail)
             grant = ns_to_bytes(p, min(room, U32))
             restart = bool(state & FLOW_IDLE) and (pkt.tcp_payload > 0 or acked > 0)
-            retract, waiting = False, 0
+            retract, waiting, cutting = False, 0, False
             if first:
                 edge_base = pkt.ack  # a first window: the room
             elif restart:
@@ -383,6 +383,7 @@ class StartShaper:
                 # the queue is above target: replace only part of what left (at most half), so it drains; at
                 # most half, because this ACK sees the queue one server RTT before its data would arrive
                 grant, edge_base = acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge
+                cutting = True
             else:
                 grant, edge_base = acked + self._growth(p, lk, pkt.ack, edge, span, acked, grant, room), edge
             want = (edge_base + grant) & U32
@@ -392,6 +393,10 @@ class StartShaper:
             if seq_before(own, floor):
                 floor = own
             if seq_before(want, floor):
+                if cutting and seq_before(pkt.ack, end):
+                    # at its floor and the queue still above target: no window can hold it less, so its start
+                    # phase ends and its data is CoDel's (docs/iwa.md, "N flows x one MSS": the floor limit)
+                    end = pkt.ack
                 want = floor
             if retract:
                 want, state = floor, state | FLOW_IDLE

@@ -770,7 +770,9 @@ def test_half_size_segments_are_what_overload_edge():
     """At EDGE six flows live at their one-MSS floor, and the first window IWA gives each (one frame of room
     among six reserves) is under two MSS, so a Linux server halves its segments for the flow's life: twice
     the headers on a link the floors already fill. tcpsim with full-size segments keeps the audio (judged at
-    80 ms) almost clean; with Linux's bound it is not, as on BMv2 (docs/iwa.md)."""
+    80 ms) almost clean; with Linux's bound it is not, as on BMv2 (docs/iwa.md). A flow at its floor while the
+    queue stays above target ends its start phase and CoDel decides for its data (the floor limit): that held
+    the half-size case to 3.5 % at level >= 2 here, from 14.3 % without it (four retransmissions, one before)."""
     shares = {}
     for half_wnd in (False, True):
         s = edge_web6(half_wnd)
@@ -780,4 +782,4 @@ def test_half_size_segments_are_what_overload_edge():
                        if t < min(f.start + f.done, shared))
         end = 1000 * MS + max(f.done for f in s.flows.values())
         shares[half_wnd] = loss_level2_share([x for t, x in s.audio if 1000 * MS <= t <= end], 80 * MS)
-    assert shares[False] < 0.03 and shares[True] > 3 * shares[False], shares
+    assert shares[False] < 0.03 and 2 * shares[False] < shares[True] < 0.05, shares

@@ -453,7 +453,12 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             if (seq_before(own, want)) { want = own; }
             bit<32> floor = ack + (bit<32>)cfg.mss_bytes;           // never below one MSS
             if (seq_before(own, floor)) { floor = own; }
-            if (seq_before(want, floor)) { want = floor; }
+            if (seq_before(want, floor)) {
+                // at its floor and the queue still above target: no window can hold it less, so its start
+                // phase ends and its data is CoDel's (shaper.py; docs/iwa.md, the floor limit)
+                if (cutting && seq_before(ack, end)) { end = ack; }
+                want = floor;
+            }
             if (retract) {
                 want = floor;
                 state = state | FLOW_IDLE;
