@@ -416,7 +416,13 @@ stack = "{{stack}}"
 @pytest.mark.root
 @pytest.mark.parametrize("stack", [
     pytest.param("aiortc", marks=pytest.mark.skipif(_lab_missing() is not None, reason=str(_lab_missing()))),
-    pytest.param("pion", marks=pytest.mark.skipif(_lab_missing("pion") is not None, reason=str(_lab_missing("pion")))),
+    pytest.param("pion", marks=[
+        pytest.mark.skipif(_lab_missing("pion") is not None, reason=str(_lab_missing("pion"))),
+        # measured in CI (2026-11-26): Pion's GCC rose 1.1 -> 4.5 Mbit/s on the idle 5 Mbit/s link, but 2 s after
+        # the halving it still asked 4.5 Mbit/s with 48 % loss, its delay detector reading "normal" at 405 ms
+        # against a 13 ms threshold, and its stats ended there (t = 24 of 31 s): issue 35, open
+        pytest.mark.xfail(reason="issue 35: Pion's GCC does not fall within 5 s of the halving yet", strict=False),
+    ]),
 ])
 def test_acceptance_the_rate_rises_on_an_idle_link_and_falls_when_it_halves(tmp_path, stack):
     """Issue 14's acceptance (issue 35 for Pion): in the emulated network (reference-model switch, 5 Mbit/s,
@@ -436,6 +442,7 @@ def test_acceptance_the_rate_rises_on_an_idle_link_and_falls_when_it_halves(tmp_
     import json
     t0 = json.loads((rep / "meta.json").read_text())["audio_start_ns"]
     st = pd.read_csv(rep / "webrtc_tx_stats.csv")
+    columns = list(st.columns)
     st["t_s"] = (st["t_ns"] - t0) / 1e9
     print(st.to_string())
     before = st[st["t_s"] <= ACCEPT_CHANGE_S]
@@ -443,7 +450,7 @@ def test_acceptance_the_rate_rises_on_an_idle_link_and_falls_when_it_halves(tmp_
     peak = before["target_bps"].max()
     assert json.loads((rep / "meta.json").read_text())["plan"]["workloads"]["webrtc"]["stack"] == stack
     if stack == "pion":
-        assert list(st.columns) == list(webrtc.PION_TX_STATS)
+        assert columns == list(webrtc.PION_TX_STATS)
         assert before["twcc_reports"].sum() > 0, "no TWCC feedback reached the sender"
     else:
         assert before["rembs"].sum() > 0, "no REMB reached the sender"
