@@ -34,7 +34,7 @@ from nslab import three_namespaces
 
 from accessnet.addresses import ipv6_missing
 from accessnet.audio import parse
-from experiments.iplayer import PROTO_UDP, ip_layer
+from experiments.iplayer import PROTO_TCP, PROTO_UDP, ip_layer
 from accessnet.keepawake import KeepAwake, StealLog, steal_ms
 from accessnet.workloads import REALTIME, wait_for_line
 
@@ -195,7 +195,7 @@ def frames(path: Path) -> list[bytes]:
 @pytest.mark.skipif(ipv6_missing() is not None, reason=f"{ipv6_missing()}")
 def test_ipv6_frames_cross_the_delay_line_untouched(line, tmp_path):
     """Audio a -> b and a TCP transfer b -> a over IPv6: every IPv6 frame that left one end arrives at the other,
-    byte for byte and in order (whole frames captured), and the tools' own logs agree."""
+    byte for byte (whole frames captured), and the tools' own logs agree."""
     a, _, b = NS
     caps = {"a": tmp_path / "a.pcap", "b": tmp_path / "b.pcap"}
     dumps = [capture(a, "iwtdla", caps["a"], 0, "ip6"), capture(b, "iwtdlb", caps["b"], 0, "ip6")]
@@ -220,11 +220,18 @@ def test_ipv6_frames_cross_the_delay_line_untouched(line, tmp_path):
     assert pd.read_csv(tmp_path / "c.csv")["completed"].tolist() == [1]
     assert sorted(pd.read_csv(tmp_path / "rx.csv")["seq"]) == list(range(200))
     at_a, at_b = frames(caps["a"]), frames(caps["b"])
-    assert all(f[12:14] == b"\x86\xdd" for f in at_a + at_b) and len(at_a) > 200 + 70
+    assert all(f[12:14] == b"\x86\xdd" for f in at_a + at_b)
+    # every audio packet on the wire at a, and the transfer's segments: how many frames those are depends on the
+    # host's segmentation offloads (a super-frame is one frame in the capture), so only their presence is checked
+    assert sum(ip_layer(f).proto == PROTO_UDP for f in at_a) == 200
+    assert any(ip_layer(f).proto == PROTO_TCP for f in at_a)
     a_to_b = [f for f in at_a if ip_layer(f).address("src").compressed == V6[0]]
     b_to_a = [f for f in at_b if ip_layer(f).address("src").compressed == V6[1]]
-    assert [f for f in at_b if ip_layer(f).address("src").compressed == V6[0]] == a_to_b
-    assert [f for f in at_a if ip_layer(f).address("src").compressed == V6[1]] == b_to_a
+    # the same frames byte for byte; compared as sorted lists, since two frames a host sends within microseconds
+    # from its two CPUs are captured in an order the wire need not keep (seen: 34 of 34 ACKs arrived, two of them
+    # swapped in the capture at the sender); the line's order is test_delay_accuracy_at_1000_pps's
+    assert sorted(f for f in at_b if ip_layer(f).address("src").compressed == V6[0]) == sorted(a_to_b)
+    assert sorted(f for f in at_a if ip_layer(f).address("src").compressed == V6[1]) == sorted(b_to_a)
 
 
 def test_steal_log_brackets_each_stretch():
