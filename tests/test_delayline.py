@@ -72,11 +72,14 @@ def run_in(ns, *args, realtime=False, **kw):
 
 def capture(ns: str, ifname: str, path: Path, snaplen: int = 96, expr: str = "udp") -> subprocess.Popen:
     """tcpdump on ``ifname`` into ``path``, returned once it listens (on a loaded host starting it takes more than a
-    second: a fixed sleep lost the first frames in CI), with an 8 MB kernel buffer so that no burst overruns it."""
+    second: a fixed sleep lost the first frames in CI), with an 8 MB kernel buffer so that no burst overruns it, in
+    immediate mode: otherwise libpcap's TPACKET_V3 ring hands frames over a block at a time, a block is retired after
+    tcpdump's 1 s timeout, and the frames of the block still open when tcpdump is stopped are lost without being
+    counted as dropped (CI: 69 of 200 audio frames at the sender, all 200 received)."""
     out = path.with_suffix(".tcpdump.out")
     with open(out, "w") as err:
         proc = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", ifname, "-s", str(snaplen), "-B", "8192",
-                                 "-U", "-n", "--time-stamp-precision=nano", "-w", str(path), expr],
+                                 "--immediate-mode", "-U", "-n", "--time-stamp-precision=nano", "-w", str(path), expr],
                                 stdout=subprocess.DEVNULL, stderr=err)
     wait_for_line(out, "listening on", proc, 30)
     return proc
