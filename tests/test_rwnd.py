@@ -74,8 +74,8 @@ def download(pair, tmp_path: Path, family: int) -> list[bytes]:
     c_ns, s_ns, _, s_if = pair
     client, server = ADDRS[family]
     cap = tmp_path / "server.pcap"
-    dump = subprocess.Popen(["ip", "netns", "exec", s_ns, "tcpdump", "-i", s_if, "-s", "0", "--immediate-mode", "-U", "-n", "-w",
-                             str(cap), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dump = subprocess.Popen(["ip", "netns", "exec", s_ns, "tcpdump", "-i", s_if, "-s", "0", "--immediate-mode", "-U",
+                             "-n", "-w", str(cap), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     srv = None
     try:
         time.sleep(1.0)
