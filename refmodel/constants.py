@@ -87,6 +87,7 @@ FLOW_COUNTED = 0x100  # counted among the link's active shaped flows in the epoc
 FLOW_FRESH = 0x200  # ... and it was not active in the epoch before (counted in act_new, not act_old)
 FLOW_CLOSED = 0x400  # a FIN or RST from either side: never shaped or counted again
 FLOW_IDLE = 0x800  # its server had nothing more to send and all it sent was acknowledged: window retracted
+FLOW_PAUSED = 0x1000  # paused (the floor limit) in the epoch of its stamp: not again before the next epoch
 FLOW_STAMP_SHIFT = 16
 EPOCH_MASK = 0xFFFF  # epochs are numbered mod 2^16
 # The client's SYN, remembered until the SYN-ACK (``flow_syn``): signature (top 24 bits of the hash) | bits

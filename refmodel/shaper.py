@@ -78,7 +78,10 @@ short (less than twice ``acked``) and partly in use (``margin_holds``), so
 flows that started later catch up instead of waiting for the first ones to
 finish. While the queue is above target (a negative room) the
 edge moves by less than replacement, by at most half, so the queue drains.
-Never below one MSS beyond the ACK, never above the client's own window,
+Never below one MSS beyond the ACK, except that a flow at that floor whose ACK
+of data finds the queue still above target pauses (its edge stays: a zero
+window once all it sent is acknowledged) until its server's zero-window probe,
+whose ACK reopens the MSS; never above the client's own window,
 never moving the right edge left; the window is rounded
 up to the client's scale. Shaping goes on past the start phase: lifting the
 clamp at once lets the server send up to a window back to back (Linux grows
@@ -95,6 +98,7 @@ from dataclasses import dataclass, replace
 
 from .constants import (
     EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
+    FLOW_PAUSED,
     FLOW_SCALE_MASK,
     FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag, TrafficClass,
 )
@@ -189,7 +193,7 @@ class LinkShaping:
         if state & FLOW_COUNTED and stamp == self.epoch:
             return state
         self.act_cur += 1
-        flags = state & FLAGS | FLOW_COUNTED
+        flags = state & FLAGS & ~FLOW_PAUSED | FLOW_COUNTED  # a new epoch: it may pause again
         if state & FLOW_COUNTED and stamp == (self.epoch - 1) & EPOCH_MASK:
             flags &= ~FLOW_FRESH  # continuing: already in act_old
         else:
@@ -392,15 +396,30 @@ class StartShaper:
             floor = (pkt.ack + p.mss_bytes) & U32  # never below one MSS
             if seq_before(own, floor):
                 floor = own
+            shut = False
             if seq_before(want, floor):
                 if cutting and seq_before(pkt.ack, end):
                     # at its floor and the queue still above target: no window can hold it less, so its start
-                    # phase ends and its data is CoDel's (docs/iwa.md, "N flows x one MSS": the floor limit)
+                    # phase ends and its data is CoDel's (docs/iwa.md, "The floor limit": N flows x one MSS)
                     end = pkt.ack
-                want = floor
+                # and it pauses: its window opens by nothing, and is shut (a zero window, what is left of it
+                # unused withdrawn) once this ACK acknowledges all it sent; its server probes after its RTO and
+                # the probe's ACK, which acknowledges nothing, reopens the MSS. A pause costs the flow its
+                # server's RTO, so only for an ACK of data while the real queue (not only the predicted one) is
+                # more than a frame above target, and at most once an epoch (``hold_ns``) unless the link is
+                # beyond its floor limit: its flows' shares of the path and budget each below one MSS, where no
+                # window can hold the queue and pausing is the only lever that loses nothing.
+                beyond = span >> share_shift(lk.nflows) < p.mss_bytes
+                if (cutting and acked > 0 and queue_tat - now > p.target_ns + mtu_ns
+                        and (beyond or not state & FLOW_PAUSED)):
+                    state |= FLOW_PAUSED
+                    shut = not seq_before(pkt.ack, t.seqhi)
+                    want = pkt.ack if shut else edge
+                else:
+                    want = floor
             if retract:
                 want, state = floor, state | FLOW_IDLE
-            elif seq_before(want, edge):  # never moves the right edge left
+            elif seq_before(want, edge) and not shut:  # never moves the right edge left (but to shut it)
                 want = edge
             field = (((want - pkt.ack) & U32) + (1 << scale) - 1) >> scale  # round up: never below want
             new_edge = (pkt.ack + (field << scale)) & U32

@@ -29,7 +29,12 @@ forwarded it*, so a rewritten window is the one it obeys.
   waits ``think_ns`` and sends the next request on the same connection (with ``pages_at``, ``think_ns`` is
   instead the absolute time of the request: a browser's page asks all its connections at once); a server idle for longer than
   ``restart_ns`` (Linux's ``tcp_slow_start_after_idle``: idle longer than its RTO) restarts from
-  ``min(cwnd, IW)``. The FIN follows the last response. ``Sim.close`` ends a connection at a given time: the
+  ``min(cwnd, IW)``. The FIN follows the last response.
+* Zero windows, as Linux's persist timer: a server with data to send, nothing in flight and a window too small
+  for its next segment arms the probe timer at its RTO (``restart_ns`` stands for Linux's RTO estimate, as for
+  the idle restart), doubling while the window stays shut (``tcp_probe0_when``); a probe is a segment without
+  data one below ``snd_una`` (``tcp_xmit_probe_skb``), and the client answers it at once with an ACK
+  (``tcp_send_dupack``) that carries its window. Probes are counted (``probes``), never as retransmissions. ``Sim.close`` ends a connection at a given time: the
   client's FIN, the server's FIN or a RST from either side.
 """
 
@@ -93,6 +98,10 @@ class Flow:
     recover: int = 0  # NewReno: snd_nxt when the loss was detected (0: not in recovery)
     rto: int = RTO
     timer: int = 0  # generation of the armed retransmission timer
+    ptimer: int = 0  # generation of the armed probe (persist) timer
+    probing: bool = False  # the probe timer is armed
+    backoff: int = 0  # the probe timer's doublings
+    probes: int = 0  # zero-window probes sent
     fin: bool = False
     retransmits: int = 0
     rtos: int = 0
@@ -216,6 +225,8 @@ class Sim:
             return
         seq, n = unwrap(t.seq, f.rcv_nxt), len(t.payload) + (1 if t.flags.F else 0)
         if n == 0:
+            if seq < f.rcv_nxt:  # a zero-window probe (below what it holds): answered at once
+                self.client_ack(f)
             return
         in_order = seq == f.rcv_nxt and not f.ooo
         if seq > f.rcv_nxt:
@@ -326,6 +337,10 @@ class Sim:
             f.snd_nxt += n
         if idle and f.snd_nxt > f.snd_una:
             self.arm(f)
+        if f.snd_nxt > f.snd_una or f.snd_nxt >= f.end or f.ignore_window:
+            f.backoff, f.probing, f.ptimer = 0, False, f.ptimer + 1  # sending (or nothing to send): no probe
+        elif not f.probing:  # data waits, nothing in flight, the window shut: the persist timer
+            self.persist(f)
         if f.close and f.end and f.snd_una == f.end and not f.fin and f.served == len(f.more) + 1:
             f.fin, f.snd_nxt = True, f.end + 1
             self.server_send(f, tcp(f.end, 0, "FA", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST * f.served), "fin")
@@ -356,6 +371,19 @@ class Sim:
         f.timer += 1
         if f.snd_una < min(f.snd_nxt, f.end):
             self.at(self.now + f.rto, self.on_rto, f, f.timer)
+
+    def persist(self, f):
+        f.probing, f.ptimer = True, f.ptimer + 1
+        self.at(self.now + (f.restart_ns << f.backoff), self.on_probe, f, f.ptimer)
+
+    def on_probe(self, f, timer):
+        if timer != f.ptimer or f.snd_nxt > f.snd_una or f.snd_nxt >= f.end:
+            return
+        f.probes += 1
+        self.server_send(f, tcp(f.snd_una - 1, 0, "A", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST * f.served),
+                         "probe")
+        f.backoff = min(f.backoff + 1, 8)
+        self.persist(f)
 
     def on_rto(self, f, timer):
         if timer != f.timer:

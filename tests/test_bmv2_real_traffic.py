@@ -255,3 +255,62 @@ def test_datagrams_no_window_holds_never_exceed_the_target_like_the_model(sw):
     # one flow alone: never beyond the target and its frame (and the audio's small ones among them); the next
     # flood adds its own up to the target
     assert max(r.sojourn_ns for r in records[:100] if r.decision == 0) <= IDLE.iwa.target_ns + 2 * IDLE.queue.mtu_ns
+
+
+# --------------------------------------------------------------------------- the floor limit: flows pause
+
+PAUSE = pipeline_params(2e6, "iwa", limit_pkts=200)
+PAUSE_STEP_NS = 500_000  # the sequence's spacing: its small datagrams come faster than the link drains them
+
+
+def pause_items(nflows: int) -> list:
+    """``nflows`` shaped flows whose servers each fill the first window the model gives them, a standing queue
+    of datagrams under a quarter of a frame (only the buffer limit drops those), each flow's ACK of all its
+    server sent, then the second flow's zero-window probe's ACK (it acknowledges nothing), one segment and its
+    ACK."""
+    items, model, t, edges = [], Pipeline(ROUTES, PAUSE), 0, {}
+
+    def run(new: list) -> None:
+        nonlocal t
+        for port, f in new:
+            t += PAUSE_STEP_NS
+            r = model.process(t, f, port)
+            if port == 2 and r.record is not None:
+                edges[tcp_fields(f).sport] = r.record.s1 & 0xFFFFFFFF
+        items.extend(new)
+
+    for k in range(nflows):
+        run(handshake(40000 + k, isn=1_000_000 * (k + 1)))
+    sent = {}
+    for k in range(nflows):
+        port, isn = 40000 + k, 1_000_000 * (k + 1)
+        n = max(1, (edges[port] - isn - 1) // MSS)
+        run([(1, tcp(isn + 1 + j * MSS, dport=port)) for j in range(n)])
+        sent[port] = isn + 1 + n * MSS
+    small = raw(Ether() / IP(src="10.0.0.1", dst="10.0.1.1") / UDP(sport=9, dport=9) / Raw(b"x" * 320))
+    run([(1, small)] * 60)
+    run([(2, client_ack(sent[40000 + k], seq=5121, sport=40000 + k)) for k in range(nflows)])
+    probe = sent[40001]
+    run([(2, client_ack(probe, seq=5121, sport=40001)), (1, tcp(probe, dport=40001)),
+         (2, client_ack(probe + MSS, seq=5121, sport=40001))])
+    return items
+
+
+@pytest.mark.parametrize("nflows", [3, 6])
+def test_flows_at_their_floor_pause_above_target_like_the_model(sw, nflows):
+    """With the queue more than a frame above target, an ACK of all a floored flow sent shuts its window (zero);
+    the probe's ACK reopens one MSS (rounded up to the scale); a second pause in the same epoch only where the
+    link is beyond its floor limit (six flows here: their shares of path and budget below one MSS; three: not),
+    on BMv2 as in the model."""
+    items = pause_items(nflows)
+    res = replay(PAUSE, items, step_ns=PAUSE_STEP_NS)
+    scale = dict(LINUX_SYN)["WScale"]
+    ups = [(tcp_fields(f).ack, tcp_fields(r.frame).window << scale) for (port, f), r in
+           zip([it for it in items if it[0] != "sleep"], res) if port == 2 and tcp_fields(f).sport == 40001
+           and r.record is not None]
+    (probe, shut), (_, reopened), last = ups[-3:]
+    assert shut == 0 and PAUSE.iwa.mss_bytes <= reopened < PAUSE.iwa.mss_bytes + (1 << scale)
+    assert last == (probe + MSS, 0 if nflows == 6 else reopened)
+    records, _ = run_mixed(sw, PAUSE, items, gap_s=PAUSE_STEP_NS / 1e9)
+    edges = [r.s1 & 0xFFFFFFFF for r in records if r.decision == 3 and r.sport == 40001]
+    assert edges[-3:] == [probe, probe + reopened, probe + MSS + (0 if nflows == 6 else reopened)]

@@ -226,10 +226,15 @@ def test_windows_in_closed_loop_stay_within_floor_own_window_and_never_move_left
         prev = None
         for t, ack, field, own, e in f.acks:
             assert field <= own  # never above the client's own window
-            assert e - ack >= min(MSS, own << f.shift)  # never below one MSS (unless the client's own is)
+            # a pause (the floor limit): the edge stays where it was (rounded up to the scale), or is shut at
+            # an ACK of all the server sent
+            paused = prev is not None and (prev <= e < prev + (1 << f.shift) or e == ack)
+            assert e - ack >= min(MSS, own << f.shift) or paused  # never below one MSS (unless the client's own is)
             # the right edge never moves left, but for one retraction: to one MSS (rounded up to the scale)
-            # beyond an ACK of all the server sent, once it had left its window unused (docs/iwa.md, "Restarts")
-            assert prev is None or e >= prev or (ack == f.end and e - ack < MSS + (1 << f.shift)), (f.port, t)
+            # beyond an ACK of all the server sent, once it had left its window unused (docs/iwa.md, "Restarts"),
+            # and a pause's shutting
+            assert prev is None or e >= prev or (ack == f.end and e - ack < MSS + (1 << f.shift)) or e == ack, \
+                (f.port, t)
             prev = e
 
 
@@ -771,15 +776,17 @@ def test_half_size_segments_are_what_overload_edge():
     among six reserves) is under two MSS, so a Linux server halves its segments for the flow's life: twice
     the headers on a link the floors already fill. tcpsim with full-size segments keeps the audio (judged at
     80 ms) almost clean; with Linux's bound it is not, as on BMv2 (docs/iwa.md). A flow at its floor while the
-    queue stays above target ends its start phase and CoDel decides for its data (the floor limit): that held
-    the half-size case to 3.5 % at level >= 2 here, from 14.3 % without it (four retransmissions, one before)."""
+    queue stays above target ends its start phase and CoDel decides for its data, and pauses (the floor limit):
+    the half-size case at 7.1 % at level >= 2 here without a retransmission; 14.3 % with neither (one
+    retransmission), 3.5 % with CoDel's alone (four, each a timeout)."""
     shares = {}
     for half_wnd in (False, True):
         s = edge_web6(half_wnd)
+        assert sum(f.retransmits for f in s.flows.values()) == 0
         if half_wnd:  # no flow saw a window of two MSS while it shared the link: half-size segments throughout
             shared = 1000 * MS + sorted(f.done for f in s.flows.values())[-2]  # until the last flow is alone
             assert all((w << f.shift) <= 2 * MSS for f in s.flows.values() for t, _, w, *_ in f.acks
                        if t < min(f.start + f.done, shared))
         end = 1000 * MS + max(f.done for f in s.flows.values())
         shares[half_wnd] = loss_level2_share([x for t, x in s.audio if 1000 * MS <= t <= end], 80 * MS)
-    assert shares[False] < 0.03 and 2 * shares[False] < shares[True] < 0.05, shares
+    assert shares[False] < 0.03 and 2 * shares[False] < shares[True] < 0.10, shares

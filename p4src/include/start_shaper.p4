@@ -376,7 +376,8 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     a_new = a_new + 1;
                     state = state | FLOW_FRESH;
                 }
-                state = (state & 0xFFFF) | FLOW_COUNTED | ((bit<32>)epoch << FLOW_STAMP_SHIFT);
+                // a new epoch: it may pause again
+                state = (state & 0xFFFF & ~FLOW_PAUSED) | FLOW_COUNTED | ((bit<32>)epoch << FLOW_STAMP_SHIFT);
                 iwa_act_cur.write(at, a_cur);
                 iwa_act_new.write(at, a_new);
             }
@@ -392,7 +393,8 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             // the queue now if more (traffic no window holds), and the frames reserved for flows still to start
             bit<64> vq_tat;
             iwa_vq_tat.read(vq_tat, at);
-            bit<64> queued = queue_tat > now ? queue_tat - now : 0;
+            bit<64> in_queue = queue_tat > now ? queue_tat - now : 0;   // the real queue
+            bit<64> queued = in_queue;
             if (vq_tat > now && vq_tat - now > queued) { queued = vq_tat - now; }
             bit<64> used = (bit<64>)r_cur + (bit<64>)r_old + queued;
             bit<64> avail = (bit<64>)cfg.target_ns;
@@ -411,6 +413,8 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<64> conv_q32;
             room_bytes.apply(rate_class, cutting ? ns32(deficit) : g.room_ns, conv_q32);
             bit<32> grant = (bit<32>)(conv_q32 >> 32);
+            iwa_share.apply();
+            bit<32> share = span >> share_shift;   // its share of the path and budget among the link's flows
             bit<32> base = edge;
             bool retract = false;
             bit<32> waiting = 0;   // a restart's window, queue to come (shaper.py)
@@ -437,8 +441,6 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 // beyond replacement for a flow above its share or above the average window while room is short
                 bit<32> w = seq_before(edge, ack) ? 0 : edge - ack;
                 bit<32> inc = grant < acked ? grant : acked;
-                iwa_share.apply();
-                bit<32> share = span >> share_shift;
                 // the margin, only while the room is partly in use: a wholly free target has nothing to
                 // misjudge (at EDGE, where the target is one frame, a lone flow never grew without this)
                 if (w > share || (w > wavg && grant < (acked << 1) && room < (bit<64>)cfg.target_ns)) { inc = 0; }
@@ -453,17 +455,30 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             if (seq_before(own, want)) { want = own; }
             bit<32> floor = ack + (bit<32>)cfg.mss_bytes;           // never below one MSS
             if (seq_before(own, floor)) { floor = own; }
+            bool shut = false;
             if (seq_before(want, floor)) {
                 // at its floor and the queue still above target: no window can hold it less, so its start
                 // phase ends and its data is CoDel's (shaper.py; docs/iwa.md, the floor limit)
                 if (cutting && seq_before(ack, end)) { end = ack; }
-                want = floor;
+                // and it pauses (its edge stays), shut (a zero window) once this ACK acknowledges all it sent,
+                // until its server's zero-window probe, whose ACK reopens the MSS: if this ACK acknowledged
+                // data, the real queue is more than a frame above target, and the flow did not pause yet this
+                // epoch or the link is beyond its floor limit (its flows' shares each below one MSS)
+                bool beyond = share < (bit<32>)cfg.mss_bytes;
+                if (cutting && acked != 0 && in_queue > (bit<64>)cfg.target_ns + (bit<64>)mtu_ns &&
+                        (beyond || state & FLOW_PAUSED == 0)) {
+                    state = state | FLOW_PAUSED;
+                    shut = !seq_before(ack, trk.seqhi);
+                    want = shut ? ack : edge;
+                } else {
+                    want = floor;
+                }
             }
             if (retract) {
                 want = floor;
                 state = state | FLOW_IDLE;
-            } else if (seq_before(want, edge)) {
-                want = edge;                                         // never moves the right edge left
+            } else if (seq_before(want, edge) && !shut) {
+                want = edge;                                 // never moves the right edge left (but to shut it)
             }
             bit<32> unit = (bit<32>)1 << scale;
             bit<32> field = ((want - ack) + unit - 1) >> scale;      // round up: never below want
