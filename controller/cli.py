@@ -57,6 +57,8 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-ca", type=Path, help="enable TLS: CA certificate of the switch")
     p.add_argument("--tls-cert", type=Path, help="client certificate (mutual TLS)")
     p.add_argument("--tls-key", type=Path, help="client key (mutual TLS)")
+    p.add_argument("--tls-server-name", help="the name the switch's certificate must carry (default: the "
+                   "address's host; gRPC derives a unix: address's from the socket's path)")
     p.add_argument("--attempts", type=int, default=8, help="connection attempts (exponential backoff) before giving up; 'tune' waits 5 s per attempt "
                    "for the first connection, then reconnects for ever")
 
@@ -65,6 +67,8 @@ def check_tls(args) -> None:
     """TLS options must make a complete set: a client certificate or key without the CA would silently
     connect in plaintext, and a certificate without its key (or the reverse) cannot authenticate."""
     ca, cert, key = getattr(args, "tls_ca", None), getattr(args, "tls_cert", None), getattr(args, "tls_key", None)
+    if getattr(args, "tls_server_name", None) and not ca:
+        raise ConfigError("--tls-server-name needs --tls-ca (it names the certificate TLS checks)")
     if (cert or key) and not ca:
         raise ConfigError("--tls-cert/--tls-key need --tls-ca (the switch's CA): without it the connection "
                           "would not be encrypted")
@@ -79,7 +83,8 @@ def target_from(args) -> SwitchTarget:
     check_tls(args)
     tls = None
     if args.tls_ca:
-        tls = fy.GRPCCredentialsTLS(cacert=args.tls_ca, cert=args.tls_cert, private_key=args.tls_key)
+        tls = fy.GRPCCredentialsTLS(cacert=args.tls_ca, cert=args.tls_cert, private_key=args.tls_key,
+                                    target_name_override=args.tls_server_name or "")
     p4info, p4blob = TARGET_FILES[getattr(args, "target", "bmv2")]
     return SwitchTarget(args.address, args.device_id, args.election_id, args.p4info or p4info,
                         args.p4blob or p4blob, tls)

@@ -18,20 +18,13 @@ from pathlib import Path
 
 from accessnet.addresses import NO_IPV6, QUIET_IPV6, ipv6_missing, sysctl_args
 from accessnet.leftovers import Registry
+from accessnet.netns import NsNode, veth_up
 from accessnet.switches import Bmv2Switch, ModelSwitch, Switch, TuneSpec
 from accessnet.topology import Ports
 
 
 def sh(*args, check=True):
     return subprocess.run(args, check=check, capture_output=True, text=True)
-
-
-def veth_up(ns: str, *ifs: str) -> None:
-    """Offloads off and the link up for each of ``ifs`` in namespace ``ns``."""
-    for i in ifs:
-        sh("ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-           check=False)
-        sh("ip", "-n", ns, "link", "set", i, "up")
 
 
 def ipv6_settings(ns: str, settings: dict[str, int], ifnames: tuple[str, ...]) -> None:
@@ -85,17 +78,6 @@ def three_namespaces(ns: tuple[str, str, str], ifs: tuple[str, str, str, str],
     ``addrs`` (and ``addrs6``) on a's and b's ends (``namespace_chain`` of three)."""
     a_if, m_a, m_b, b_if = ifs
     return namespace_chain(ns, ((a_if, m_a), (m_b, b_if)), addrs, addrs6)
-
-
-class NsNode:
-    """A named namespace as the lab's switch classes use a Mininet node: ``popen`` runs a command inside it
-    (``ip netns exec`` execs the command, so the process's PID is the command's own)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def popen(self, args: list[str], **kw) -> subprocess.Popen:
-        return subprocess.Popen(["ip", "netns", "exec", self.name, *args], **kw)
 
 
 @contextmanager

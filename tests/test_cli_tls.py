@@ -20,6 +20,7 @@ def pems(tmp_path):
     (["--tls-ca", "{d}/ca.pem", "--tls-cert", "{d}/client.pem"], "go together"),
     (["--tls-ca", "{d}/ca.pem", "--tls-key", "{d}/client.key"], "go together"),
     (["--tls-ca", "{d}/missing.pem"], "no such file"),
+    (["--tls-server-name", "switch"], "needs --tls-ca"),
 ])
 def test_incomplete_tls_is_an_error_not_plaintext(pems, capsys, opts, says):
     args = [o.format(d=pems) for o in opts]

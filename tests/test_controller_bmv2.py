@@ -51,7 +51,7 @@ def sw(compiled):
 
 
 def cli(sw: Bmv2, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "controller", *args, "--address", f"127.0.0.1:{sw.grpc}",
+    return subprocess.run([sys.executable, "-m", "controller", *args, "--address", sw.address,
                            "--p4info", "build/bottleneck.p4info.txtpb", "--p4blob", "build/bottleneck.json"],
                           cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
@@ -152,7 +152,7 @@ def test_tuner_survives_a_switch_restart_and_leaves_a_defined_state(sw, tmp_path
     log = tmp_path / "tuning.csv"
     proc = subprocess.Popen(
         [sys.executable, "-m", "controller", "-v", "tune", "--config", str(write_cfg(tmp_path, "iwa")),
-         "--address", f"127.0.0.1:{sw.grpc}", "--monitor-if", sw.ifs[3][0], "--log", str(log),
+         "--address", sw.address, "--monitor-if", sw.ifs[3][0], "--log", str(log),
          "--p4info", "build/bottleneck.p4info.txtpb", "--p4blob", "build/bottleneck.json"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -195,13 +195,16 @@ def test_tuner_survives_a_switch_restart_and_leaves_a_defined_state(sw, tmp_path
     assert len(log.read_text().splitlines()) > 20
 
 
+SERVER_NAME = "bmv2.iwlab.test"  # given with --tls-server-name: gRPC names a unix: address after its path
+
+
 def make_certs(d: Path) -> None:
-    """A throw-away CA, a server certificate for 127.0.0.1 and a client certificate (openssl)."""
+    """A throw-away CA, a server certificate for the name ``SERVER_NAME`` and a client certificate (openssl)."""
     def ossl(*args: str) -> None:
         subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
     ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
          "-subj", "/CN=iwlab test CA")
-    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    (d / "san.cnf").write_text(f"subjectAltName=DNS:{SERVER_NAME}\n")
     for name in ("server", "client"):
         ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
              "-subj", f"/CN=iwlab {name}")
@@ -219,9 +222,10 @@ def test_mutual_tls(compiled, tmp_path):
         cfg = str(write_cfg(tmp_path, "iwa"))
         plain = cli(sw, "install", "--config", cfg, "--attempts", "2")
         assert plain.returncode == 3, "a client without TLS must not get in"
-        no_cert = cli(sw, "install", "--config", cfg, "--attempts", "2", "--tls-ca", str(tmp_path / "ca.pem"))
+        no_cert = cli(sw, "install", "--config", cfg, "--attempts", "2", "--tls-ca", str(tmp_path / "ca.pem"),
+                      "--tls-server-name", SERVER_NAME)
         assert no_cert.returncode == 3, "a client without a certificate must not get in"
-        ok = cli(sw, "install", "--config", cfg, "--tls-ca", str(tmp_path / "ca.pem"),
+        ok = cli(sw, "install", "--config", cfg, "--tls-ca", str(tmp_path / "ca.pem"), "--tls-server-name", SERVER_NAME,
                  "--tls-cert", str(tmp_path / "client.pem"), "--tls-key", str(tmp_path / "client.key"))
         assert ok.returncode == 0, ok.stderr
         assert aqm_seen(sw) == {Aqm.IWA}
@@ -266,7 +270,7 @@ def test_tune_runs_a_loop_per_link_with_parameters_of_its_own(sw, tmp_path):
     f.write_text(LINK + CONFIGS["iwa"] + '[links.1]\nclients = ["10.0.1.2"]\n[links.1.link]\nrate_bps = 1e6\n')
     log = tmp_path / "tuning.csv"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "controller", "tune", "--config", str(f), "--address", f"127.0.0.1:{sw.grpc}",
+        [sys.executable, "-m", "controller", "tune", "--config", str(f), "--address", sw.address,
          "--monitor-if", sw.ifs[3][0], "--log", str(log),
          "--p4info", "build/bottleneck.p4info.txtpb", "--p4blob", "build/bottleneck.json"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -83,3 +83,65 @@ def test_bmv2_control_ports_exist_only_inside_the_runs_switch_namespace():
                 sw.wait(timeout=10)
         finally:
             net.stop()
+
+
+def test_the_test_bmv2_listens_only_inside_a_namespace_of_its_own():
+    """The tests' and the bench's BMv2 (``accessnet.bmv2_veth``) runs as the lab's: in a namespace of its own whose
+    only address is loopback's, with its Thrift server listening there and nowhere in the root namespace, and its
+    P4Runtime server on a Unix socket, through which the controller, here in the root namespace, configures it;
+    ``close()`` leaves nothing behind (process, namespace, interfaces, socket, record)."""
+    from accessnet import leftovers
+    from accessnet.bmv2_veth import Bmv2, build_p4, missing_toolchain
+    from accessnet.netns import in_ns, namespaces
+    from tests.frames import tcp
+
+    why = missing_toolchain()
+    if why:
+        pytest.skip(why)
+    build_p4()
+
+    def listeners(ns: str | None, pid: int) -> list[str]:
+        out = subprocess.run(in_ns(ns, "ss", "-Hltunp"), capture_output=True, text=True, check=True).stdout
+        return [line for line in out.splitlines() if f"pid={pid}," in line]
+
+    sw = Bmv2(k=4, program="plain_forward").start()
+    try:
+        pid, ns, ifs, sock = sw.proc.pid, sw.ns, dict(sw.ifs), sw.socket
+        assert ns in namespaces() and str(os.getpid()) in ns
+        assert listeners(None, pid) == []  # nothing of BMv2's listens on the host's interfaces
+        inside = listeners(ns, pid)
+        assert len(inside) == 1 and f":{sw.thrift} " in inside[0]  # Thrift, in its namespace only
+        assert sock.is_socket() and sw.address == f"unix:{sock}"
+        addrs = subprocess.run(["ip", "-n", ns, "-o", "addr", "show"], capture_output=True, text=True).stdout
+        assert addrs and all(line.split()[1] == "lo" for line in addrs.splitlines())  # only loopback's address
+        links = subprocess.run(["ip", "-n", ns, "-o", "link", "show"], capture_output=True, text=True).stdout
+        assert all(f" {b}@" in links for _, b in ifs.values())  # BMv2's ports in its namespace, the test's outside
+        sw.configure_plain()  # the controller, in the root namespace, reaches it
+        sw.listen()
+        sw.send([tcp(i) for i in range(3)], port=1)
+        assert sw.wait_for(0, 0) and sw.collect(0, timeout=1)[0][2] != []  # and it forwards 1 -> 2
+    finally:
+        sw.close()
+    assert sw.proc.poll() is not None and ns not in namespaces() and not sock.exists()
+    for a, _ in ifs.values():
+        assert subprocess.run(["ip", "link", "show", a], capture_output=True).returncode != 0
+    assert leftovers.find_record(os.getpid()) is None
+
+
+def test_a_test_bmv2_that_fails_to_start_leaves_nothing(monkeypatch):
+    from accessnet import bmv2_veth, leftovers
+    from accessnet.netns import namespaces
+
+    why = bmv2_veth.missing_toolchain()
+    if why:
+        pytest.skip(why)
+    monkeypatch.setattr(bmv2_veth, "bmv2_argv", lambda *a: ["false"])  # a switch that exits at once
+    sw = bmv2_veth.Bmv2(k=5)
+    try:
+        with pytest.raises(RuntimeError, match="simple_switch_grpc exited"):
+            sw.start()
+        assert sw.proc.poll() is not None and sw.lease is None and sw.ns is None
+        assert not [n for n in namespaces() if n.startswith(f"iwt-bmv2-{os.getpid()}-")]
+        assert leftovers.find_record(os.getpid()) is None
+    finally:
+        sw.close()

@@ -83,3 +83,22 @@ def test_a_reused_pid_is_not_taken_for_the_owner(state_dir):
         for p in (other, victim):
             p.kill()
             p.wait()
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="needs root (network namespaces)")
+def test_a_dead_runs_namespace_and_socket_file_are_removed_by_the_next_owner(state_dir):
+    """What the test BMv2 (accessnet.bmv2_veth) records besides its process and interfaces."""
+    from accessnet.netns import add_namespace, delete_namespace, namespaces
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    ns, sock = f"iwt-left-{__import__('os').getpid()}", state_dir / "x.p4rt.sock"
+    add_namespace(ns)
+    try:
+        sock.touch()
+        (state_dir / "i000.json").write_text(json.dumps({"owner": dead.pid, "owner_start": "1", "pids": {},
+                                                         "links": [], "netns": [ns], "files": [str(sock)]}))
+        with leftovers.Lease() as lease:
+            assert lease.prefix == "i000" and lease.removed == [f"netns {ns}", str(sock)]
+        assert ns not in namespaces() and not sock.exists()
+    finally:
+        delete_namespace(ns)

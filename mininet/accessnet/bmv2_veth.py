@@ -1,18 +1,25 @@
 """BMv2 on veth ports, for tests and benchmarks: simple_switch_grpc, the controller, raw-socket I/O.
 
-Ports (all veth pairs in the root namespace, named ``<lab>t<k><port>{a,b}`` with
-the lab slot ``<lab>`` this switch leases (``leftovers.Lease``), so concurrent
-test runs never share a name and a killed test's leftovers are removed by the
-slot's next owner; BMv2 holds the ``b`` ends, the test sends and captures on the ``a`` ends):
+BMv2 runs as the lab runs it (``accessnet.switches``): in a network namespace of its own
+(``iwt-bmv2-<pid>-<lab>t<k>``, made and deleted here), which holds its ports and no address but
+loopback's, so its Thrift server (which listens on every address of its namespace, with no option to
+bind one) is reachable only inside it, never on the host's interfaces. Its P4Runtime server listens
+on a Unix socket (``/run/iwlab/<namespace>.p4rt.sock``) instead of a TCP port: the
+controller, the tests' gRPC clients and ``python -m controller --address unix:...`` reach it from the
+root namespace, and nothing reaches it over a network.
+
+Ports (veth pairs named ``<lab>t<k><port>{a,b}`` with the lab slot ``<lab>`` this switch leases
+(``leftovers.Lease``), so concurrent test runs never share a name and a killed test's leftovers (its
+BMv2, namespace, interfaces and socket) are removed by the slot's next owner; BMv2 holds the ``b`` ends,
+in its namespace, the test sends and captures on the ``a`` ends, in the root namespace):
 1 = server side, 2 = client side (the bottleneck direction is 1 -> 2),
-3 = monitor (telemetry clones). Everything is removed in ``close()``.
+3 = monitor (telemetry clones). Everything is removed in ``close()``, also when ``start()`` fails.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import socket
 import subprocess
 import threading
@@ -21,8 +28,11 @@ from pathlib import Path
 
 import finsy as fy
 
-from .leftovers import Lease
+from .leftovers import STATE_DIR, Lease
+from .netns import NsNode, add_namespace, delete_namespace, in_ns, veth_up
 from .rawsock import enable_auxdata, packet_socket, recv_frame
+from .switches import bmv2_argv, find_p4_tool, terminate
+from .topology import Ports
 from controller.entries import forwarding
 from controller.switch import COUNTER, BottleneckSwitch, DesiredState, SwitchTarget
 from refmodel.params import PipelineParams
@@ -32,10 +42,8 @@ from refmodel.telemetry import Record, TelemetryError, decode_frame
 ROOT = Path(__file__).resolve().parents[2]
 ROUTES = {1: Route(2, True), 2: Route(1, False)}
 PACKET_OUTGOING = 4
-
-
-def find_tool(name: str) -> str | None:
-    return shutil.which(name) or shutil.which(name, path=os.path.join(os.environ.get("P4_PREFIX", "/opt/p4"), "bin"))
+THRIFT_PORT = 9090  # BMv2's default, inside the switch's own namespace (as in the lab)
+find_tool = find_p4_tool
 
 
 def missing_toolchain() -> str | None:
@@ -52,12 +60,6 @@ def build_p4() -> None:
     r = subprocess.run(["make", "-s", "build"], cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"make build failed:\n{r.stdout}\n{r.stderr}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Sniffer(threading.Thread):
@@ -94,47 +96,62 @@ class Bmv2:
         self.lease: Lease | None = None  # the lab slot: names of its own, never another run's or test's
         self.ifs: dict[int, tuple[str, str]] = {}
         self.proc: subprocess.Popen | None = None
-        self.grpc = free_port()
-        self.thrift = free_port()
+        self.ns: str | None = None  # BMv2's own network namespace, while it exists
+        self.socket: Path | None = None  # its P4Runtime server's Unix socket
+        self.thrift = THRIFT_PORT
         self.log = ROOT / "build" / f"bmv2-test-{k}.log"
         self.sniffers: dict[int, Sniffer] = {}
         self.tx: dict[int, socket.socket] = {}
 
     # -- life cycle --------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        """Its P4Runtime server's gRPC address (a Unix socket)."""
+        return f"unix:{self.socket}"
+
     def start(self) -> "Bmv2":
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start(self) -> None:
         self.lease = Lease().acquire()
-        self.ifs = {p: (f"{self.lease.prefix}t{self.k}{p}a", f"{self.lease.prefix}t{self.k}{p}b") for p in (1, 2, 3)}
-        self.lease.registry.links([a for a, _ in self.ifs.values()])
+        name = f"{self.lease.prefix}t{self.k}"
+        self.ns = f"iwt-bmv2-{os.getpid()}-{name}"
+        self.socket = STATE_DIR / f"{self.ns}.p4rt.sock"
+        self.ifs = {p: (f"{name}{p}a", f"{name}{p}b") for p in (1, 2, 3)}
+        registry = self.lease.registry  # everything recorded before it is made: a kill at any point leaves nothing
+        registry.netns([self.ns])
+        registry.files([str(self.socket)])
+        registry.links([a for a, _ in self.ifs.values()])
+        add_namespace(self.ns)
         for a, b in self.ifs.values():
             subprocess.run(["ip", "link", "del", a], capture_output=True)
-            subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
-            for i in (a, b):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{i}.disable_ipv6=1"], capture_output=True)
-                subprocess.run(["ethtool", "-K", i, "tx", "off", "tso", "off", "gso", "off", "gro", "off"],
-                               capture_output=True)
-                subprocess.run(["ip", "link", "set", i, "up"], check=True)
+            subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b, "netns", self.ns], check=True)
+            for ns, i in ((None, a), (self.ns, b)):
+                subprocess.run(in_ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{i}.disable_ipv6=1"), capture_output=True)
+                veth_up(ns, i)
         self._launch()
         for p, (a, _) in self.ifs.items():
             tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
             tx.bind((a, 0))
             self.tx[p] = tx
-        return self
 
     def _launch(self) -> None:
-        args = [find_tool("simple_switch_grpc"), "--device-id", "1"]
-        for p, (_, b) in self.ifs.items():
-            args += ["-i", f"{p}@{b}"]
-        args += ["--thrift-port", str(self.thrift), "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc}",
-                 *self.grpc_args]
-        self.proc = subprocess.Popen(args, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
-        if self.lease is not None:
-            self.lease.registry.process(self.proc.pid, args)
+        ports = Ports(*(b for _, b in (self.ifs[p] for p in (1, 2, 3))))
+        args = bmv2_argv(ports, self.thrift, self.address, self.grpc_args)
+        self.socket.unlink(missing_ok=True)  # the file of a switch killed by restart()
+        self.proc = NsNode(self.ns).popen(args, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        self.lease.registry.process(self.proc.pid, args)  # as it runs once ``ip netns exec`` has exec'd it
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"simple_switch_grpc exited: see {self.log}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.grpc)) == 0:
+            with socket.socket(socket.AF_UNIX) as s:
+                if s.connect_ex(str(self.socket)) == 0:
                     break
             time.sleep(0.1)
 
@@ -146,28 +163,33 @@ class Bmv2:
         self._launch()
 
     def close(self) -> None:
-        for s in self.sniffers.values():
-            s.stop()
-        for s in self.tx.values():
-            s.close()
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        for a, _ in self.ifs.values():
-            subprocess.run(["ip", "link", "del", a], capture_output=True)
-        if self.lease is not None:
-            self.lease.release()
-            self.lease = None
+        """Stop everything ``start()`` began, whatever state it got to: the sockets, BMv2 (by its PID), the
+        namespace (with BMv2's veth ends, and so their peers), the Unix socket, the lab slot."""
+        try:
+            for s in self.sniffers.values():
+                s.stop()
+            for s in self.tx.values():
+                s.close()
+            self.sniffers, self.tx = {}, {}
+            terminate(self.proc)
+        finally:
+            if self.ns is not None:
+                delete_namespace(self.ns)
+                self.ns = None
+            for a, _ in self.ifs.values():
+                subprocess.run(["ip", "link", "del", a], capture_output=True)
+            if self.socket is not None:
+                self.socket.unlink(missing_ok=True)
+            if self.lease is not None:
+                self.lease.release()
+                self.lease = None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     # -- control plane -------------------------------------------------------------
     def target(self, force: bool = True) -> SwitchTarget:
-        return SwitchTarget(f"127.0.0.1:{self.grpc}", p4info=ROOT / "build" / f"{self.program}.p4info.txtpb",
+        return SwitchTarget(self.address, p4info=ROOT / "build" / f"{self.program}.p4info.txtpb",
                             p4blob=ROOT / "build" / f"{self.program}.json", force_pipeline=force)
 
     def configure(self, params: PipelineParams | None, routes=ROUTES, monitor: int | None = 3,

@@ -9,10 +9,10 @@ a free lock proves its last owner is gone; the record also names the owner's
 PID and start time, checked again before anything is touched.
 
 A run registers every process it starts (with its command line), every
-interface and every cgroup it creates in ``/run/iwlab/i<NNN>.json``. Only the process that
-takes a free slot, whose recorded owner is dead, removes what that dead run
-left: it kills only those processes whose PID still runs the recorded command
-line, deletes only those interfaces, and removes the record. Nothing is ever
+interface, every cgroup, every named network namespace and every socket file it creates in
+``/run/iwlab/i<NNN>.json``. Only the process that takes a free slot, whose recorded owner is dead,
+removes what that dead run left: it kills only those processes whose PID still runs the recorded
+command line, deletes only those interfaces, namespaces and files, and removes the record. Nothing is ever
 killed by name, and nothing of a live run is ever touched. Cgroups (the initial-RTO ones,
 ``accessnet.irto``) are removed once the recorded processes are dead.
 """
@@ -27,6 +27,7 @@ import subprocess
 from pathlib import Path
 
 from .irto import remove_cgroup
+from .netns import delete_namespace
 
 STATE_DIR = Path("/run/iwlab")
 MAX_SLOTS = 1000  # prefixes i000..i999: "i999srv-eth0" is 12 characters, within IFNAMSIZ (15)
@@ -83,6 +84,16 @@ class Registry:
         self.state.setdefault("cgroups", []).extend(paths)
         self._save()
 
+    def netns(self, names: list[str]) -> None:
+        """Record named network namespaces (``ip netns``), before they are made."""
+        self.state.setdefault("netns", []).extend(names)
+        self._save()
+
+    def files(self, paths: list[str]) -> None:
+        """Record files (e.g. a Unix socket a server binds), before they are made."""
+        self.state.setdefault("files", []).extend(paths)
+        self._save()
+
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
 
@@ -111,6 +122,15 @@ def sweep(prefix: str) -> list[str] | None:
     for link in state.get("links", []):
         if subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=10).returncode == 0:
             removed.append(link)
+    for ns in state.get("netns", []):
+        if delete_namespace(ns):
+            removed.append(f"netns {ns}")
+    for f in state.get("files", []):
+        try:
+            Path(f).unlink()
+            removed.append(f)
+        except FileNotFoundError:
+            pass
     for cg in state.get("cgroups", []):
         if Path(cg).is_dir():
             try:

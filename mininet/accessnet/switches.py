@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .profiles import Profile
 from .scenario import RED_ROWS
-from .topology import ROOT, AccessNet, sh
+from .topology import ROOT, AccessNet, Ports, sh
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,15 @@ def ensure_p4_build(root: Path = ROOT, run=subprocess.run) -> str:
     return "compiled"
 
 
+def bmv2_argv(ports: Ports, thrift_port: int, grpc_addr: str, grpc_args: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """simple_switch_grpc's command line: ports 1 (server side), 2 (client side) and 3 (monitor), no program
+    until the controller pushes one, its Thrift server on ``thrift_port`` (every address of the namespace it
+    runs in: it has no option to bind one), its P4Runtime server at ``grpc_addr`` only, ``grpc_args`` (e.g.
+    TLS) for that server."""
+    return [find_p4_tool("simple_switch_grpc"), "--device-id", "1", *ports.bmv2_args(), "--thrift-port",
+            str(thrift_port), "--no-p4", "--", "--grpc-server-addr", grpc_addr, *grpc_args]
+
+
 def wait_port(port: int, timeout: float = 15.0, alive=lambda: True, node=None) -> None:
     """Wait until something listens on 127.0.0.1:``port`` (inside ``node``'s namespace when given)."""
     deadline = time.monotonic() + timeout
@@ -162,10 +171,10 @@ class Switch:
         return self.proc is None or self.proc.poll() is None
 
     def stop(self) -> None:
-        _terminate(self.proc)
+        terminate(self.proc)
 
 
-def _terminate(proc: subprocess.Popen | None, timeout: float = 10) -> None:
+def terminate(proc: subprocess.Popen | None, timeout: float = 10) -> None:
     if proc is not None and proc.poll() is None:
         proc.terminate()
         try:
@@ -197,17 +206,14 @@ class Bmv2Switch(Switch):
         return super().alive() and (self.controller is None or self.controller.poll() is None)
 
     def stop(self) -> None:
-        _terminate(self.controller, timeout=15)  # first: it leaves the switch in its configured state
+        terminate(self.controller, timeout=15)  # first: it leaves the switch in its configured state
         super().stop()
 
     def start(self, net: AccessNet, cfg: dict, rundir: Path, tune: TuneSpec) -> None:
-        exe = find_p4_tool("simple_switch_grpc")
         log = open(rundir / "switch.log", "wb")
         self.node = net.sw
-        self.proc = net.sw.popen(
-            [*REALTIME, exe, "--device-id", "1", *net.ports.bmv2_args(), "--thrift-port", str(self.thrift_port), "--no-p4",
-             "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"],
-            stdout=log, stderr=subprocess.STDOUT)
+        self.proc = net.sw.popen([*REALTIME, *bmv2_argv(net.ports, self.thrift_port, f"127.0.0.1:{self.grpc_port}")],
+                                 stdout=log, stderr=subprocess.STDOUT)
         wait_port(self.grpc_port, alive=self.alive, node=net.sw)
         cfg_path = rundir / "switch.json"
         cfg_path.write_text(json.dumps(cfg, indent=1))
