@@ -142,6 +142,25 @@ def app_limited(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: in
     return seq_before((seqhi + mss) & U32, mark) and ((now - mark_t) & U32) > 2 * lead
 
 
+def bounded(want: int, own: int, ack: int, mss: int) -> tuple[int, int, bool]:
+    """The edge an ACK asks for, within RFC 9293's bounds: never beyond the client's own edge ``own``, never
+    below one MSS beyond the ACK (``floor``, itself never beyond ``own``). Returns (want, floor, whether the
+    floor raised it)."""
+    if seq_before(own, want):
+        want = own
+    floor = (ack + mss) & U32
+    if seq_before(own, floor):
+        floor = own
+    if seq_before(want, floor):
+        return floor, floor, True
+    return want, floor, False
+
+
+def wavg_step(wavg: int, w: int) -> int:
+    """The average window's EWMA step, 1/8 towards ``w`` (a shift by a constant, rounding towards ``wavg``)."""
+    return wavg + ((w - wavg) >> 3) if w > wavg else wavg - ((wavg - w) >> 3)
+
+
 def _dec(n: int) -> int:
     return n - 1 if n else 0
 
@@ -386,18 +405,11 @@ class StartShaper:
                 cutting = True
             else:
                 grant, edge_base = acked + self._growth(p, lk, pkt.ack, edge, span, acked, grant, room), edge
-            want = (edge_base + grant) & U32
-            if seq_before(own, want):
-                want = own
-            floor = (pkt.ack + p.mss_bytes) & U32  # never below one MSS
-            if seq_before(own, floor):
-                floor = own
-            if seq_before(want, floor):
-                if cutting and seq_before(pkt.ack, end):
-                    # at its floor and the queue still above target: no window can hold it less, so its start
-                    # phase ends and its data is CoDel's (docs/iwa.md, "N flows x one MSS": the floor limit)
-                    end = pkt.ack
-                want = floor
+            want, floor, floored = bounded((edge_base + grant) & U32, own, pkt.ack, p.mss_bytes)
+            if floored and cutting and seq_before(pkt.ack, end):
+                # at its floor and the queue still above target: no window can hold it less, so its start
+                # phase ends and its data is CoDel's (docs/iwa.md, "N flows x one MSS": the floor limit)
+                end = pkt.ack
             if retract:
                 want, state = floor, state | FLOW_IDLE
             elif seq_before(want, edge):  # never moves the right edge left
@@ -433,5 +445,5 @@ class StartShaper:
         share = span >> share_shift(lk.nflows)
         if w > share or margin_holds(w, lk.wavg, room_bytes, acked, room_ns, p.target_ns):
             inc = 0
-        lk.wavg = lk.wavg + ((w - lk.wavg) >> 3) if w > lk.wavg else lk.wavg - ((lk.wavg - w) >> 3)
+        lk.wavg = wavg_step(lk.wavg, w)
         return inc

@@ -96,7 +96,7 @@ from .constants import (
 from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
-from .shaper import FLAGS, Grant, app_limited, margin_holds, shaped, share_shift
+from .shaper import FLAGS, Grant, app_limited, bounded, margin_holds, shaped, share_shift, wavg_step
 
 U32 = 0xFFFFFFFF
 SERIAL_MAX = (1 << 31) - 1  # ns: the farthest apart two 32-bit times may be
@@ -550,19 +550,12 @@ class TnaShaper:
                 inc = min(grant, acked)
                 if w > span >> share_shift(nflows) or margin_holds(w, wavg, grant, acked, room, p.target_ns):
                     inc = 0
-                stepped = wavg + ((w - wavg) >> 3) if w > wavg else wavg - ((wavg - w) >> 3)
+                stepped = wavg_step(wavg, w)
                 wavg_op, wavg_word = (Op.WAVG_SET, stepped) if forget else (Op.WAVG_ADD, stepped - wavg)
                 grant, edge_base = acked + inc, edge
-            want = (edge_base + grant) & U32
-            if seq_before(own, want):
-                want = own
-            floor = (pkt.ack + p.mss_bytes) & U32  # never below one MSS
-            if seq_before(own, floor):
-                floor = own
-            if seq_before(want, floor):
-                if cutting and seq_before(pkt.ack, end):
-                    op |= Op.END_AT_ACK  # the floor limit: its data is CoDel's from now
-                want = floor
+            want, floor, floored = bounded((edge_base + grant) & U32, own, pkt.ack, p.mss_bytes)
+            if floored and cutting and seq_before(pkt.ack, end):
+                op |= Op.END_AT_ACK  # the floor limit: its data is CoDel's from now
             if branch == "retract":
                 want, op = floor, op | Op.RETRACT
             elif seq_before(want, edge):  # never moves the right edge left

@@ -5,9 +5,10 @@ into passes) in place of ``refmodel/shaper.py`` in the same pipeline, on the see
 
 * ``web6``: 6 fresh connections of 62 kB at once (372 kB);
 * ``web6-bulk``: a bulk download from 0 s, web6 joining it at 4 s (the lab's at 10-12 s: shortened);
-* ``users5``: 5 web users from 2 s to 20 s (the lab's to 60 s: shortened), run to 30 s, pages of U(100 kB, 1.5 MB) on a new connection each, the next page an
-  Exp(10 s) idle time plus the page's time at the link rate after the last one started (the lab waits for
-  the page to complete; tcpsim's flows are scheduled up front).
+* ``users5``: 5 web users starting pages from 2 s to 20 s (the lab's to 60 s: shortened), run to 30 s;
+  pages of U(100 kB, 1.5 MB) on a new connection each, the next page an Exp(10 s) idle time plus the page's
+  time at the link rate after the last one started (the lab waits for the page to complete; tcpsim's flows
+  are scheduled up front).
 
 Per run: the windows granted (ACKs whose window the switch lowered, and the bytes of right edge it opened),
 the audio at loss period level >= 2 (%), the web completions (mean and last, s), drops and RTOs. The
@@ -66,8 +67,9 @@ class Outcome:
 
 def flows(workload: str) -> tuple[list[Flow], int]:
     """The workload's flows and how long it runs (ns)."""
-    web6 = lambda t0: [Flow(40000 + i, start=t0 + i * MS, size=62_000, isn=1_000_000 * (i + 1), delack=True)  # noqa: E731
-                       for i in range(6)]
+    def web6(t0: int) -> list[Flow]:
+        return [Flow(40000 + i, start=t0 + i * MS, size=62_000, isn=1_000_000 * (i + 1), delack=True)
+                for i in range(6)]
     if workload == "web6":
         return web6(10 * MS), 6_500 * MS
     if workload == "web6-bulk":
