@@ -65,7 +65,9 @@ phase, the idle bit): those are read-modify-writes of one register with conditio
 are atomic; the room, the grant and the window are worked out in pass 1 from what it read, and written in
 pass 2. Whether that computation fits one pass's 20 stages (§3.7 counts about 28 steps) is the P4's
 question, not the twin's: if it does not, it goes on in a pass that touches no register (a recirculation),
-which only lengthens ``lag_ns``.
+which only lengthens ``lag_ns``. Nor does the twin check what one stateful ALU can do: ``flow_state``'s action
+here tests the first ACK, the count stamp against the epoch and the idle bit with the checkpoint's result,
+more conditions than one ALU takes; the P4 may have to split those bits over two registers.
 
 The other packets take one pass, each register touched once: the client's SYN (``flow_syn``), a SYN-ACK
 (install: the roll and the reserve's frame on its link), a FIN or RST (uncount on the flow's link), a closed
@@ -307,6 +309,7 @@ class TnaShaper:
 
     @property
     def nflows(self) -> int:
+        """Link 0's active shaped flows (the control plane's read of iwa_act, not a pass)."""
         return sum(self.iwa_act.cells[0])
 
     def downstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track,

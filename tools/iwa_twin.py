@@ -11,9 +11,9 @@ into passes) in place of ``refmodel/shaper.py`` in the same pipeline, on the see
   are scheduled up front).
 
 Per run: the windows granted (ACKs whose window the switch lowered, and the bytes of right edge it opened),
-the audio at loss period level >= 2 (%), the web completions (mean and last, s), drops and RTOs. The
-twin runs with its second pass at once (``lag 0``) and later, so that other packets come between a
-packet's two passes (the race).
+the audio at loss period level >= 2 (%) and its longest queueing delay (ms), the web completions (mean and
+last, s), drops and RTOs. The twin runs with its second pass at once (``lag 0``) and later, so that other
+packets come between a packet's two passes (the race).
 
 ``python tools/iwa_twin.py [--lags-us 0,1,1000] [--write docs/tofino.md]`` prints the table (and writes it
 between the ``iwa-twin`` markers).
@@ -56,6 +56,7 @@ class Outcome:
     rewrites: int        # ACKs whose window the switch lowered
     granted: int         # bytes of right edge the switch opened (the grants' advances)
     level2: float        # audio at loss period level >= 2 (%)
+    audio_max: float     # the audio's longest wait in the queue (ms)
     mean_done: float     # the web flows' mean completion (s)
     last_done: float     # ... and the last (s)
     incomplete: int      # web flows not complete by the end
@@ -105,7 +106,8 @@ def run(workload: str, lag_ns: int | None) -> Outcome:
     done = [f.done / 1e9 for f in web if f.done is not None]
     return Outcome(
         rewrites=len(sim.rewrites), granted=sum(r.s2 >> 32 for _, _, r in sim.grants),
-        level2=100 * (1 - good_quality(loss_levels(lost))), mean_done=float(np.mean(done)) if done else 0.0,
+        level2=100 * (1 - good_quality(loss_levels(lost))), audio_max=max(s for _, s in sim.audio) / MS,
+        mean_done=float(np.mean(done)) if done else 0.0,
         last_done=max(done, default=0.0), incomplete=len(web) - len(done), drops=len(sim.drops),
         rtos=sum(f.rtos for f in sim.flows.values()),
         passes=pipe.shaper.log.passes if lag_ns is not None else 0,
@@ -113,15 +115,15 @@ def run(workload: str, lag_ns: int | None) -> Outcome:
 
 
 def table(lags_ns: list[int]) -> str:
-    head = ("| workload | IWA | ACKs rewritten | bytes granted | audio level ≥ 2 (%) | web mean (s) | web last (s) "
-            "| incomplete | drops | RTOs | twin passes | between passes |")
+    head = ("| workload | IWA | ACKs rewritten | bytes granted | audio level ≥ 2 (%) | audio max (ms) | web mean (s) "
+            "| web last (s) | incomplete | drops | RTOs | twin passes | between passes |")
     rows = [head, "|" + "---|" * (head.count("|") - 1)]
     for w in WORKLOADS:
         for lag in (None, *lags_ns):
             o = run(w, lag)
             name = "v1model" if lag is None else f"twin, lag {lag / 1000:g} µs"
-            rows.append(f"| {w} | {name} | {o.rewrites} | {o.granted} | {o.level2:.1f} | {o.mean_done:.2f} | "
-                        f"{o.last_done:.2f} | {o.incomplete} | {o.drops} | {o.rtos} | "
+            rows.append(f"| {w} | {name} | {o.rewrites} | {o.granted} | {o.level2:.1f} | {o.audio_max:.1f} | "
+                        f"{o.mean_done:.2f} | {o.last_done:.2f} | {o.incomplete} | {o.drops} | {o.rtos} | "
                         f"{o.passes if lag is not None else '-'} | {o.between if lag is not None else '-'} |")
     return "\n".join(rows)
 
