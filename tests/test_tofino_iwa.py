@@ -189,3 +189,57 @@ def test_the_twin_meets_issue_34s_targets_with_a_resubmissions_lag(workload):
     assert abs(twin.mean_done - v1.mean_done) <= COMPLETION * v1.mean_done
     assert twin.incomplete == v1.incomplete == 0
     assert twin.drops == v1.drops and twin.rtos <= v1.rtos
+
+
+# --------------------------------------------------------------------------- the rarer paths, against the v1model
+
+
+def test_keepalive_restarts_and_retractions_are_granted_as_the_v1model():
+    """Six kept-alive connections asked for a page every 2 s (each response a new start after idle): the idle
+    server's ACKs open nothing, its window is retracted once all it sent is acknowledged (pass 2 sets the edge
+    instead of taking the larger), and the next request restarts it from one MSS; packet for packet."""
+    def conns() -> list[Flow]:
+        return [Flow(40000 + i, start=1_000 * MS + i * MS // 5, size=30_000, isn=1_000_000 * (i + 1), delack=True,
+                     half_wnd=True, more=[(2_000 * MS, 30_000)] * 3) for i in range(6)]
+    until = 9_000 * MS
+    twin = TnaShaper(0)
+    ops: list[Op] = []
+    pass2 = twin._pass2
+    twin._pass2 = lambda p, h, now: (ops.append(h.op), pass2(p, h, now))[1]
+    assert grants(conns(), until, twin) == grants(conns(), until, None)
+    assert sum(bool(op & Op.RETRACT) for op in ops) >= 6
+    assert any(op & Op.WAVG_SET for op in ops) and any(op & Op.WAVG_ADD for op in ops)
+
+
+def open_flow(p: Pipeline, t: int, port: int, isn: int) -> None:
+    handshake(p, t, port, isn)
+    p.process(t + RTT, client_ack(isn + 1, 502, sport=port), 2)
+
+
+@pytest.mark.parametrize("lag_ns", [0, 10 * US])
+def test_a_slot_reused_by_a_new_flow_uncounts_the_old_one_in_a_second_pass(lag_ns):
+    """A flow that sent no data for the slot's age but still ACKs (so it is counted) when a new flow takes its
+    slot: the SYN-ACK rolls its own link's counts in pass 1 and uncounts the displaced flow in pass 2, leaving
+    the v1model's counts. The 11 s between them need the ticks (the epoch's start is a 32-bit time)."""
+    age, t = PARAMS.iwa.age_ns, PARAMS.iwa.age_ns + 1_000 * MS
+    counts = []
+    for twin in (None, TnaShaper(lag_ns)):
+        p = Pipeline(ROUTES, PARAMS)
+        if twin is not None:
+            p.shaper = twin
+        open_flow(p, 0, 40000, 1000)
+        open_flow(p, 0, 40001, 500_000)
+        seen = [p.shaper.nflows]
+        for tick in range(TICK_PERIOD_MAX, t, TICK_PERIOD_MAX):
+            if twin is not None:
+                twin.tick(PARAMS.iwa, 0, tick)
+        p.process(t - 2 * MS, client_ack(1001, 502, sport=40000), 2)      # both still ACK: counted
+        p.process(t - MS, client_ack(500_001, 502, sport=40001), 2)
+        seen.append(p.shaper.nflows)
+        handshake(p, t - 2 * D_SERVER, 40000, 77_000)                     # the same slot, a new flow
+        if twin is not None:
+            twin.settle(t + MS)
+            assert not twin.pending
+        seen.append(p.shaper.nflows)
+        counts.append(seen)
+    assert counts[0] == counts[1] == [2, 2, 1]
