@@ -92,13 +92,15 @@ from typing import Any, NamedTuple
 from .arith import s32
 from .constants import (
     EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
-    FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
+    FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
     TrafficClass,
 )
 from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
-from .shaper import FLAGS, Grant, app_limited, bounded, margin_holds, shaped, share_shift, wavg_step
+from .shaper import (
+    Grant, LinkShaping, app_limited, bounded, margin_holds, shaped, share_shift, wavg_step,
+)
 
 U32 = 0xFFFFFFFF
 SERIAL_MAX = (1 << 31) - 1  # ns: the farthest apart two 32-bit times may be
@@ -202,10 +204,6 @@ def serial_max(a: int, b: int) -> int:
     return a if s32(a - b) >= 0 else b
 
 
-def _dec(n: int) -> int:
-    return n - 1 if n else 0
-
-
 def _roll_step(epoch_t: int, now: int, hold_ns: int) -> int:
     """0: the epoch goes on; 1: a new one; 2: both generations over (the epoch number skips one)."""
     e = s32(now - epoch_t)
@@ -213,19 +211,19 @@ def _roll_step(epoch_t: int, now: int, hold_ns: int) -> int:
 
 
 def uncounted(state: int, epoch: int, cur: int, old_new: tuple[int, int]) -> tuple[int, tuple[int, int]]:
-    """``LinkShaping.uncount`` on iwa_act_cur and iwa_act {old, new}: the counts without a counted flow."""
-    old, new = old_new
-    if state & FLOW_COUNTED:
-        stamp = state >> FLOW_STAMP_SHIFT
-        if stamp == epoch:
-            cur = _dec(cur)
-            if state & FLOW_FRESH:
-                new = _dec(new)
-            else:
-                old = _dec(old)
-        elif stamp == (epoch - 1) & EPOCH_MASK:
-            old = _dec(old)
-    return cur, (old, new)
+    """``LinkShaping.uncount`` (the v1model's rule) on iwa_act_cur and iwa_act {old, new}: the counts without a
+    counted flow."""
+    lk = LinkShaping(epoch=epoch, act_cur=cur, act_old=old_new[0], act_new=old_new[1])
+    lk.uncount(state)
+    return lk.act_cur, (lk.act_old, lk.act_new)
+
+
+def counted(state: int, epoch: int) -> tuple[int, bool, bool]:
+    """``LinkShaping.count`` (the v1model's rule) as flow_state's part of it: the state stamped with this epoch,
+    whether the flow is counted now (iwa_act_cur + 1) and whether it is fresh (act_new + 1)."""
+    lk = LinkShaping(epoch=epoch)
+    state = lk.count(state)
+    return state, bool(lk.act_cur), bool(lk.act_new)
 
 
 class Info(NamedTuple):
@@ -254,7 +252,9 @@ class TnaShaper:
     def __init__(self, lag_ns: int = 0) -> None:
         self.lag_ns = lag_ns
         self.log = PassLog()
-        reg = lambda name, n, init=0: Register(self.log, name, n, init)  # noqa: E731
+
+        def reg(name: str, n: int, init: Any = 0) -> Register:
+            return Register(self.log, name, n, init)
         self.flow_syn = reg("flow_syn", FLOW_SLOTS, (0, 0))
         self.flow_srtt = reg("flow_srtt", FLOW_SLOTS)
         self.flow_link = reg("flow_link", FLOW_SLOTS, Info())
@@ -466,13 +466,8 @@ class TnaShaper:
             old, branch = s, ""
             if not s & FLOW_ACKED:  # the handshake's ACK
                 s = (s | FLOW_ACKED) & ~FLOW_ANNOUNCED
-            if counting:  # LinkShaping.count's stamp
-                stamp = s >> FLOW_STAMP_SHIFT
-                if not (s & FLOW_COUNTED and stamp == epoch):
-                    fl = s & FLAGS | FLOW_COUNTED | FLOW_FRESH
-                    if s & FLOW_COUNTED and stamp == (epoch - 1) & EPOCH_MASK:
-                        fl &= ~FLOW_FRESH  # continuing: already in act_old
-                    s = fl | epoch << FLOW_STAMP_SHIFT
+            if counting:
+                s = counted(s, epoch)[0]
             if shaping and old & FLOW_ACKED:
                 if s & FLOW_IDLE and (pkt.tcp_payload > 0 or acked > 0):
                     branch, s = "restart", s & ~FLOW_IDLE
@@ -483,8 +478,7 @@ class TnaShaper:
             return s, (old, s, branch)
         old_state, state, branch = self.flow_state.rmw(slot, state_action)
         first = not old_state & FLOW_ACKED
-        counted_now = counting and not (old_state & FLOW_COUNTED and old_state >> FLOW_STAMP_SHIFT == epoch)
-        fresh = counted_now and bool(state & FLOW_FRESH)
+        _, counted_now, fresh = counted(old_state, epoch) if counting else (0, False, False)
         released = first and bool(old_state & FLOW_ANNOUNCED)
 
         nflows = nflows_before = 0
