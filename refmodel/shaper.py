@@ -146,6 +146,38 @@ def app_limited(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: in
     return seq_before((seqhi + mss) & U32, mark) and ((now - mark_t) & U32) > 2 * lead
 
 
+def bounded(want: int, own: int, ack: int, mss: int) -> tuple[int, int, bool]:
+    """The edge an ACK asks for, within RFC 9293's bounds: never beyond the client's own edge ``own``, never
+    below one MSS beyond the ACK (``floor``, itself never beyond ``own``). Returns (want, floor, whether the
+    floor raised it)."""
+    if seq_before(own, want):
+        want = own
+    floor = (ack + mss) & U32
+    if seq_before(own, floor):
+        floor = own
+    if seq_before(want, floor):
+        return floor, floor, True
+    return want, floor, False
+
+
+def pauses(p: IwaParams, state: int, cutting: bool, acked: int, queue_ns: int, mtu_ns: int, span: int,
+           nflows: int) -> bool:
+    """A flow at its floor pauses (docs/iwa.md, "The pause"): its server probes after its RTO and the probe's ACK,
+    which acknowledges nothing, reopens the MSS. A pause costs the flow that RTO, so only for an ACK of data
+    (``acked``) while the queue is above target (``cutting``) and the real queue (``queue_ns``, not only the
+    one predicted from grants) more than a frame above it, and at most once an epoch (``FLOW_PAUSED``) unless
+    the link is beyond its floor limit: its flows' shares of the path and budget each below one MSS, where no
+    window can hold the queue and pausing is the only lever that loses nothing."""
+    beyond = span >> share_shift(nflows) < p.mss_bytes
+    return (cutting and acked > 0 and queue_ns > p.target_ns + mtu_ns
+            and (beyond or not state & FLOW_PAUSED))
+
+
+def wavg_step(wavg: int, w: int) -> int:
+    """The average window's EWMA step, 1/8 towards ``w`` (a shift by a constant, rounding towards ``wavg``)."""
+    return wavg + ((w - wavg) >> 3) if w > wavg else wavg - ((wavg - w) >> 3)
+
+
 def _dec(n: int) -> int:
     return n - 1 if n else 0
 
@@ -390,33 +422,19 @@ class StartShaper:
                 cutting = True
             else:
                 grant, edge_base = acked + self._growth(p, lk, pkt.ack, edge, span, acked, grant, room), edge
-            want = (edge_base + grant) & U32
-            if seq_before(own, want):
-                want = own
-            floor = (pkt.ack + p.mss_bytes) & U32  # never below one MSS
-            if seq_before(own, floor):
-                floor = own
+            want, floor, floored = bounded((edge_base + grant) & U32, own, pkt.ack, p.mss_bytes)
             shut = False
-            if seq_before(want, floor):
+            if floored:
                 if cutting and seq_before(pkt.ack, end):
                     # at its floor and the queue still above target: no window can hold it less, so its start
                     # phase ends and its data is CoDel's (docs/iwa.md, "The floor limit": N flows x one MSS)
                     end = pkt.ack
-                # and it pauses: its window opens by nothing, and is shut (a zero window, what is left of it
-                # unused withdrawn) once this ACK acknowledges all it sent; its server probes after its RTO and
-                # the probe's ACK, which acknowledges nothing, reopens the MSS. A pause costs the flow its
-                # server's RTO, so only for an ACK of data while the real queue (not only the predicted one) is
-                # more than a frame above target, and at most once an epoch (``hold_ns``) unless the link is
-                # beyond its floor limit: its flows' shares of the path and budget each below one MSS, where no
-                # window can hold the queue and pausing is the only lever that loses nothing.
-                beyond = span >> share_shift(lk.nflows) < p.mss_bytes
-                if (cutting and acked > 0 and queue_tat - now > p.target_ns + mtu_ns
-                        and (beyond or not state & FLOW_PAUSED)):
+                if pauses(p, state, cutting, acked, queue_tat - now, mtu_ns, span, lk.nflows):
+                    # and it pauses: its window opens by nothing, and is shut (a zero window, what is left of it
+                    # unused withdrawn) once this ACK acknowledges all it sent
                     state |= FLOW_PAUSED
                     shut = not seq_before(pkt.ack, t.seqhi)
                     want = pkt.ack if shut else edge
-                else:
-                    want = floor
             if retract:
                 want, state = floor, state | FLOW_IDLE
             elif seq_before(want, edge) and not shut:  # never moves the right edge left (but to shut it)
@@ -452,5 +470,5 @@ class StartShaper:
         share = span >> share_shift(lk.nflows)
         if w > share or margin_holds(w, lk.wavg, room_bytes, acked, room_ns, p.target_ns):
             inc = 0
-        lk.wavg = lk.wavg + ((w - lk.wavg) >> 3) if w > lk.wavg else lk.wavg - ((lk.wavg - w) >> 3)
+        lk.wavg = wavg_step(lk.wavg, w)
         return inc

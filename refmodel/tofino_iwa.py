@@ -1,0 +1,605 @@
+"""IWA's start shaper cut into Tofino 2 passes (the twin of the TNA program still to write, issue 34 item 1).
+
+``shaper.py`` (the v1model program's ``start_shaper.p4``) reads a flow's and its link's registers, works out
+the window an ACK leaves with, then writes them, touching some registers twice (a link's epoch, the count of
+active flows) and computing for more stages than one Tofino pass has (docs/tofino-design.md §3.7 counts about
+28 dependent steps). A Tofino stateful ALU touches its register once per pass, with a few conditions, and
+cannot multiply two run-time values or shift by one. So, as ``tofino_red.py`` did for RED, this module is the
+same shaper cut into passes, each register behind a ``Register`` that refuses a second access in one pass,
+and ``tests/test_tofino_iwa.py`` measures it against ``shaper.py`` (the oracle) in ``tests/tcpsim.py``.
+
+The arithmetic needs no new approximation: ``shaper.py`` already forms its products as a run-time value times
+a configured constant through the mantissa tables (``params.ns_to_bytes``, ``bytes_to_ns``: ``arith.mul``,
+never above the exact product, < 1/64 below it), the share's shift through a range table (``share_shift``:
+``iwa_share``) and every other shift by a constant (``2 * lead``, ``acked >> 1``, the average's 1/8). What
+the twin changes:
+
+* **Shifts by the client's window scale** (``window << scale``, the rounding up of ``want - ack``) are
+  lookups of a table keyed by the scale (``SCALE_SHIFTS``: 15 rows, each a constant shift): exact.
+* **32-bit time, compared serially.** The link's virtual queue (``iwa_vq``) and its epoch start are 64-bit
+  in ``shaper.py``; here both are 32-bit ns and compared as serial numbers (``arith.s32``). The packet
+  generator's ticks (``tick``) keep them within 2^31 ns of now without changing a decision: a virtual queue
+  in the past is pulled up to now (every use takes ``max(vq, now)``), an epoch more than two holds old is
+  pulled to ``2 * hold + 1`` ns old (every use only asks "more than two holds?"). That needs
+  ``2 * hold + TICK_PERIOD_MAX < 2^31 ns`` (``check_hold``). ``mark_t`` and ``syn_t`` were 32-bit already.
+  The queue's backlog comes from the TNA queue (``tofino_queue.py``) as a 32-bit value.
+* **The passes and the race between them** (below): the second pass writes what the first decided from the
+  state it read, and another packet of the same link (or flow) may come between them. ``lag_ns`` sets how
+  long after its first pass a packet's second pass runs (0: at once, as BMv2 would; on a Tofino a
+  resubmission takes well under a microsecond, a recirculation a little more). The second pass is written
+  so that a race errs towards the audio: ``flow_edge`` takes the larger edge (never left), the virtual
+  queue adds the grant to what it has then, the average window adds a *step*, not a value.
+
+The pass-2 header (``Pass2``, a 96-bit resubmit header as RED's on Tofino 2) holds op 8 bits, the window
+field 16, the scale 4, the virtual queue's addition 32 and the average's step or value 32: 93 bits. Its ACK
+number, flow slot and link come from the packet itself, parsed again.
+
+Registers (flow registers at the flow's slot, link registers at the link's index):
+
+=========================  ==================================  ======================================
+register                   upstream ACK, pass 1                upstream ACK, pass 2
+=========================  ==================================  ======================================
+flow_link                  read: its link, SHAPE, scale and    -
+                           CLOSED (``Info``), known before
+                           flow_state's action
+flow_srtt                  read (the server's RTT, ``lead``)   -
+flow_mark {mark, mark_t}   read (app-limited?)                 write (a new checkpoint)
+flow_edge                  read                                max(edge, new edge); or set (retract,
+                                                               a pause's shut window)
+flow_ack                   max(ack, packet's ack), returns     -
+                           the old: ``acked`` (atomic)
+iwa_epoch {t, epoch}       roll (a shaped flow's ACK)          -
+flow_state                 first ACK, count stamp, IDLE set    PAUSED set (a pause: shaper.pauses,
+                           (retract) or cleared (restart)      which needs the room)
+iwa_act_cur                roll; +1 when counted this epoch    -
+iwa_act {old, new}         roll; new +1 when fresh             -
+iwa_reserve {cur, old}     roll; its own frame released        -
+flow_span                  set at the first ACK, else read     -
+flow_end                   set at the first ACK or when the    set to the ACK (floor limit)
+                           server idled, else read
+iwa_vq                     read                                max(vq, now) + the grant's time
+iwa_wavg                   read                                += step (or set, none counted)
+=========================  ==================================  ======================================
+
+Pass 1 writes only what does not depend on the room (the epoch, the counts, the reserve, the ACK, the start
+phase, the idle bit): those are read-modify-writes of one register with conditions known beforehand, so they
+are atomic; the room, the grant and the window are worked out in pass 1 from what it read, and written in
+pass 2. Whether that computation fits one pass's 20 stages (§3.7 counts about 28 steps) is the P4's
+question, not the twin's: if it does not, it goes on in a pass that touches no register (a recirculation),
+which only lengthens ``lag_ns``. Nor does the twin check what one stateful ALU can do: ``flow_state``'s action
+here tests the first ACK, the count stamp against the epoch and the idle bit with the checkpoint's result,
+more conditions than one ALU takes; the P4 may have to split those bits over two registers.
+
+The other packets take one pass, each register touched once: the client's SYN (``flow_syn``), a SYN-ACK
+(install: the roll and the reserve's frame on its link), a FIN or RST (uncount on the flow's link), a closed
+flow's ACK (``flow_edge``: its own edge), downstream data (reads ``flow_state``, ``flow_edge``,
+``flow_end``). One exception: a SYN-ACK that takes a slot whose flow is still counted rolls its own link's
+counts in pass 1 and uncounts the displaced flow (on that flow's link, with that link's epoch) in a second
+pass, since both touch ``iwa_act``.
+
+What this twin does not cover: the flow tracker (``flows.py``: each register already touched once per
+packet, but ``flow_seen`` is 64-bit ns, the 10 s slot age; the TNA program needs a coarser clock there) and
+IWA's downstream decision (``iwa.py``: one read-modify-write of ``iwa_unheld``) with CoDel for what no
+window holds (``tofino_codel.py``): they run as the v1model's here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import IntFlag
+from typing import Any, NamedTuple
+
+from .arith import s32
+from .constants import (
+    EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
+    FLOW_PAUSED, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
+    TrafficClass,
+)
+from .flows import Track, seq_before
+from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
+from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
+from .shaper import (
+    Grant, LinkShaping, app_limited, bounded, margin_holds, pauses, shaped, share_shift, wavg_step,
+)
+
+U32 = 0xFFFFFFFF
+SERIAL_MAX = (1 << 31) - 1  # ns: the farthest apart two 32-bit times may be
+TICK_PERIOD_MAX = 100_000_000  # ns: the packet generator's period per link, at most
+PASS2_BITS = 96  # the resubmit header Tofino 2 carries (the project's, with RED)
+SCALE_SHIFTS = tuple(range(WS_MAX + 1))  # iwa_scale: one row per window-scale shift, each a constant shift
+
+
+class PassViolation(AssertionError):
+    """A register touched twice in one pass: the TNA program could not do it."""
+
+
+class PassLog:
+    """Which registers the current pass touched, and how many passes ran."""
+
+    def __init__(self) -> None:
+        self.touched: set[str] = set()
+        self.passes = 0
+
+    def begin(self) -> None:
+        self.touched = set()
+        self.passes += 1
+
+    def touch(self, name: str) -> None:
+        if name in self.touched:
+            raise PassViolation(f"{name} touched twice in one pass")
+        self.touched.add(name)
+
+
+class Register:
+    """A register array whose every access is one RegisterAction: ``read`` or ``rmw`` (the action gets the
+    cell, returns (new cell, what it outputs))."""
+
+    def __init__(self, log: PassLog, name: str, size: int, init: Any = 0) -> None:
+        self.log, self.name = log, name
+        self.cells = [init] * size
+
+    def read(self, i: int) -> Any:
+        self.log.touch(self.name)
+        return self.cells[i]
+
+    def rmw(self, i: int, action: Callable[[Any], tuple[Any, Any]]) -> Any:
+        self.log.touch(self.name)
+        self.cells[i], out = action(self.cells[i])
+        return out
+
+    def write(self, i: int, value: Any) -> None:
+        self.rmw(i, lambda _: (value, None))
+
+
+class Op(IntFlag):
+    """What a second pass does (``Pass2.op``)."""
+
+    EDGE = 1        # flow_edge = max(edge, ack + (field << scale))
+    RETRACT = 2     # ... or that edge as it is (the window retracted to one MSS: it moves left)
+    MARK = 4        # flow_mark = (the new edge, now)
+    END_AT_ACK = 8  # flow_end = the ACK (the floor limit: its data is CoDel's)
+    VQ = 16         # iwa_vq = max(vq, now) + vq_ns
+    WAVG_ADD = 32   # iwa_wavg += wavg (signed)
+    WAVG_SET = 64   # iwa_wavg = wavg
+    UNCOUNT = 128   # a SYN-ACK's: uncount the slot's displaced flow (state in wavg, its link in field)
+    PAUSE = 256     # flow_state |= FLOW_PAUSED (a pause at the floor limit: once an epoch)
+
+
+@dataclass(frozen=True)
+class Pass2:
+    """The resubmit header a first pass leaves (``op`` .. ``wavg``), and what the second pass parses again
+    from the packet itself (``ack``, ``slot``, ``link``)."""
+
+    op: Op
+    field: int = 0   # 16 bits: the window field the ACK leaves with
+    scale: int = 0   # 4 bits
+    vq_ns: int = 0   # 32 bits
+    wavg: int = 0    # 32 bits, signed for WAVG_ADD
+    ack: int = 0
+    slot: int = 0
+    link: int = 0
+
+    def fits(self) -> bool:
+        return (self.op < 1 << 9 and self.field < 1 << 16 and self.scale < 1 << 4 and 0 <= self.vq_ns <= U32
+                and -(1 << 31) <= self.wavg <= U32 and 9 + 16 + 4 + 32 + 32 <= PASS2_BITS)
+
+
+def check_hold(hold_ns: int) -> None:
+    """The epoch's age is a 32-bit serial number: two holds and a tick period must stay below 2^31 ns."""
+    if 2 * hold_ns + TICK_PERIOD_MAX > SERIAL_MAX:
+        raise ConfigError(f"iwa: hold = {hold_ns} ns: two holds and a tick period must stay below 2^31 ns on "
+                          "Tofino (32-bit serial time, refmodel/tofino_iwa.py)")
+
+
+def scale_up(nbytes: int, scale: int) -> int:
+    """iwa_scale's round-up row: the window field that covers ``nbytes`` (never below it)."""
+    return (nbytes + (1 << SCALE_SHIFTS[scale]) - 1) >> SCALE_SHIFTS[scale]
+
+
+def scale_down(window: int, scale: int) -> int:
+    """iwa_scale's other row: a window field in bytes."""
+    return window << SCALE_SHIFTS[scale]
+
+
+def serial_max(a: int, b: int) -> int:
+    return a if s32(a - b) >= 0 else b
+
+
+def _roll_step(epoch_t: int, now: int, hold_ns: int) -> int:
+    """0: the epoch goes on; 1: a new one; 2: both generations over (the epoch number skips one)."""
+    e = s32(now - epoch_t)
+    return 0 if e <= hold_ns else 2 if e > 2 * hold_ns else 1
+
+
+def uncounted(state: int, epoch: int, cur: int, old_new: tuple[int, int]) -> tuple[int, tuple[int, int]]:
+    """``LinkShaping.uncount`` (the v1model's rule) on iwa_act_cur and iwa_act {old, new}: the counts without a
+    counted flow."""
+    lk = LinkShaping(epoch=epoch, act_cur=cur, act_old=old_new[0], act_new=old_new[1])
+    lk.uncount(state)
+    return lk.act_cur, (lk.act_old, lk.act_new)
+
+
+def counted(state: int, epoch: int) -> tuple[int, bool, bool]:
+    """``LinkShaping.count`` (the v1model's rule) as flow_state's part of it: the state stamped with this epoch,
+    whether the flow is counted now (iwa_act_cur + 1) and whether it is fresh (act_new + 1)."""
+    lk = LinkShaping(epoch=epoch)
+    state = lk.count(state)
+    return state, bool(lk.act_cur), bool(lk.act_new)
+
+
+class Info(NamedTuple):
+    """flow_link: a flow's link and the bits of its state that its ACK's other actions need first (SHAPE and
+    the scale never change after its SYN-ACK; CLOSED is also in flow_state)."""
+
+    link: int = 0
+    shape: bool = False
+    scale: int = 0
+    closed: bool = False
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A second pass waiting to run."""
+
+    due: int
+    p2: Pass2
+    params: IwaParams
+
+
+class TnaShaper:
+    """``StartShaper``'s interface (``Pipeline.shaper``), its registers behind ``Register``s, every packet cut
+    into passes. ``lag_ns``: how long after its first pass a packet's second pass runs."""
+
+    def __init__(self, lag_ns: int = 0) -> None:
+        self.lag_ns = lag_ns
+        self.log = PassLog()
+
+        def reg(name: str, n: int, init: Any = 0) -> Register:
+            return Register(self.log, name, n, init)
+        self.flow_syn = reg("flow_syn", FLOW_SLOTS, (0, 0))
+        self.flow_srtt = reg("flow_srtt", FLOW_SLOTS)
+        self.flow_link = reg("flow_link", FLOW_SLOTS, Info())
+        self.flow_state = reg("flow_state", FLOW_SLOTS)
+        self.flow_edge = reg("flow_edge", FLOW_SLOTS)
+        self.flow_ack = reg("flow_ack", FLOW_SLOTS)
+        self.flow_span = reg("flow_span", FLOW_SLOTS)
+        self.flow_end = reg("flow_end", FLOW_SLOTS)
+        self.flow_mark = reg("flow_mark", FLOW_SLOTS, (0, 0))
+        self.iwa_epoch = reg("iwa_epoch", N_LINKS, (0, 0))
+        self.iwa_act_cur = reg("iwa_act_cur", N_LINKS)
+        self.iwa_act = reg("iwa_act", N_LINKS, (0, 0))
+        self.iwa_reserve = reg("iwa_reserve", N_LINKS, (0, 0))
+        self.iwa_vq = reg("iwa_vq", N_LINKS)
+        self.iwa_wavg = reg("iwa_wavg", N_LINKS)
+        self.pending: list[Pending] = []
+        self.between = 0  # first passes that ran between another packet's two passes
+
+    # ------------------------------------------------------------------ the passes' schedule
+
+    def settle(self, now: int) -> None:
+        """Run the second passes due by ``now`` (before the packet arriving at ``now``)."""
+        while self.pending and self.pending[0].due <= now:
+            pend = self.pending.pop(0)
+            self._pass2(pend.params, pend.p2, pend.due)
+
+    def _resubmit(self, p: IwaParams, p2: Pass2, now: int) -> None:
+        if self.lag_ns == 0:
+            self._pass2(p, p2, now)
+        else:
+            self.pending.append(Pending(now + self.lag_ns, p2, p))
+
+    def _first(self, now: int) -> None:
+        self.settle(now)
+        self.between += bool(self.pending)
+        self.log.begin()
+
+    def tick(self, p: IwaParams, link: int, now: int) -> None:
+        """A packet generator's tick of ``link`` (one pass, every TICK_PERIOD_MAX at most): keeps its 32-bit
+        times within 2^31 ns of now without changing what any packet decides."""
+        check_hold(p.hold_ns)
+        self._first(now)
+        now32, over = now & U32, 2 * p.hold_ns + 1
+
+        def epoch(e: tuple[int, int]) -> tuple[tuple[int, int], None]:
+            t, n = e
+            return ((now32 - over) & U32 if s32(now32 - t) > over else t, n), None
+        self.iwa_epoch.rmw(link, epoch)
+        self.iwa_vq.rmw(link, lambda v: (serial_max(v, now32), None))
+
+    # ------------------------------------------------------------------ StartShaper's interface
+
+    @property
+    def nflows(self) -> int:
+        """Link 0's active shaped flows (the control plane's read of iwa_act, not a pass)."""
+        return sum(self.iwa_act.cells[0])
+
+    def downstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track,
+                   link: int = 0) -> Track:
+        if pkt.udp_valid or not pkt.tcp_valid or pkt.tcp_payload < 0:
+            return t
+        self._first(now)
+        slot = t.slot
+        if t.flags & TrackFlag.NEW_FLOW:
+            self._install(p, mtu_ns, pkt, now, iwa_on, t, link)
+            return t
+        if not t.tracked or pkt.tcp_flags & (TCP_SYN | TCP_ACK) == (TCP_SYN | TCP_ACK):
+            return t
+        if pkt.tcp_flags & (TCP_FIN | TCP_RST):
+            state, _ = self._close(slot)
+        else:
+            state = self.flow_state.read(slot)
+        edge, end = self.flow_edge.read(slot), self.flow_end.read(slot)
+        flags, cls = t.flags, t.cls
+        if shaped(state):
+            flags |= TrackFlag.SHAPED
+        elif cls == TrafficClass.TCP_START:
+            cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING
+        if pkt.tcp_payload > 0 and shaped(state) and state & FLOW_ACKED:
+            if seq_before(edge, (pkt.seq + pkt.tcp_payload) & U32):
+                flags |= TrackFlag.BEYOND
+            if cls == TrafficClass.TCP_START and not seq_before(pkt.seq, end):
+                cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING
+        return replace(t, cls=cls, flags=flags)
+
+    def upstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, queue_tat: int, iwa_on: bool,
+                 t: Track, link: int = 0) -> Grant:
+        if pkt.udp_valid or not pkt.tcp_valid or pkt.tcp_payload < 0:
+            return Grant()
+        self._first(now)
+        slot, f = t.slot, pkt.tcp_flags
+        if f & (TCP_SYN | TCP_ACK) == TCP_SYN:
+            rec = (t.hash & 0xFFFFFF00) | SYN_SEEN
+            if pkt.ws_shift >= 0:
+                rec |= SYN_WS | min(pkt.ws_shift, WS_MAX)
+            self.flow_syn.write(slot, (rec, now & U32))
+            return Grant(syn=True)
+        if not t.tracked:
+            return Grant()
+        if f & (TCP_FIN | TCP_RST):  # the client closes (or resets) the flow
+            _, info = self._close(slot)
+        else:
+            info = self.flow_link.read(slot)
+        if info.closed:  # its windows pass as the client wrote them
+            return self._unshaped(pkt, slot, info.scale) if f & (TCP_ACK | TCP_RST) == TCP_ACK else Grant(True)
+        if f & (TCP_SYN | TCP_ACK) != TCP_ACK:
+            return Grant()
+        backlog = min(max(queue_tat - now, 0), U32)  # the TNA queue's q_peek (tofino_queue.py: 32 bits)
+        return self._ack(p, mtu_ns, pkt, now, backlog, iwa_on, t, link, info)
+
+    # ------------------------------------------------------------------ one pass each
+
+    def _close(self, slot: int) -> tuple[int, Info]:
+        """A FIN or RST: flow_link and flow_state get CLOSED (returns both as written), the flow is uncounted on
+        its own link."""
+        info = self.flow_link.rmw(slot, lambda i: (i._replace(closed=True),) * 2)
+        old = self.flow_state.rmw(slot, lambda s: ((s & ~(FLOW_COUNTED | FLOW_FRESH)) | FLOW_CLOSED, s))
+        _, epoch = self.iwa_epoch.read(info.link)
+        self._uncount(info.link, old, epoch)
+        return (old & ~(FLOW_COUNTED | FLOW_FRESH)) | FLOW_CLOSED, info
+
+    def _uncount(self, link: int, state: int, epoch: int) -> None:
+        self.iwa_act_cur.rmw(link, lambda c: (uncounted(state, epoch, c, (0, 0))[0], None))
+        self.iwa_act.rmw(link, lambda on: (uncounted(state, epoch, 0, on)[1], None))
+
+    def _unshaped(self, pkt: Parsed, slot: int, scale: int) -> Grant:
+        """A closed flow's ACK leaves with the client's own window: the edge the server now has (never left)."""
+        own = (pkt.ack + scale_down(pkt.window, scale)) & U32
+        edge = self.flow_edge.rmw(slot, lambda e: (serial_max(e, own), e))
+        new = serial_max(edge, own)
+        return Grant(True, False, TrackFlag.TRACKED, None, new, (new - edge) & U32, 0)
+
+    def _roll(self, p: IwaParams, link: int, now32: int, roll: bool) -> tuple[int, int]:
+        """iwa_epoch's action: the link's epoch after a roll (if ``roll``), and the roll's step."""
+        def action(e: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+            t, n = e
+            step = _roll_step(t, now32, p.hold_ns) if roll else 0
+            if step:
+                t, n = now32, (n + step) & EPOCH_MASK
+            return (t, n), (n, step)
+        return self.iwa_epoch.rmw(link, action)
+
+    def _act(self, link: int, step: int, count: bool, fresh: bool) -> tuple[int, int]:
+        """iwa_act_cur then iwa_act {old, new}: the roll and this flow's count. Returns (old, new) after both."""
+        def cur_action(c: int) -> tuple[int, int]:
+            return (0 if step else c) + count, c          # outputs the count before the roll: act_old's
+        cur_before = self.iwa_act_cur.rmw(link, cur_action)
+
+        def act_action(on: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+            old, new = on
+            if step:
+                old, new = (cur_before if step == 1 else 0), 0
+            new += fresh
+            return (old, new), (old, new)
+        return self.iwa_act.rmw(link, act_action)
+
+    def _install(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track,
+                 link: int) -> None:
+        slot, now32 = t.slot, now & U32
+        syn, syn_t = self.flow_syn.read(slot)
+        state, server_rtt = FLOW_ANNOUNCED, 0
+        if syn & SYN_SEEN and (syn ^ t.hash) & 0xFFFFFF00 == 0:
+            state |= FLOW_SHAPE
+            server_rtt = (now32 - syn_t) & U32
+            if syn & SYN_WS and pkt.ws_shift >= 0:
+                state |= syn & FLOW_SCALE_MASK
+        info = Info(link, bool(state & FLOW_SHAPE), state & FLOW_SCALE_MASK, False)
+        old_link = self.flow_link.rmw(slot, lambda o: (info, o.link))
+        if iwa_on:
+            epoch, step = self._roll(p, link, now32, True)
+            self._act(link, step, False, False)
+            self.iwa_reserve.rmw(link, lambda r: (self._reserve_roll(r, step, mtu_ns), None))
+            if epoch & 1:
+                state |= FLOW_EPOCH
+        old = self.flow_state.rmw(slot, lambda s: (state, s))
+        self.flow_edge.write(slot, t.isn)
+        self.flow_end.write(slot, t.isn)
+        self.flow_span.write(slot, 0)
+        self.flow_srtt.write(slot, server_rtt)
+        self.flow_ack.write(slot, t.isn)
+        self.flow_mark.write(slot, (t.isn, now32))
+        if old & FLOW_COUNTED:  # the slot's previous flow never closed: uncounted on its link, in pass 2
+            self._resubmit(p, Pass2(Op.UNCOUNT, field=old_link, wavg=old, slot=slot, link=old_link), now)
+
+    @staticmethod
+    def _reserve_roll(r: tuple[int, int], step: int, add: int) -> tuple[int, int]:
+        cur, old = r
+        if step:
+            cur, old = 0, (cur if step == 1 else 0)
+        return min(cur + add, U32), old
+
+    def _ack(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, backlog: int, iwa_on: bool, t: Track,
+             link: int, info: Info) -> Grant:
+        """Pass 1 of an ACK of a tracked, open flow: shaper.py's ``_ack`` in the same order, its writes that
+        depend on the room left to the second pass (``_pass2``)."""
+        slot, now32, scale = t.slot, now & U32, info.scale
+        counting = iwa_on and info.shape  # shaper.py rolls the epoch and counts the flow
+        lead = self.flow_srtt.read(slot)
+        mark, mark_t = self.flow_mark.read(slot)
+        edge = self.flow_edge.read(slot)
+        last_ack = self.flow_ack.rmw(slot, lambda a: (pkt.ack if seq_before(a, pkt.ack) else a, a))
+        acked = (pkt.ack - last_ack) & U32 if seq_before(last_ack, pkt.ack) else 0
+        epoch, step = self._roll(p, link, now32, counting)
+        own = (pkt.ack + scale_down(pkt.window, scale)) & U32  # the client's own right edge
+        shaping = counting and not seq_before(own, edge)
+
+        # flow_state: one action; its conditions (the epoch, the ACK, the checkpoint) are known before it
+        def state_action(s: int) -> tuple[int, tuple[int, int, str]]:
+            old, branch = s, ""
+            if not s & FLOW_ACKED:  # the handshake's ACK
+                s = (s | FLOW_ACKED) & ~FLOW_ANNOUNCED
+            if counting:
+                s = counted(s, epoch)[0]
+            if shaping and old & FLOW_ACKED:
+                if s & FLOW_IDLE and (pkt.tcp_payload > 0 or acked > 0):
+                    branch, s = "restart", s & ~FLOW_IDLE
+                elif app_limited(t.seqhi, mark, mark_t, now32, lead, p.mss_bytes):
+                    branch = "idle"
+                    if acked > 0 and not seq_before(pkt.ack, t.seqhi):
+                        branch, s = "retract", s | FLOW_IDLE
+            return s, (old, s, branch)
+        old_state, state, branch = self.flow_state.rmw(slot, state_action)
+        first = not old_state & FLOW_ACKED
+        _, counted_now, fresh = counted(old_state, epoch) if counting else (0, False, False)
+        released = first and bool(old_state & FLOW_ANNOUNCED)
+
+        nflows = nflows_before = 0
+        if counting:
+            act_old, act_new = self._act(link, step, counted_now, fresh)
+            nflows = act_old + act_new
+            nflows_before = nflows - fresh  # shaper.py forgets wavg when none was counted before this ACK
+        mine_cur = bool(state & FLOW_EPOCH) == bool(epoch & 1)
+
+        def reserve_action(r: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+            cur, old = self._reserve_roll(r, step, 0)
+            seen = (cur, old)  # output: after the roll, before the release (the room counts its own frame)
+            if iwa_on and released:
+                if mine_cur:
+                    cur = cur - mtu_ns if cur > mtu_ns else 0
+                else:
+                    old = old - mtu_ns if old > mtu_ns else 0
+            return (cur, old), seen
+        res_cur, res_old = self.iwa_reserve.rmw(link, reserve_action)
+
+        def span_action(s: int) -> tuple[int, int]:
+            if first:  # RTT at the switch: the client's side (SYN-ACK to ACK) + the server's; the start phase
+                s = ns_to_bytes(p, min(min(t.age, U32) + lead + p.target_ns, U32))
+            return s, s
+        span = self.flow_span.rmw(slot, span_action)
+
+        def end_action(e: int) -> tuple[int, int]:
+            if first:
+                e = (t.isn + span) & U32
+            seen = e  # output: the start phase's end before an idle server's new start
+            if branch in ("idle", "retract"):
+                e = (t.seqhi + span) & U32
+            return e, seen
+        end = self.flow_end.rmw(slot, end_action)
+        vq = self.iwa_vq.read(link)
+        wavg_read = self.iwa_wavg.read(link)
+
+        # ---- the grant, from what pass 1 read (shaper.py's arithmetic, in its order)
+        flags = TrackFlag.TRACKED | (TrackFlag.FIRST_ACK if first else 0)
+        forget = counting and nflows_before == 0
+        wavg = 0 if forget else wavg_read
+        wavg_op, wavg_word = (Op.WAVG_SET, 0) if forget else (Op(0), 0)
+        op, window, room, waiting = Op.EDGE, None, 0, 0
+        new_edge = own if seq_before(edge, own) else edge
+        if shaping:
+            if seq_before(edge, end):
+                flags |= TrackFlag.STARTING
+            used = res_cur + res_old + max(backlog, s32(vq - now32), 0)
+            own_frame = (res_cur if mine_cur else res_old) > 0
+            avail = p.target_ns + (mtu_ns if released and own_frame else 0)
+            room, deficit = max(0, avail - used), max(0, used - avail)
+            grant = ns_to_bytes(p, min(room, U32))
+            cutting = False
+            if first:
+                edge_base = pkt.ack  # a first window: the room
+            elif branch == "restart":  # a new start from the MSS its retraction left (shaper.py says why)
+                grant, edge_base = 0, edge
+                waiting = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
+            elif branch:  # the server left its window unused: no opening
+                grant, edge_base = 0, edge
+            elif deficit:  # above target: replace at most half less than left
+                grant, edge_base = acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge
+                cutting = True
+            else:  # replacement and growth (shaper.py's _growth), and the average window's step
+                w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
+                inc = min(grant, acked)
+                if w > span >> share_shift(nflows) or margin_holds(w, wavg, grant, acked, room, p.target_ns):
+                    inc = 0
+                stepped = wavg_step(wavg, w)
+                wavg_op, wavg_word = (Op.WAVG_SET, stepped) if forget else (Op.WAVG_ADD, stepped - wavg)
+                grant, edge_base = acked + inc, edge
+            want, floor, floored = bounded((edge_base + grant) & U32, own, pkt.ack, p.mss_bytes)
+            if floored and cutting and seq_before(pkt.ack, end):
+                op |= Op.END_AT_ACK  # the floor limit: its data is CoDel's from now
+            shut = False
+            if floored and pauses(p, state, cutting, acked, backlog, mtu_ns, span, nflows):
+                # the pause (shaper.py): the window opens by nothing, shut once all the server sent is acknowledged
+                op |= Op.PAUSE
+                shut = not seq_before(pkt.ack, t.seqhi)
+                want = pkt.ack if shut else edge
+            if branch == "retract" or shut:
+                want, op = (pkt.ack if shut else floor), op | Op.RETRACT  # the edge moves left: set, not max
+            elif seq_before(want, edge):  # never moves the right edge left
+                want = edge
+            fld = scale_up((want - pkt.ack) & U32, scale)
+            new_edge = (pkt.ack + scale_down(fld, scale)) & U32
+            if fld < pkt.window:
+                window = fld
+            if first or branch == "restart" or not seq_before((t.seqhi + p.mss_bytes) & U32, mark):
+                op |= Op.MARK  # a new start, or the server reached its checkpoint
+        advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
+        vq_ns = 0
+        if shaping and advance + waiting:  # served at the link rate from now: the queue its data builds
+            op, vq_ns = op | Op.VQ, bytes_to_ns(p, min(advance + waiting, U32))
+        self._resubmit(p, Pass2(op | wavg_op, pkt.window if window is None else window, scale, vq_ns, wavg_word,
+                                pkt.ack, slot, link), now)
+        return Grant(True, False, flags, window, new_edge, advance, room)
+
+    def _pass2(self, p: IwaParams, h: Pass2, now: int) -> None:
+        """A packet's second pass: each register once, the values from the header (and the packet's ACK)."""
+        self.log.begin()
+        assert h.fits(), h
+        now32, slot, link = now & U32, h.slot, h.link
+        if h.op & Op.UNCOUNT:
+            _, epoch = self.iwa_epoch.read(h.field)
+            self._uncount(h.field, h.wavg, epoch)
+            return
+        new_edge = (h.ack + scale_down(h.field, h.scale)) & U32
+        if h.op & Op.EDGE:
+            self.flow_edge.rmw(slot, lambda e: (new_edge if h.op & Op.RETRACT else serial_max(e, new_edge), None))
+        if h.op & Op.MARK:
+            self.flow_mark.write(slot, (new_edge, now32))
+        if h.op & Op.END_AT_ACK:
+            self.flow_end.write(slot, h.ack)
+        if h.op & Op.PAUSE:
+            self.flow_state.rmw(slot, lambda st: (st | FLOW_PAUSED, None))
+        if h.op & Op.VQ:
+            self.iwa_vq.rmw(link, lambda v: ((serial_max(v, now32) + h.vq_ns) & U32, None))
+        if h.op & Op.WAVG_SET:
+            self.iwa_wavg.write(link, h.wavg)
+        elif h.op & Op.WAVG_ADD:
+            self.iwa_wavg.rmw(link, lambda a: (max(0, a + h.wavg), None))
