@@ -10,6 +10,7 @@ from pathlib import Path
 
 import finsy as fy
 
+from refmodel.aqms import SELECTORS
 from refmodel.constants import COUNTER_SLOTS, Decision, TrafficClass
 from refmodel.params import JITTER_BUDGET_MS, ConfigError, PipelineParams, check_link
 from refmodel.pipeline import Route
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     add_target_args(p)
 
     p = sub.add_parser("set-aqm", help="switch the AQM (and its knobs) at run time")
-    p.add_argument("aqm", help="fifo | red | codel | pie | iwa")
+    p.add_argument("aqm", help=" | ".join(a.name for a in SELECTORS))
     p.add_argument("--config", required=True, type=Path)
     p.add_argument("--routes", default="1>2:down,2>1:up")
     p.add_argument("--monitor-port", type=int, default=3)

@@ -51,16 +51,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from refmodel.aqms import SECTIONS, knob_names
 from refmodel.params import ConfigError, PipelineParams, check_link, client_key, pipeline_params
 
+# Each AQM's knob table [aqm.<section>] and its keys come from its module (refmodel/aqms/).
 KNOWN = {
     "link": {"rate_bps", "bucket_bytes"},
     "buffer": {"packets", "bytes"},
-    "aqm": {"name", "ecn", "red", "codel", "pie", "iwa"},
-    "aqm.red": {"w_q", "max_p", "th_min", "th_max", "mean_pktsize"},
-    "aqm.codel": {"target_s", "interval_s"},
-    "aqm.pie": {"target_s", "tupdate_s", "alpha", "beta", "max_burst_s"},
-    "aqm.iwa": {"budget_s", "target_s", "mtu_bytes", "hold_s", "age_s"},
+    "aqm": {"name", "ecn", *SECTIONS},
+    **{f"aqm.{s}": knob_names(s) for s in SECTIONS},
 }
 # IWA's integers (refmodel.params.IwaParams) and the knob each is derived from, so that an error about a
 # derived integer also names what the configuration said.
@@ -104,7 +103,7 @@ def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
     a = _check_keys("aqm", cfg.get("aqm", {}))
     if "rate_bps" not in link:
         raise ConfigError("link.rate_bps is required")
-    knobs = {k: _check_keys(f"aqm.{k}", a[k]) for k in ("red", "codel", "pie", "iwa") if k in a}
+    knobs = {k: _check_keys(f"aqm.{k}", a[k]) for k in SECTIONS if k in a}
     if "iwa" in knobs:
         _check_iwa(knobs["iwa"])
     name = aqm or a.get("name", "fifo")
@@ -122,7 +121,7 @@ def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
         section = str(e).split(":", 1)[0]
         if section == "iwa":
             raise ConfigError(f"aqm.{e}{_iwa_source(str(e), knobs['iwa'])}") from None
-        raise ConfigError(f"aqm.{e}" if section in ("red", "codel", "pie") else str(e)) from None
+        raise ConfigError(f"aqm.{e}" if section in SECTIONS else str(e)) from None
 
 
 PARAM_SECTIONS = ("link", "buffer", "aqm")

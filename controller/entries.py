@@ -24,16 +24,17 @@ from collections.abc import Iterable, Mapping
 
 import finsy as fy
 
+from refmodel.aqms import SELECTORS, resolve
 from refmodel.constants import TELEMETRY_SESSION
 from refmodel import arith
 from refmodel.arith import RATE_CLASSES
 from refmodel.params import ClientKey, PipelineParams, check_field, check_link, client_key, complete_ranges
 from refmodel.pipeline import Route
 
-# the controller's lookup tables, every entry with a priority (rewritten whole on reconfigure): two range
-# tables and PIE's product tables (p4src/include/mantissa.p4: m * k for every mantissa m)
-RANGE_TABLES = ("red_idle_decay", "codel_control_law", "pie_alpha_mul", "pie_beta_mul")
-CONFIG_TABLES = ("red_cfg", "codel_cfg", "pie_cfg", "iwa_cfg", "bottleneck_cfg")  # the selector last
+# the controller's lookup tables, every entry with a priority (rewritten whole on reconfigure), each AQM's
+# (refmodel/aqms/): two range tables and PIE's product tables (p4src/include/mantissa.p4: m * k for every m)
+RANGE_TABLES = tuple(t for a in SELECTORS for t in a.lookup_tables)
+CONFIG_TABLES = (*(a.config_table for a in SELECTORS if a.config_table), "bottleneck_cfg")  # the selector last
 DEFAULT_PRIORITY = 1  # range entries of every link without its own (link wildcarded)
 LINK_PRIORITY = 2  # a link's own range entries: they win over the wildcarded ones
 NO_DECAY = 0  # red_idle_decay's const default action: log2 of the factor 1
@@ -116,23 +117,38 @@ def link_lookup_tables(link: int, p: PipelineParams) -> list[fy.P4TableEntry]:
             + _pie_products(p, LINK_PRIORITY, link))
 
 
+# Each AQM's action in its config table (its spec in refmodel/aqms/ names it: ``entries``).
+def red_action(p: PipelineParams) -> fy.P4TableAction:
+    r = p.red
+    return fy.P4TableAction("set_red", log_wq=u32(r.log_wq), thmin_ns=r.thmin_ns, thmax_ns=r.thmax_ns,
+                            log_slope=u32(r.log_slope), mean_pktsize=r.mean_pktsize, log_mps=u32(r.log_mps))
+
+
+def codel_action(p: PipelineParams) -> fy.P4TableAction:
+    return fy.P4TableAction("set_codel", target_ns=p.codel.target_ns, interval_ns=p.codel.interval_ns)
+
+
+def pie_action(p: PipelineParams) -> fy.P4TableAction:
+    pi = p.pie
+    return fy.P4TableAction("set_pie", target_ns=pi.target_ns, tupdate_ns=pi.tupdate_ns, max_burst_ns=pi.max_burst_ns)
+
+
+def iwa_action(p: PipelineParams) -> fy.P4TableAction:
+    i = p.iwa
+    return fy.P4TableAction("set_iwa", target_ns=i.target_ns, mss_bytes=i.mss_bytes, hold_ns=i.hold_ns,
+                            age_ns=i.age_ns)
+
+
 def _config_actions(p: PipelineParams, rate_class: int) -> dict[str, fy.P4TableAction]:
     """The config tables' actions for ``p`` (its rate's tables in ``rate_class``), by table, in CONFIG_TABLES's
-    order."""
+    order: every AQM's knobs (``config_table`` and ``entries`` of its spec), then the link's selector."""
     check_field("rate_class", rate_class, hi=RATE_CLASSES - 1)
-    q, r, c, pi, i = p.queue, p.red, p.codel, p.pie, p.iwa
-    return {
-        "red_cfg": fy.P4TableAction("set_red", log_wq=u32(r.log_wq), thmin_ns=r.thmin_ns, thmax_ns=r.thmax_ns,
-                                    log_slope=u32(r.log_slope), mean_pktsize=r.mean_pktsize, log_mps=u32(r.log_mps)),
-        "codel_cfg": fy.P4TableAction("set_codel", target_ns=c.target_ns, interval_ns=c.interval_ns),
-        "pie_cfg": fy.P4TableAction("set_pie", target_ns=pi.target_ns, tupdate_ns=pi.tupdate_ns,
-                                    max_burst_ns=pi.max_burst_ns),
-        "iwa_cfg": fy.P4TableAction("set_iwa", target_ns=i.target_ns, mss_bytes=i.mss_bytes, hold_ns=i.hold_ns,
-                                    age_ns=i.age_ns),
-        "bottleneck_cfg": fy.P4TableAction("set_bottleneck", rate_class=rate_class, bucket_ns=q.bucket_ns,
-                                           limit_ns=q.limit_ns, limit_pkts=q.limit_pkts, mtu_ns=q.mtu_ns,
-                                           aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry)),
-    }
+    q = p.queue
+    out = {a.config_table: resolve(a.entries)(p) for a in SELECTORS if a.config_table}
+    out["bottleneck_cfg"] = fy.P4TableAction("set_bottleneck", rate_class=rate_class, bucket_ns=q.bucket_ns,
+                                             limit_ns=q.limit_ns, limit_pkts=q.limit_pkts, mtu_ns=q.mtu_ns,
+                                             aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry))
+    return out
 
 
 def config_defaults(p: PipelineParams, *, rate_class: int) -> list[fy.P4TableEntry]:

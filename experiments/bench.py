@@ -34,16 +34,14 @@ import dpkt
 from experiments.bmv2_work import Work, count, metadata_fields, missing, uprobes
 from experiments.telemetry_reader import read_telemetry, read_telemetry_scapy
 from refmodel import Pipeline, Route
+from refmodel.aqms import SELECTORS
 from refmodel.params import PipelineParams, pipeline_params
 from refmodel.telemetry import Record, encode_frame
 
-AQMS = {
-    "fifo": {},
-    "red": {"red": dict(w_q=0.002, max_p=0.1, th_min=5, th_max=20)},
-    "codel": {},
-    "pie": {},
-    "iwa": {"iwa": dict(target_s=0.03)},
-}
+# Every AQM with a data plane of its own (refmodel/aqms/), with the knobs it is benched with: RED needs its row
+# (the seeds' hspa row), IWA a fixed target; the others their defaults.
+KNOBS = {"red": {"red": dict(w_q=0.002, max_p=0.1, th_min=5, th_max=20)}, "iwa": {"iwa": dict(target_s=0.03)}}
+AQMS = {a.name: KNOBS.get(a.name, {}) for a in SELECTORS}
 
 
 def bench_frames(n: int) -> list[bytes]:

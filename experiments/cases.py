@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from refmodel.aqms import ORDER
 from refmodel.params import JITTER_BUDGET_MS
 
 from .metrics import (JITTER_BUFFERS_MS, Audio, MetricsError, _jb_key, audio_packets, bulk_bursts, find_reps, ipdv_ns,
@@ -24,7 +25,7 @@ from .metrics import (JITTER_BUFFERS_MS, Audio, MetricsError, _jb_key, audio_pac
 # the jitter buffer of the main table and the loss-level figure (BRIEF "What better means"): the audio's budget
 JB_MAIN_MS = JITTER_BUDGET_MS
 # AQMs in the order the report lists them; kernel qdiscs (k*) after the P4 ones.
-AQM_ORDER = ("fifo", "red", "redok", "codel", "pie", "iwa", "pfifo", "kred", "kcodel", "kfq_codel", "kpie")
+AQM_ORDER = ORDER  # refmodel/aqms/
 
 
 class ReportError(ValueError):

@@ -33,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from controller.policy import target_for
+from refmodel.aqms import P4_NAMES
 from refmodel.params import MTU_BYTES, budget_ns
 
 from .cases import JB_MAIN_MS, Case, ReportError, case_pair, jitter_budget_ms, load_cases, rep_values, stats_of
@@ -40,7 +41,7 @@ from .iwa_bound import budget_bound_s
 from .markdown import md_table
 from .metrics import MetricsError, bulk_bursts, mean_ci95
 
-OTHERS = ("fifo", "red", "redok", "codel", "pie")  # the issue's "five other AQMs"
+OTHERS = tuple(a for a in P4_NAMES if a != "iwa")  # the issue's "five other AQMs": the P4 ones
 LEVEL_MARGIN = 0.01  # level >= 2 share: within 1 percentage point of the best other AQM
 BURST_FACTOR = 1.10  # burst completion within 1.10 x FIFO's
 KEYS = ("level2plus", "burst_s", "rtos")  # shown per AQM
@@ -54,7 +55,7 @@ STUDIED_JB_MS = (40.0, 60.0, 80.0, 100.0)  # the BRIEF's jitter buffers
 EPS = 1e-12  # float slack of the comparisons (a tie passes)
 TARGETS_TEXT = ("level ≥ 2: the audio's share at loss period level ≥ 2 (%); burst: web burst completion (s; "
                 "replications with an incomplete burst counted, bulk flows are no bursts); RTOs per replication. "
-                "IWA's targets (issue 11): level ≥ 2 within 1 point of the best of fifo, red, redok, codel, pie or "
+                f"IWA's targets (issue 11): level ≥ 2 within 1 point of the best of {', '.join(OTHERS)} or "
                 "better; burst within 1.10 × FIFO's (and no more incomplete bursts); RTOs ≤ FIFO's; bulk "
                 "throughput ≥ 95 % of FIFO's (bulk: IWA's mean goodput of the bulk flow, 2 s after its start to 2 s "
                 "before the audio's end, from the client's ACKs in client.pcap, in % of FIFO's; replications where "

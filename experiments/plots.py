@@ -25,6 +25,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from refmodel.aqms import COLOURS
 from refmodel.constants import Decision, Reason
 
 from .bottleneck_check import AUDIO_PORT
@@ -32,9 +33,7 @@ from .metrics import MS, NS, cdf
 
 FORMATS = ("png", "svg")
 DPI = 120
-AQM_COLOURS = {"fifo": "tab:gray", "red": "tab:orange", "redok": "tab:brown", "codel": "tab:purple",
-               "pie": "tab:pink", "iwa": "tab:green", "pfifo": "black", "kred": "gold", "kcodel": "tab:blue",
-               "kfq_codel": "tab:cyan", "kpie": "tab:olive"}
+AQM_COLOURS = COLOURS  # each AQM's module (refmodel/aqms/) gives its colour
 IW_LINESTYLES = {3: "--", 10: "-"}
 # Loss period levels 1..5 (BRIEF "Loss period level"): light to dark, worst = 5; level 0 pale.
 LEVEL_COLOURS = {0: "#e8f0e8", 1: "#fee391", 2: "#fdae61", 3: "#f46d43", 4: "#d73027", 5: "#67001f"}

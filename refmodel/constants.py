@@ -6,6 +6,8 @@ Every value here has a twin in ``p4src/include/constants.p4``;
 
 from enum import IntEnum
 
+from .aqms.registry import SELECTORS
+
 # Fixed-point scales (number of fractional bits).
 BYTE_TIME_FRAC = 16  # ns per byte, Q16
 PROB_FRAC = 32  # probabilities (RED p_b, PIE p), Q32
@@ -23,12 +25,8 @@ TELEMETRY_SESSION = 100  # clone session id of the monitor port
 COUNTER_SLOTS = 64  # class * 4 + decision (per link: link * COUNTER_SLOTS + class * 4 + decision)
 
 
-class Aqm(IntEnum):
-    FIFO = 0
-    RED = 1
-    CODEL = 2
-    PIE = 3
-    IWA = 4
+# The data plane's AQM selector: one member per AQM with a P4 program of its own (refmodel/aqms/), FIFO = 0, ...
+Aqm = IntEnum("Aqm", [(a.name.upper(), a.selector_id) for a in SELECTORS], module=__name__)
 
 
 class Decision(IntEnum):

@@ -1,5 +1,6 @@
 """The P4 program and the reference model share their numbers: check they agree."""
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -64,14 +65,26 @@ def test_scalars_match():
         assert c[name] == getattr(arith, name), name
 
 
-def test_the_log_and_exp_rows_are_the_models():
-    """p4src/include/rows/ holds what tools/gen_logexp_rows.py writes from refmodel/arith.py today."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("gen", P4.parent / "tools" / "gen_logexp_rows.py")
+def generator(name: str):
+    """A generator of P4 source in tools/ (not a package: loaded from its file)."""
+    spec = importlib.util.spec_from_file_location(name, P4.parent / "tools" / f"{name}.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
+    return gen
+
+
+def test_the_log_and_exp_rows_are_the_models():
+    """p4src/include/rows/ holds what tools/gen_logexp_rows.py writes from refmodel/arith.py today."""
+    gen = generator("gen_logexp_rows")
     for name, text in gen.FILES.items():
         assert (P4 / "include" / "rows" / name).read_text() == text(), f"run tools/gen_logexp_rows.py ({name})"
+
+
+def test_the_constants_are_the_models():
+    """p4src/include/constants.p4 is what tools/gen_constants.py writes from the model and the AQMs' registry
+    (refmodel/aqms/) today: an AQM registered there has its AQM_<NAME> selector in the P4 program."""
+    gen = generator("gen_constants")
+    assert (P4 / "include" / "constants.p4").read_text() == gen.text(), "run tools/gen_constants.py"
 
 
 def test_action_parameter_widths_match():

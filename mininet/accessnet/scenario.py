@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from controller.config import params_from_dict, with_jitter_budget
+from refmodel.aqms import KERNEL_NAMES, P4_NAMES, SECTIONS, runs
 from refmodel.params import JITTER_BUDGET_MS, ConfigError
 
 from .addresses import IP_VERSIONS
@@ -42,8 +43,8 @@ REDOK_ROWS = {
     "hspa": (dict(w_q=0.02, max_p=0.65, th_min=3, th_max=50), 100),
     "lte": (dict(w_q=0.001, max_p=0.1, th_min=5, th_max=125), 400),
 }
-P4_AQMS = ("fifo", "red", "redok", "codel", "pie", "iwa")
-KERNEL_AQMS = ("pfifo", "kred", "kcodel", "kfq_codel", "kpie")
+P4_AQMS = P4_NAMES  # refmodel/aqms/
+KERNEL_AQMS = KERNEL_NAMES
 
 TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc", "users", "webrtc", "quic"}
 TCP_SECTIONS = ("web", "burst", "bulk", "users")  # the workloads whose flows the route's initcwnd (the IW) sets
@@ -294,14 +295,14 @@ class Scenario:
 
 def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict) -> tuple[dict, dict]:
     """The controller's [link]/[buffer]/[aqm] table for one AQM, and the buffer it really uses."""
-    a: dict = {"name": "red" if aqm == "redok" else aqm}
+    a: dict = {"name": runs(aqm)}
     if aqm == "red":
         a["red"] = dict(knobs.get("red") or RED_ROWS.get(prof.name) or RED_ROWS["hspa"])
     elif aqm == "redok":
         row, pkts = REDOK_ROWS.get(prof.name, REDOK_ROWS["hspa"])
         a["red"] = dict(knobs.get("redok") or row)
         buf = {"packets": pkts}
-    elif aqm in ("codel", "pie", "iwa") and aqm in knobs:
+    elif aqm in SECTIONS and aqm in knobs:  # codel, pie, iwa: the scenario's [aqm.<name>] as it is
         a[aqm] = dict(knobs[aqm])
     return {"link": {"rate_bps": prof.rate_bps}, "buffer": dict(buf), "aqm": a}, buf
 
