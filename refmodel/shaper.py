@@ -434,7 +434,8 @@ class StartShaper:
                     # unused withdrawn) once this ACK acknowledges all it sent
                     state |= FLOW_PAUSED
                     shut = not seq_before(pkt.ack, t.seqhi)
-                    want = pkt.ack if shut else edge
+                    # (an edge behind the ACK, after a shut or a retraction the server's data overtook: the ACK)
+                    want = pkt.ack if shut or seq_before(edge, pkt.ack) else edge
             if retract:
                 want, state = floor, state | FLOW_IDLE
             elif seq_before(want, edge) and not shut:  # never moves the right edge left (but to shut it)

@@ -560,7 +560,7 @@ class TnaShaper:
                 # the pause (shaper.py): the window opens by nothing, shut once all the server sent is acknowledged
                 op |= Op.PAUSE
                 shut = not seq_before(pkt.ack, t.seqhi)
-                want = pkt.ack if shut else edge
+                want = pkt.ack if shut or seq_before(edge, pkt.ack) else edge
             if branch == "retract" or shut:
                 want, op = (pkt.ack if shut else floor), op | Op.RETRACT  # the edge moves left: set, not max
             elif seq_before(want, edge):  # never moves the right edge left

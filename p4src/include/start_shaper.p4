@@ -469,7 +469,8 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                         (beyond || state & FLOW_PAUSED == 0)) {
                     state = state | FLOW_PAUSED;
                     shut = !seq_before(ack, trk.seqhi);
-                    want = shut ? ack : edge;
+                    // (an edge behind the ACK, after a shut or a retraction the server's data overtook: the ACK)
+                    want = shut || seq_before(edge, ack) ? ack : edge;
                 } else {
                     want = floor;
                 }
