@@ -494,60 +494,67 @@ def seeds_section(cases: list[Case]) -> list[str]:
     return seeds_md(cases)
 
 
-def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float = JB_MAIN_MS
-                ) -> tuple[Path, int, int]:
-    """write_report, also returning how many replications were read and how many failed (for the CLI)."""
-    out_dir = Path(out_dir)
-    fig_dir = out_dir / "figures"
-    jbs = sorted(set(JITTER_BUFFERS_MS) | {float(jitter_buffer_ms)})
-    cases, failed = load_cases(run_dirs, jbs)
-    figs, notes = draw_figures(cases, fig_dir, jbs, jitter_buffer_ms)
+def _main_results_md(cases: list, jitter_buffer_ms: float) -> list[str]:
+    """The report's main table with how to read it."""
     jb = f"{jitter_buffer_ms:g} ms"
-    lines = [f"# Report: {', '.join(Path(d).name for d in run_dirs)}", "",
-             "Built from the run's data files alone (`python -m experiments.report`): metrics by "
-             "`experiments.metrics` (definitions in BRIEF.md, \"Metrics\"), figures by `experiments.plots`.", "",
-             "## Setup", "", *setup_md(run_dirs, cases, failed), "",
-             f"## Main results ({jb} jitter buffer)", "",
-             "Mean ± 95 % confidence interval (Student t) over replications; the ± part only with 2 or more "
-             "replications. Audio values are over the packets sent while at least one TCP flow was active (overlap "
-             f"filter). Level ≥ 2: share of audio packets in a loss period of 40 ms or more at a {jb} jitter buffer; "
-             "good quality: level 0 or 1. Burst completion: first connect() to last byte of a burst (a replication "
-             "with an incomplete burst counts as \"incomplete\", not as a time). RTOs: retransmission timeouts "
-             "seen by the server, per replication. Bulk goodput (workloads with a bulk flow): its in-order bytes "
-             "from 2 s after its start to 2 s before the audio's end, from the client's ACKs in client.pcap "
-             "(`experiments.metrics.bulk_goodput`); a replication without that capture counts as \"not "
-             "measured\". Frozen flows: TCP connections of the web server below half their fair share for more "
-             "than 2 s while they had data (`experiments.metrics.frozen_flows`, from server.pcap), per "
-             "replication.", "",
-             *main_table(cases, jitter_buffer_ms), "",
-             "## Paired differences against FIFO", "",
-             "Every AQM of a pairing unit (scenario, profile, buffer, IW, initial RTO, IP family) draws the same "
-             "traffic in replication k "
-             "(same seed: start times, sizes, tool and switch seeds). Per replication number k read ok for both "
-             "the AQM and FIFO: the difference AQM − FIFO; mean ± 95 % confidence interval (Student t, n − 1 "
-             "degrees of freedom) over the n pairs, \"n/a\" with fewer than 2; negative is lower than FIFO. "
-             f"Level ≥ 2 and good quality in percentage points at a {jb} jitter buffer; burst completion only where "
-             "the workload has bursts (a bulk flow is none; a pair with an incomplete burst is counted, not "
-             "differenced). Left out: replications read ok whose partner failed or is missing. Seeds: the pairs' "
-             "`seed` in meta.json must agree; UNPAIRED marks rows where they do not (runs made before "
-             "replications were paired): those differences are not paired ones. Bulk goodput where both have a "
-             "bulk flow, relative: (AQM − FIFO) / FIFO of each pair in % (issue 11's target: IWA ≥ 95 % of FIFO's, "
-             "i.e. ≥ −5 %); a pair where either was not measured is counted, not differenced.", "",
-             *paired_md(cases, jitter_buffer_ms), "",
-             *held_out_md(cases, jitter_buffer_ms),
-             *seeds_section(cases),
-             "## IPDV (as the seeds' Table 1)", "",
-             "IPDV (RFC 3393) of consecutive audio packets that both arrived, sent while TCP was active; one CDF "
-             "per case over all its replications pooled; seconds.", "",
-             *ipdv_md(cases), "",
-             "## Single-bottleneck check", "",
-             "|OWD − base delay − the switch's predicted sojourn| per audio packet: the switch's modelled queue "
-             "is the only place a packet waits when this stays within about 1 ms. Idle: packets that met an empty "
-             "queue; queued: packets that waited. The worst replication's 99th percentile per case. Wire late: "
-             "the delay lines' own worst lateness in the case; above about 1 ms the host itself stalled, and "
-             "that replication's delays carry the stall.", "",
-             *bottleneck_md(cases), "",
-             "## Failed replications", ""]
+    return [
+        f"## Main results ({jb} jitter buffer)", "",
+        "Mean ± 95 % confidence interval (Student t) over replications; the ± part only with 2 or more "
+        "replications. Audio values are over the packets sent while at least one TCP flow was active (overlap "
+        f"filter). Level ≥ 2: share of audio packets in a loss period of 40 ms or more at a {jb} jitter buffer; "
+        "good quality: level 0 or 1. Burst completion: first connect() to last byte of a burst (a replication "
+        "with an incomplete burst counts as \"incomplete\", not as a time). RTOs: retransmission timeouts "
+        "seen by the server, per replication. Bulk goodput (workloads with a bulk flow): its in-order bytes "
+        "from 2 s after its start to 2 s before the audio's end, from the client's ACKs in client.pcap "
+        "(`experiments.metrics.bulk_goodput`); a replication without that capture counts as \"not "
+        "measured\". Frozen flows: TCP connections of the web server below half their fair share for more "
+        "than 2 s while they had data (`experiments.metrics.frozen_flows`, from server.pcap), per "
+        "replication.", "",
+        *main_table(cases, jitter_buffer_ms), ""
+    ]
+
+
+def _paired_md_section(cases: list, jitter_buffer_ms: float) -> list[str]:
+    """The paired differences against FIFO with how to read them."""
+    jb = f"{jitter_buffer_ms:g} ms"
+    return [
+        "## Paired differences against FIFO", "",
+        "Every AQM of a pairing unit (scenario, profile, buffer, IW, initial RTO, IP family) draws the same "
+        "traffic in replication k "
+        "(same seed: start times, sizes, tool and switch seeds). Per replication number k read ok for both "
+        "the AQM and FIFO: the difference AQM − FIFO; mean ± 95 % confidence interval (Student t, n − 1 "
+        "degrees of freedom) over the n pairs, \"n/a\" with fewer than 2; negative is lower than FIFO. "
+        f"Level ≥ 2 and good quality in percentage points at a {jb} jitter buffer; burst completion only where "
+        "the workload has bursts (a bulk flow is none; a pair with an incomplete burst is counted, not "
+        "differenced). Left out: replications read ok whose partner failed or is missing. Seeds: the pairs' "
+        "`seed` in meta.json must agree; UNPAIRED marks rows where they do not (runs made before "
+        "replications were paired): those differences are not paired ones. Bulk goodput where both have a "
+        "bulk flow, relative: (AQM − FIFO) / FIFO of each pair in % (issue 11's target: IWA ≥ 95 % of FIFO's, "
+        "i.e. ≥ −5 %); a pair where either was not measured is counted, not differenced.", "",
+        *paired_md(cases, jitter_buffer_ms), ""
+    ]
+
+
+def _ipdv_and_bottleneck_md(cases: list) -> list[str]:
+    """The IPDV CDFs and the single-bottleneck check, with how to read them."""
+    return [
+        "## IPDV (as the seeds' Table 1)", "",
+        "IPDV (RFC 3393) of consecutive audio packets that both arrived, sent while TCP was active; one CDF "
+        "per case over all its replications pooled; seconds.", "",
+        *ipdv_md(cases), "",
+        "## Single-bottleneck check", "",
+        "|OWD − base delay − the switch's predicted sojourn| per audio packet: the switch's modelled queue "
+        "is the only place a packet waits when this stays within about 1 ms. Idle: packets that met an empty "
+        "queue; queued: packets that waited. The worst replication's 99th percentile per case. Wire late: "
+        "the delay lines' own worst lateness in the case; above about 1 ms the host itself stalled, and "
+        "that replication's delays carry the stall.", "",
+        *bottleneck_md(cases), ""
+    ]
+
+
+def _tail_md(failed: list, figs: list, notes: list, out_dir: Path) -> list[str]:
+    """Failed replications, figures (and those not drawn) and the notes on method."""
+    lines = ["## Failed replications", ""]
     if failed:
         lines += [f"- `{f['case']}/{f['rep']}`: {f['error']}" for f in failed]
     else:
@@ -558,12 +565,31 @@ def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float
         lines += [f"![{cap}]({rel})", "", f"*{cap}* ([SVG]({Path(rel).with_suffix('.svg').as_posix()}))", ""]
     if notes:
         lines += ["Figures not drawn:", "", *(f"- {n}" for n in notes), ""]
-    lines += ["## Notes", "",
-              "- Percentiles use linear interpolation; the base delay is the minimum OWD over the 2 s before the "
-              "first TCP start; loss period levels are computed over the whole stream, then filtered.",
-              "- Switch timelines show the first readable replication of each case. BMv2 telemetry timestamps "
-              "count from the switch's start; they are put on the shared clock by the earliest capture time of "
-              "the telemetry frames (tcpdump), so they may lag by up to that capture latency.", ""]
+    return lines + ["## Notes", "",
+                    "- Percentiles use linear interpolation; the base delay is the minimum OWD over the 2 s before "
+                    "the first TCP start; loss period levels are computed over the whole stream, then filtered.",
+                    "- Switch timelines show the first readable replication of each case. BMv2 telemetry timestamps "
+                    "count from the switch's start; they are put on the shared clock by the earliest capture time "
+                    "of the telemetry frames (tcpdump), so they may lag by up to that capture latency.", ""]
+
+
+def make_report(run_dirs: Sequence[Path], out_dir: Path, jitter_buffer_ms: float = JB_MAIN_MS
+                ) -> tuple[Path, int, int]:
+    """write_report, also returning how many replications were read and how many failed (for the CLI)."""
+    out_dir = Path(out_dir)
+    jbs = sorted(set(JITTER_BUFFERS_MS) | {float(jitter_buffer_ms)})
+    cases, failed = load_cases(run_dirs, jbs)
+    figs, notes = draw_figures(cases, out_dir / "figures", jbs, jitter_buffer_ms)
+    lines = [f"# Report: {', '.join(Path(d).name for d in run_dirs)}", "",
+             "Built from the run's data files alone (`python -m experiments.report`): metrics by "
+             "`experiments.metrics` (definitions in BRIEF.md, \"Metrics\"), figures by `experiments.plots`.", "",
+             "## Setup", "", *setup_md(run_dirs, cases, failed), "",
+             *_main_results_md(cases, jitter_buffer_ms),
+             *_paired_md_section(cases, jitter_buffer_ms),
+             *held_out_md(cases, jitter_buffer_ms),
+             *seeds_section(cases),
+             *_ipdv_and_bottleneck_md(cases),
+             *_tail_md(failed, figs, notes, out_dir)]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "report.md"
     tmp = path.with_suffix(".md.tmp")
