@@ -204,9 +204,7 @@ def resume_record(rundir: Path, sweep: str | None) -> tuple[dict, list[Unit]]:
     return rec, units
 
 
-def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None = None) -> int:
-    """The command line; ``summarize(rundir)`` ends a run that was not interrupted (the command line's:
-    experiments.summary.print_summary, the summary table and the report)."""
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m accessnet.sweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep", nargs="?", help="name in experiments/sweeps/ or a path to a .toml (with --resume: "
@@ -220,22 +218,51 @@ def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None
     ap.add_argument("--engine", choices=["local", "ray"], default="local",
                     help="local: this machine (--jobs); ray: one replication per Ray lab node (accessnet.ray_engine)")
     ap.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one)")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def _record(a: argparse.Namespace) -> tuple[dict, list]:
+    """The sweep's record and its replications: resumed from its directory, or new from its file (raises
+    ConfigError, RecordError)."""
+    if a.resume:
+        if a.only is not None:
+            raise ConfigError("--only with --resume: a sweep keeps the selection it started with")
+        return resume_record(a.resume, a.sweep)
+    data, _ = load_sweep(a.sweep)
+    files = scenario_files(data)
+    units = select(check_sweep(data, a.sweep, files), a.only)
+    rec = {"format": 2, "kind": "sweep", "sweep": Path(a.sweep).stem, "file": data, "scenarios": files,
+           "replications": len(units), "history": [history_entry("start", len(units), str(data.get("switch")))]}
+    if a.only is not None:
+        rec["only"] = a.only
+    return rec, units
+
+
+def _refusal(units: list) -> str | None:
+    """Why the sweep cannot start on this host, or None: root, the preflight, the P4 build."""
+    if os.geteuid() != 0:
+        return "a sweep needs root (network namespaces)"
     try:
-        if a.resume:
-            if a.only is not None:
-                raise ConfigError("--only with --resume: a sweep keeps the selection it started with")
-            rec, units = resume_record(a.resume, a.sweep)
-        elif a.sweep:
-            data, _ = load_sweep(a.sweep)
-            files = scenario_files(data)
-            units = select(check_sweep(data, a.sweep, files), a.only)
-            rec = {"format": 2, "kind": "sweep", "sweep": Path(a.sweep).stem, "file": data, "scenarios": files,
-                   "replications": len(units), "history": [history_entry("start", len(units), str(data.get("switch")))]}
-            if a.only is not None:
-                rec["only"] = a.only
-        else:
-            ap.error("name a sweep, or --resume a sweep directory")
+        preflight(units, None)
+    except ConfigError as e:
+        return f"refused before anything started: {e}"
+    if any(u.sc.switch in ("auto", "bmv2") and u.case.aqm in scen.P4_AQMS for u in units):
+        try:
+            ensure_p4_build()  # never the stand-in by accident: compile p4src/ first where p4c is present
+        except RuntimeError as e:
+            return f"error: {e}"
+    return None
+
+
+def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None = None) -> int:
+    """The command line; ``summarize(rundir)`` ends a run that was not interrupted (the command line's:
+    experiments.summary.print_summary, the summary table and the report)."""
+    ap = _parser()
+    a = ap.parse_args(argv)
+    if not a.resume and not a.sweep:
+        ap.error("name a sweep, or --resume a sweep directory")
+    try:
+        rec, units = _record(a)
     except (ConfigError, RecordError) as e:
         print(f"sweep error: {e}", file=sys.stderr)
         return 2
@@ -244,20 +271,10 @@ def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None
             print(u.key)
         print(f"{len(units)} replications")
         return 0
-    if os.geteuid() != 0:
-        print("a sweep needs root (network namespaces)", file=sys.stderr)
+    refusal = _refusal(units)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
         return 2
-    try:
-        preflight(units, None)
-    except ConfigError as e:
-        print(f"refused before anything started: {e}", file=sys.stderr)
-        return 2
-    if any(u.sc.switch in ("auto", "bmv2") and u.case.aqm in scen.P4_AQMS for u in units):
-        try:
-            ensure_p4_build()  # never the stand-in by accident: compile p4src/ first where p4c is present
-        except RuntimeError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
     rundir = a.resume or a.out / f"{time.strftime('%Y%m%d-%H%M%S')}-sweep-{rec['sweep']}"
     rundir.mkdir(parents=True, exist_ok=True)
     write_record(rundir, rec)
@@ -277,7 +294,6 @@ def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None
     if summarize is not None:
         summarize(rundir)
     return 1 if res["ran"] and res["failed"] == res["ran"] else 0
-
 
 if __name__ == "__main__":
     from experiments.summary import print_summary  # the command line puts lab and analysis together
