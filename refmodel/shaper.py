@@ -129,6 +129,12 @@ def share_shift(nflows: int) -> int:
     return max(0, nflows - 1).bit_length()
 
 
+def share_of(span: int, nflows: int) -> int:
+    """A flow's share of the path and budget among the link's ``nflows`` active flows: its start phase's length
+    ``span`` shifted by ``share_shift`` (``start_shaper.p4``: ``iwa_share``, applied once an ACK)."""
+    return span >> share_shift(nflows)
+
+
 def margin_holds(w: int, wavg: int, room_bytes: int, acked: int, room_ns: int, target_ns: int) -> bool:
     """The margin: no growth for a flow whose window ``w`` is above the shaped flows' average ``wavg`` while
     the room is short (less than twice what its ACK acknowledged) *and partly in use* (less than the whole
@@ -168,7 +174,7 @@ def pauses(p: IwaParams, state: int, cutting: bool, acked: int, queue_ns: int, m
     one predicted from grants) more than a frame above it, and at most once an epoch (``FLOW_PAUSED``) unless
     the link is beyond its floor limit: its flows' shares of the path and budget each below one MSS, where no
     window can hold the queue and pausing is the only lever that loses nothing."""
-    beyond = span >> share_shift(nflows) < p.mss_bytes
+    beyond = share_of(span, nflows) < p.mss_bytes
     return (cutting and acked > 0 and queue_ns > p.target_ns + mtu_ns
             and (beyond or not state & FLOW_PAUSED))
 
@@ -468,8 +474,7 @@ class StartShaper:
         while the room is short and partly in use (``margin_holds``). Moves the average window (EWMA 1/8)."""
         w = 0 if seq_before(edge, ack) else (edge - ack) & U32
         inc = min(room_bytes, acked)
-        share = span >> share_shift(lk.nflows)
-        if w > share or margin_holds(w, lk.wavg, room_bytes, acked, room_ns, p.target_ns):
+        if w > share_of(span, lk.nflows) or margin_holds(w, lk.wavg, room_bytes, acked, room_ns, p.target_ns):
             inc = 0
         lk.wavg = wavg_step(lk.wavg, w)
         return inc

@@ -100,7 +100,7 @@ from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Grant, LinkShaping, app_limited, bounded, margin_holds, pauses, shaped, share_shift, wavg_step,
+    Grant, LinkShaping, app_limited, bounded, margin_holds, pauses, shaped, share_of, wavg_step,
 )
 
 U32 = 0xFFFFFFFF
@@ -547,7 +547,7 @@ class TnaShaper:
             else:  # replacement and growth (shaper.py's _growth), and the average window's step
                 w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
                 inc = min(grant, acked)
-                if w > span >> share_shift(nflows) or margin_holds(w, wavg, grant, acked, room, p.target_ns):
+                if w > share_of(span, nflows) or margin_holds(w, wavg, grant, acked, room, p.target_ns):
                     inc = 0
                 stepped = wavg_step(wavg, w)
                 wavg_op, wavg_word = (Op.WAVG_SET, stepped) if forget else (Op.WAVG_ADD, stepped - wavg)

@@ -34,8 +34,8 @@ forwarded it*, so a rewritten window is the one it obeys.
   for its next segment arms the probe timer at its RTO (``restart_ns`` stands for Linux's RTO estimate, as for
   the idle restart), doubling while the window stays shut (``tcp_probe0_when``); a probe is a segment without
   data one below ``snd_una`` (``tcp_xmit_probe_skb``), and the client answers it at once with an ACK
-  (``tcp_send_dupack``) that carries its window. Probes are counted (``probes``), never as retransmissions. ``Sim.close`` ends a connection at a given time: the
-  client's FIN, the server's FIN or a RST from either side.
+  (``tcp_send_dupack``) that carries its window. Probes are counted (``probes``), never as retransmissions.
+* ``Sim.close`` ends a connection at a given time: the client's FIN, the server's FIN or a RST from either side.
 """
 
 from __future__ import annotations
