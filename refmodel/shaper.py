@@ -95,11 +95,11 @@ safety net); before its first ACK a server may only have sent TCP Fast Open data
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from .constants import (
     EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
-    FLOW_PAUSED,
-    FLOW_SCALE_MASK,
+    FLOW_HELD, FLOW_PAUSED, FLOW_SCALE_MASK, FLOW_SHUT,
     FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag, TrafficClass,
 )
 from .flows import Track, seq_before
@@ -177,6 +177,46 @@ def pauses(p: IwaParams, state: int, cutting: bool, acked: int, queue_ns: int, m
     beyond = share_of(span, nflows) < p.mss_bytes
     return (cutting and acked > 0 and queue_ns > p.target_ns + mtu_ns
             and (beyond or not state & FLOW_PAUSED))
+
+
+class Floor(NamedTuple):
+    """What a window at its floor does instead (``at_floor``): the edge it asks for (None: the floor, one MSS
+    beyond the ACK), its state, and whether it paused."""
+
+    want: int | None
+    state: int
+    paused: bool = False
+
+
+def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int, payload: int, granted: int,
+             queue_ns: int, mtu_ns: int, span: int, nflows: int, ack: int, seqhi: int, edge: int) -> Floor:
+    """A window the rules would set below one MSS beyond the ACK (docs/iwa.md, "At the floor"). It gets that
+    MSS, except where there is no room for it: the link beyond its floor limit (each flow's share of the path
+    and budget below one MSS, where no window can hold the queue) and what was granted (``granted``, or the real
+    queue if more) more than a frame above target, as a pause asks of the real queue. Then:
+
+    * a first window is shut (zero): its server waits for its zero-window probe instead of adding its MSS to a
+      full queue, and the answers to a page's probes come back spread by what the queue admits;
+    * a shut window (``FLOW_SHUT``) stays shut but for a probe's answer (an ACK of no data: ``acked`` and
+      ``payload`` 0), which reopens the MSS if there is room, or if an answer already kept it shut
+      (``FLOW_HELD``): a flow waits at most two of its server's probe intervals at a time;
+    * a flow that pauses (``pauses``) keeps its edge, shut once this ACK acknowledges all its server sent
+      (``seqhi``); an edge behind the ACK (a shut or a retraction the server's data overtook) pauses at the ACK.
+
+    Any other window at its floor is open: ``FLOW_SHUT`` and ``FLOW_HELD`` cleared."""
+    opened = state & ~(FLOW_SHUT | FLOW_HELD)
+    full = granted > p.target_ns + mtu_ns and share_of(span, nflows) < p.mss_bytes
+    if state & FLOW_SHUT and acked == 0:
+        if payload == 0 and (not full or state & FLOW_HELD):
+            return Floor(None, opened)
+        return Floor(ack, state | (FLOW_HELD if payload == 0 else 0))
+    if first and full:
+        return Floor(ack, state | FLOW_SHUT)
+    if pauses(p, state, cutting, acked, queue_ns, mtu_ns, span, nflows):
+        if not seq_before(ack, seqhi):
+            return Floor(ack, state | FLOW_PAUSED | FLOW_SHUT, True)
+        return Floor(ack if seq_before(edge, ack) else edge, opened | FLOW_PAUSED, True)
+    return Floor(None, opened)
 
 
 def wavg_step(wavg: int, w: int) -> int:
@@ -397,7 +437,8 @@ class StartShaper:
                 flags |= TrackFlag.STARTING
             # the queue this ACK's data will find when it arrives: the virtual queue of what was granted, or the
             # queue now if more (traffic no window holds), and the frames reserved for flows still to start
-            used = lk.reserve_cur + lk.reserve_old + max(queue_tat - now, lk.vq_tat - now, 0)
+            granted = max(queue_tat - now, lk.vq_tat - now, 0)
+            used = lk.reserve_cur + lk.reserve_old + granted
             own_frame = (lk.reserve_cur if mine_cur else lk.reserve_old) > 0  # its own frame, still counted
             avail = p.target_ns + (mtu_ns if released and own_frame else 0)
             room = max(0, avail - used)
@@ -429,19 +470,18 @@ class StartShaper:
             else:
                 grant, edge_base = acked + self._growth(p, lk, pkt.ack, edge, span, acked, grant, room), edge
             want, floor, floored = bounded((edge_base + grant) & U32, own, pkt.ack, p.mss_bytes)
-            shut = False
+            if floored and cutting and seq_before(pkt.ack, end):
+                # at its floor and the queue still above target: no window can hold it less, so its start phase
+                # ends and its data is CoDel's (docs/iwa.md, "The floor limit": N flows x one MSS)
+                end = pkt.ack
             if floored:
-                if cutting and seq_before(pkt.ack, end):
-                    # at its floor and the queue still above target: no window can hold it less, so its start
-                    # phase ends and its data is CoDel's (docs/iwa.md, "The floor limit": N flows x one MSS)
-                    end = pkt.ack
-                if pauses(p, state, cutting, acked, queue_tat - now, mtu_ns, span, lk.nflows):
-                    # and it pauses: its window opens by nothing, and is shut (a zero window, what is left of it
-                    # unused withdrawn) once this ACK acknowledges all it sent
-                    state |= FLOW_PAUSED
-                    shut = not seq_before(pkt.ack, t.seqhi)
-                    # (an edge behind the ACK, after a shut or a retraction the server's data overtook: the ACK)
-                    want = pkt.ack if shut or seq_before(edge, pkt.ack) else edge
+                held = at_floor(p, state, first=first, cutting=cutting, acked=acked, payload=pkt.tcp_payload,
+                                granted=granted, queue_ns=queue_tat - now, mtu_ns=mtu_ns, span=span, nflows=lk.nflows,
+                                ack=pkt.ack, seqhi=t.seqhi, edge=edge)
+                state, want = held.state, want if held.want is None else held.want
+            else:
+                state &= ~(FLOW_SHUT | FLOW_HELD)
+            shut = bool(state & FLOW_SHUT)
             if retract:
                 want, state = floor, state | FLOW_IDLE
             elif seq_before(want, edge) and not shut:  # never moves the right edge left (but to shut it)

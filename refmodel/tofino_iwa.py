@@ -93,14 +93,14 @@ from typing import Any, NamedTuple
 from .arith import s32
 from .constants import (
     EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
-    FLOW_PAUSED, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SLOTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
-    TrafficClass,
+    FLOW_HELD, FLOW_PAUSED, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SHUT, FLOW_SLOTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX,
+    TrackFlag, TrafficClass,
 )
 from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Grant, LinkShaping, app_limited, bounded, margin_holds, pauses, shaped, share_of, wavg_step,
+    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, margin_holds, shaped, share_of, wavg_step,
 )
 
 U32 = 0xFFFFFFFF
@@ -164,6 +164,9 @@ class Op(IntFlag):
     WAVG_SET = 64   # iwa_wavg = wavg
     UNCOUNT = 128   # a SYN-ACK's: uncount the slot's displaced flow (state in wavg, its link in field)
     PAUSE = 256     # flow_state |= FLOW_PAUSED (a pause at the floor limit: once an epoch)
+    SHUT = 512      # flow_state |= FLOW_SHUT (its window shut: only its server's probe reopens it)
+    HELD = 1024     # flow_state |= FLOW_HELD (a probe's answer kept it shut: the next reopens it)
+    OPEN = 2048     # flow_state &= ~(FLOW_SHUT | FLOW_HELD) (its window is open)
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,16 @@ class Pass2:
     link: int = 0
 
     def fits(self) -> bool:
-        return (self.op < 1 << 9 and self.field < 1 << 16 and self.scale < 1 << 4 and 0 <= self.vq_ns <= U32
-                and -(1 << 31) <= self.wavg <= U32 and 9 + 16 + 4 + 32 + 32 <= PASS2_BITS)
+        return (self.op < 1 << 12 and self.field < 1 << 16 and self.scale < 1 << 4 and 0 <= self.vq_ns <= U32
+                and -(1 << 31) <= self.wavg <= U32 and 12 + 16 + 4 + 32 + 32 <= PASS2_BITS)
+
+
+def pass2_state(state: int, op: Op) -> int:
+    """flow_state's second-pass action: the pause and the shut window's bits, as pass 1 decided them."""
+    if op & Op.OPEN:
+        state &= ~(FLOW_SHUT | FLOW_HELD)
+    return (state | (FLOW_PAUSED if op & Op.PAUSE else 0) | (FLOW_SHUT if op & Op.SHUT else 0)
+            | (FLOW_HELD if op & Op.HELD else 0))
 
 
 def check_hold(hold_ns: int) -> None:
@@ -555,12 +566,15 @@ class TnaShaper:
             want, floor, floored = bounded((edge_base + grant) & U32, own, pkt.ack, p.mss_bytes)
             if floored and cutting and seq_before(pkt.ack, end):
                 op |= Op.END_AT_ACK  # the floor limit: its data is CoDel's from now
-            shut = False
-            if floored and pauses(p, state, cutting, acked, backlog, mtu_ns, span, nflows):
-                # the pause (shaper.py): the window opens by nothing, shut once all the server sent is acknowledged
-                op |= Op.PAUSE
-                shut = not seq_before(pkt.ack, t.seqhi)
-                want = pkt.ack if shut or seq_before(edge, pkt.ack) else edge
+            granted = max(backlog, s32(vq - now32), 0)
+            held = at_floor(p, state, first=first, cutting=cutting, acked=acked, payload=pkt.tcp_payload,
+                            granted=granted, queue_ns=backlog, mtu_ns=mtu_ns, span=span, nflows=nflows, ack=pkt.ack,
+                            seqhi=t.seqhi, edge=edge) if floored else Floor(None, state & ~(FLOW_SHUT | FLOW_HELD))
+            want = want if held.want is None else held.want
+            shut = bool(held.state & FLOW_SHUT)
+            # flow_state's bits that depend on the room, in pass 2: the pause, and the shut window's
+            op |= (Op.PAUSE if held.paused else 0) | (Op.HELD if held.state & FLOW_HELD else 0)
+            op |= Op.SHUT if shut else Op.OPEN if state & (FLOW_SHUT | FLOW_HELD) else 0
             if branch == "retract" or shut:
                 want, op = (pkt.ack if shut else floor), op | Op.RETRACT  # the edge moves left: set, not max
             elif seq_before(want, edge):  # never moves the right edge left
@@ -595,8 +609,8 @@ class TnaShaper:
             self.flow_mark.write(slot, (new_edge, now32))
         if h.op & Op.END_AT_ACK:
             self.flow_end.write(slot, h.ack)
-        if h.op & Op.PAUSE:
-            self.flow_state.rmw(slot, lambda st: (st | FLOW_PAUSED, None))
+        if h.op & (Op.PAUSE | Op.SHUT | Op.HELD | Op.OPEN):
+            self.flow_state.rmw(slot, lambda st: (pass2_state(st, h.op), None))
         if h.op & Op.VQ:
             self.iwa_vq.rmw(link, lambda v: ((serial_max(v, now32) + h.vq_ns) & U32, None))
         if h.op & Op.WAVG_SET:

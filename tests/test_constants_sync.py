@@ -32,7 +32,7 @@ def test_enums_match():
 def test_flow_state_bits_match():
     c = p4_consts()
     for name in ("FLOW_SCALE_MASK", "FLOW_SHAPE", "FLOW_ANNOUNCED", "FLOW_ACKED", "FLOW_EPOCH", "FLOW_COUNTED",
-                 "FLOW_FRESH", "FLOW_CLOSED", "FLOW_IDLE", "FLOW_PAUSED", "FLOW_STAMP_SHIFT", "EPOCH_MASK",
+                 "FLOW_FRESH", "FLOW_CLOSED", "FLOW_IDLE", "FLOW_PAUSED", "FLOW_SHUT", "FLOW_HELD", "FLOW_STAMP_SHIFT", "EPOCH_MASK",
                  "SYN_SEEN", "SYN_WS", "WS_MAX"):
         assert c[name] == getattr(C, name), name
     assert c["TCP_OPT_BYTES"] == 40  # the most options a TCP header carries: (15 - 5) * 4

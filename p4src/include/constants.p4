@@ -108,6 +108,8 @@ const bit<32> FLOW_FRESH = 0x200;
 const bit<32> FLOW_CLOSED = 0x400;
 const bit<32> FLOW_IDLE = 0x800;
 const bit<32> FLOW_PAUSED = 0x1000;
+const bit<32> FLOW_SHUT = 0x2000;
+const bit<32> FLOW_HELD = 0x4000;
 #define FLOW_STAMP_SHIFT 16
 const bit<32> EPOCH_MASK = 0xFFFF;
 // The client's SYN as remembered until the SYN-ACK (flow_syn): signature (hash & 0xFFFFFF00) | these bits

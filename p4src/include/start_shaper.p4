@@ -455,16 +455,34 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             if (seq_before(own, want)) { want = own; }
             bit<32> floor = ack + (bit<32>)cfg.mss_bytes;           // never below one MSS
             if (seq_before(own, floor)) { floor = own; }
+            // at its floor (docs/iwa.md, "At the floor"; shaper.py: at_floor) and the queue still above target:
+            // no window can hold it less, so its start phase ends and its data is CoDel's (the floor limit)
+            bool floored = seq_before(want, floor);
+            if (floored && cutting && seq_before(ack, end)) { end = ack; }
             bool shut = false;
-            if (seq_before(want, floor)) {
-                // at its floor and the queue still above target: no window can hold it less, so its start
-                // phase ends and its data is CoDel's (shaper.py; docs/iwa.md, the floor limit)
-                if (cutting && seq_before(ack, end)) { end = ack; }
-                // and it pauses (its edge stays), shut (a zero window) once this ACK acknowledges all it sent,
-                // until its server's zero-window probe, whose ACK reopens the MSS: if this ACK acknowledged
-                // data, the real queue is more than a frame above target, and the flow did not pause yet this
-                // epoch or the link is beyond its floor limit (its flows' shares each below one MSS)
-                bool beyond = share < (bit<32>)cfg.mss_bytes;
+            bool beyond = share < (bit<32>)cfg.mss_bytes;   // the floor limit: each flow's share below one MSS
+            // no room: beyond the floor limit, and what was granted (or the real queue) more than a frame above target
+            bool full = beyond && queued > (bit<64>)cfg.target_ns + (bit<64>)mtu_ns;
+            if (floored && state & FLOW_SHUT != 0 && acked == 0) {
+                // a shut window: a probe's answer (no data) reopens the MSS unless there is no room (the first
+                // answer only: the next reopens it); anything else keeps it shut
+                if (tcp_payload > 0 || (full && state & FLOW_HELD == 0)) {
+                    if (tcp_payload == 0) { state = state | FLOW_HELD; }
+                    want = ack;
+                    shut = true;
+                } else {
+                    want = floor;
+                }
+            } else if (floored && first && full) {
+                // a first window that finds no room: shut, so its server waits for its probe instead of adding
+                // its MSS to a full queue
+                want = ack;
+                shut = true;
+            } else if (floored) {
+                // it pauses (its edge stays), shut (a zero window) once this ACK acknowledges all it sent,
+                // until its server's zero-window probe: if this ACK acknowledged data, the real queue is more
+                // than a frame above target, and the flow did not pause yet this epoch or the link is beyond
+                // its floor limit
                 if (cutting && acked != 0 && in_queue > (bit<64>)cfg.target_ns + (bit<64>)mtu_ns &&
                         (beyond || state & FLOW_PAUSED == 0)) {
                     state = state | FLOW_PAUSED;
@@ -475,6 +493,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     want = floor;
                 }
             }
+            state = shut ? state | FLOW_SHUT : state & ~(FLOW_SHUT | FLOW_HELD);
             if (retract) {
                 want = floor;
                 state = state | FLOW_IDLE;
