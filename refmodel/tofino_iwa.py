@@ -30,8 +30,8 @@ the twin changes:
   so that a race errs towards the audio: ``flow_edge`` takes the larger edge (never left), the virtual
   queue adds the grant to what it has then, the average window adds a *step*, not a value.
 
-The pass-2 header (``Pass2``, a 96-bit resubmit header as RED's on Tofino 2) holds op 8 bits, the window
-field 16, the scale 4, the virtual queue's addition 32 and the average's step or value 32: 93 bits. Its ACK
+The pass-2 header (``Pass2``, a 96-bit resubmit header as RED's on Tofino 2) holds op 12 bits, the window
+field 16, the scale 4, the virtual queue's addition 32 and the average's step or value 32: 96 bits. Its ACK
 number, flow slot and link come from the packet itself, parsed again.
 
 Registers (flow registers at the flow's slot, link registers at the link's index):
