@@ -174,7 +174,8 @@ async def cmd_tune(args) -> int:
                 log.close()
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line: install, set-aqm and counters here, tune's many options in ``_add_tune``."""
     ap = argparse.ArgumentParser(prog="python -m controller", description=__doc__)
     ap.add_argument("-v", "--verbose", action="store_true")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -198,6 +199,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--link", type=int, help="one access link's counters (default: all links together)")
     add_target_args(p)
 
+    _add_tune(sub)
+    return ap
+
+
+def _add_tune(sub: argparse._SubParsersAction) -> None:
+    """``tune``: install's options, and the closed loop's: its period, the jitter budget, the rate schedule and
+    the shaper that follows it, the log and the duration."""
     p = sub.add_parser("tune", help="install, then run the closed loop (IWA knobs from telemetry) until Ctrl-C",
                        description="Installs like 'install', then every period reads the telemetry records the "
                        "switch clones to its monitor port (and, every 10 periods, the counters), asks the policy "
@@ -220,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, help="stop after this many seconds (default: until signalled)")
     add_target_args(p)
 
-    args = ap.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:

@@ -183,22 +183,17 @@ def print_work(frames: list[bytes]) -> None:
               f"expressions {w.expressions:6.1f}   fields {fields}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="make bench", description=__doc__)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--pps", type=float, default=2000.0, help="offered frames per second (BMv2 must carry it)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of every BMv2 row (medians and ranges)")
     ap.add_argument("--work", action="store_true", help="only the work per packet (exact counts, no timing)")
-    a = ap.parse_args(argv)
-    if a.rounds < 1:
-        ap.error("--rounds must be at least 1")
-    frames = bench_frames(2000)
-    if a.work:
-        from accessnet.bmv2_veth import build_p4  # BMv2 runs only (finsy, gRPC)
-        build_p4()
-        print_work(frames)
-        return 0
+    return ap
 
+
+def print_model_rates(frames: list[bytes]) -> None:
+    """The reference model's packet rate per AQM, and its ratio to the first AQM's (FIFO's)."""
     print("== reference model (packets/s, one core)")
     base = None
     for aqm in AQMS:
@@ -206,20 +201,29 @@ def main(argv: list[str] | None = None) -> int:
         base = base or r
         print(f"  model {aqm:<6} {r:>10.0f} pkt/s   ratio to fifo {r / base:.2f}")
 
+
+def print_parse_rates() -> None:
+    """The telemetry reader's records per second beside scapy's on the same capture."""
     print("== telemetry capture parsing (records/s, same file)")
     fast, slow = parse_rates()
     print(f"  dpkt reader {fast:>10.0f} rec/s   scapy rdpcap {slow:>10.0f} rec/s   ratio {fast / slow:.1f}x")
 
-    from accessnet.bmv2_veth import build_p4, missing_toolchain  # BMv2 runs only (finsy, gRPC)
-    why = missing_toolchain()
-    if why:
-        print(f"== BMv2: skipped: {why}")
-        return 0
-    build_p4()
-    rate = 0.8 * a.pps * len(frames[0]) * 8
+
+def bmv2_rows(rate: float) -> list[tuple[str, PipelineParams, bool, bool]]:
+    """(name, parameters, telemetry, standing) of every BMv2 row: the light rows at 1 Gbit/s, then every AQM
+    on a link of ``rate`` bit/s (slower than the load: a queue stands), without telemetry."""
     rows = [(name, params, telemetry, False) for name, params, telemetry in light_rows()]
     rows += [(f"{aqm} (standing queue)", pipeline_params(rate, aqm, limit_pkts=48, **AQMS[aqm]), False, True)
              for aqm in AQMS]
+    return rows
+
+
+def bmv2_rounds(frames: list[bytes], a: argparse.Namespace, rows: list[tuple[str, PipelineParams, bool, bool]]
+                ) -> tuple[list[float], dict[str, list[tuple[float, float, float, float]]]]:
+    """Every row measured ``a.rounds`` times, each round between two measurements of plain forwarding, so a
+    row's ratio is to its own round's (the machine's load moves between rounds). Returns each round's plain
+    forwarding rate and, per row and round, (ratio, rate, records, share forwarded); a standing-queue row's
+    rate is the frames offered per CPU-second."""
     print(f"== BMv2 packets per second of its own CPU time ({a.pps:.0f} frames/s offered for {a.seconds:.0f} s "
           f"per row, 154 B frames), {a.rounds} rounds; each round measures plain forwarding at its start and end "
           "and every row between them, and a row's ratio is to that round's plain forwarding")
@@ -234,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         for (name, (r, records, share, offered)), (_, _, _, standing) in zip(results, rows):
             got[name].append(((offered if standing else r) / plain, offered if standing else r, records, share))
         print(f"  round {rnd + 1}/{a.rounds}: plain forwarding {first:.0f} and {last:.0f} pkt/cpu-s", flush=True)
+    return plains, got
+
+
+def print_bmv2_rates(rows: list[tuple[str, PipelineParams, bool, bool]], plains: list[float],
+                     got: dict[str, list[tuple[float, float, float, float]]], rate: float) -> None:
+    """The rounds' medians: plain forwarding, then every row with its ratio's median and range."""
     print(f"  plain_forward               {median(plains):>10.0f} pkt/cpu-s (median)   ratio 1.00")
     for name, _, telemetry, standing in rows:
         if standing and name == rows[-len(AQMS)][0]:
@@ -244,6 +254,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  bottleneck {name:<26} {median(g[1] for g in got[name]):>10.0f} pkt/cpu-s   (forwarded "
               f"{median(g[3] for g in got[name]):.0%})   ratio {median(ratios):.2f} "
               f"[{min(ratios):.2f}-{max(ratios):.2f}]{rec}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
+    a = ap.parse_args(argv)
+    if a.rounds < 1:
+        ap.error("--rounds must be at least 1")
+    frames = bench_frames(2000)
+    if a.work:
+        from accessnet.bmv2_veth import build_p4  # BMv2 runs only (finsy, gRPC)
+        build_p4()
+        print_work(frames)
+        return 0
+    print_model_rates(frames)
+    print_parse_rates()
+    from accessnet.bmv2_veth import build_p4, missing_toolchain  # BMv2 runs only (finsy, gRPC)
+    why = missing_toolchain()
+    if why:
+        print(f"== BMv2: skipped: {why}")
+        return 0
+    build_p4()
+    rate = 0.8 * a.pps * len(frames[0]) * 8
+    rows = bmv2_rows(rate)
+    plains, got = bmv2_rounds(frames, a, rows)
+    print_bmv2_rates(rows, plains, got, rate)
     print_work(frames)
     return 0
 

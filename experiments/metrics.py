@@ -438,6 +438,33 @@ def _at(ts: np.ndarray, cum: np.ndarray, t_ns: int) -> int:
     return int(cum[i]) if i >= 0 else 0
 
 
+def _bulk_window(rows: pd.DataFrame, end_ns: int, warmup_s: float, cooldown_s: float) -> tuple[int, int]:
+    """(start, end) ns of the window bulk_goodput measures: after the last bulk flow's start and its warm-up, to
+    the replication's end less the cool-down or a completed bulk flow's end, whichever is first."""
+    start = int(rows["start_ns"].max()) + round(warmup_s * NS)
+    done = rows["completed"] == 1
+    end = min([int(end_ns) - round(cooldown_s * NS)] + [int(e) for e in rows.loc[done, "end_ns"]])
+    return start, end
+
+
+def _bulk_bytes(rep: Path, rows: pd.DataFrame, pk: pd.DataFrame, pcap: Path, start: int, end: int) -> int | str:
+    """Bytes delivered in order to the client within [start, end], summed over the bulk flows (a completed one
+    capped at its flows.csv bytes), or why they cannot be told (a flow without its connection or its ACKs in
+    ``pcap``)."""
+    total = 0
+    for _, row in rows.iterrows():
+        conn = _connection(pk, int(row["start_ns"]), _client_port(rep, row), str(pcap))
+        if isinstance(conn, str):
+            return conn
+        ts, cum = delivered_bytes(pk, conn)
+        if cum.size == 0:
+            return f"{pcap}: no ACK from the client on port {conn[2]}"
+        if row["completed"] == 1:
+            cum = np.minimum(cum, int(row["bytes"]))
+        total += _at(ts, cum, end) - _at(ts, cum, start)
+    return total
+
+
 def bulk_goodput(rep: Path, flows: pd.DataFrame, meta: dict, end_ns: int,
                  warmup_s: float = BULK_WARMUP_S, cooldown_s: float = BULK_COOLDOWN_S) -> dict:
     """Bulk throughput of one replication: the bulk flows' goodput in bit/s over a window, from the client's
@@ -476,9 +503,7 @@ def bulk_goodput(rep: Path, flows: pd.DataFrame, meta: dict, end_ns: int,
     if rows is None or rows.empty:
         return {**out, "not_measured": f"{rep / 'flows.csv'}: no row of bulk burst(s) {sorted(bursts)}"}
     out["flows"] = int(len(rows))
-    start = int(rows["start_ns"].max()) + round(warmup_s * NS)
-    done = rows["completed"] == 1
-    end = min([int(end_ns) - round(cooldown_s * NS)] + [int(e) for e in rows.loc[done, "end_ns"]])
+    start, end = _bulk_window(rows, end_ns, warmup_s, cooldown_s)
     out.update(window_start_ns=start, window_end_ns=end, window_s=(end - start) / NS)
     if end <= start:
         return {**out, "not_measured": f"empty window: the bulk flow starts {(start - end) / NS:.3f} s too late "
@@ -492,17 +517,9 @@ def bulk_goodput(rep: Path, flows: pd.DataFrame, meta: dict, end_ns: int,
     if last is None or last < end:
         return {**out, "not_measured": f"{pcap}: the capture ends before the window's end"
                 + (f" ({(end - last) / NS:.3f} s)" if last is not None else " (no frames)")}
-    total = 0
-    for _, row in rows.iterrows():
-        conn = _connection(pk, int(row["start_ns"]), _client_port(rep, row), str(pcap))
-        if isinstance(conn, str):
-            return {**out, "not_measured": conn}
-        ts, cum = delivered_bytes(pk, conn)
-        if cum.size == 0:
-            return {**out, "not_measured": f"{pcap}: no ACK from the client on port {conn[2]}"}
-        if row["completed"] == 1:
-            cum = np.minimum(cum, int(row["bytes"]))
-        total += _at(ts, cum, end) - _at(ts, cum, start)
+    total = _bulk_bytes(rep, rows, pk, pcap, start, end)
+    if isinstance(total, str):
+        return {**out, "not_measured": total}
     return {**out, "bytes": int(total), "goodput_bps": total * 8 * NS / (end - start)}
 
 

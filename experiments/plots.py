@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -204,6 +205,60 @@ def _reason_name(r: int) -> str:
         return f": reason {r}"
 
 
+def _queue_panels(ax_s: Axes, ax_b: Axes, tel: pd.DataFrame, t: np.ndarray, audio_port: int) -> None:
+    """The predicted sojourn and the backlog of every admitted packet (the audio's as dots over them): the
+    queue the AQMs decide on."""
+    passed = tel["decision"].isin([Decision.PASS, Decision.MARK]).to_numpy()  # marked packets are admitted
+    audio = ((tel["proto"] == 17) & (tel["dport"] == audio_port)).to_numpy()
+    for ax, col, what in ((ax_s, "sojourn_ns", "predicted sojourn"), (ax_b, "backlog_ns", "backlog at arrival")):
+        y = tel[col].to_numpy(dtype=float) / MS
+        ax.plot(t[passed], y[passed], lw=0.6, color="tab:blue", label=f"{what}, all admitted packets")
+        ax.plot(t[passed & audio], y[passed & audio], ".", ms=2.5, color="tab:green", label="audio packets")
+        ax.set_ylabel(f"{what} (ms)", fontsize="small")
+        ax.grid(alpha=0.3)
+
+
+def _aqm_actions(ax_s: Axes, tel: pd.DataFrame, t0_ns: int) -> None:
+    """The AQM's drops and ECN marks over the sojourn, a marker per (decision, reason) with its count, so that
+    one can see which rule acted when."""
+    acted = tel[tel["decision"].isin([Decision.DROP, Decision.MARK])]
+    for i, ((dec, reason), grp) in enumerate(sorted(acted.groupby(["decision", "reason"]), key=lambda kv: kv[0])):
+        kind = "drop" if dec == Decision.DROP else "ECN mark"
+        tt = (grp["ts_ns"].to_numpy(dtype=np.int64) - int(t0_ns)) / NS
+        ax_s.plot(tt, grp["sojourn_ns"].to_numpy(dtype=float) / MS, REASON_MARKERS[i % len(REASON_MARKERS)],
+                  ms=5, mfc="none", color="tab:red" if dec == Decision.DROP else "tab:purple",
+                  label=f"{kind}{_reason_name(int(reason))} ({len(grp)})")
+
+
+def _tuning_panels(ax_t: Axes, ax_n: Axes, tuning: pd.DataFrame, t0_ns: int, ends_s: list[float]) -> None:
+    """The controller's targets as step lines, and per period the flows that started and the ACK windows IWA
+    rewrote. A setting holds until the next row: the last one is drawn on to the latest of its own time and
+    ``ends_s`` (the end of the data, of the x axis)."""
+    tt = (tuning["t_ns"].to_numpy(dtype=np.int64) - int(t0_ns)) / NS
+    end = max([tt.max(), *ends_s])
+    tt = np.r_[tt, end]
+
+    def setting(col: str, color: str, label: str) -> None:  # in force from its row to the next
+        y = tuning[col].to_numpy(dtype=float) / MS
+        ax_t.step(tt, np.r_[y, y[-1]], where="post", color=color, label=label)
+
+    def count(col: str, color: str, label: str) -> None:  # counted over the period that ends at its row
+        ax_n.step(tt[:-1], tuning[col].to_numpy(dtype=float), where="pre", color=color, label=label)
+
+    setting("target_ns", "tab:olive", "IWA target (starting flows)")
+    if "codel_target_ns" in tuning:
+        setting("codel_target_ns", "tab:gray", "CoDel target (established flows)")
+    ax_t.set_ylabel("controller target (ms)", fontsize="small")
+    ax_t.set_ylim(bottom=0)
+    count("new_flows", "tab:brown", "flows started (SYN-ACKs)")
+    if "windows" in tuning:
+        count("windows", "tab:cyan", "ACK windows rewritten by IWA")
+    ax_n.set_ylabel("per period", fontsize="small")
+    for ax in (ax_t, ax_n):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small", loc="upper right")
+
+
 def switch_timeline(telemetry: pd.DataFrame, t0_ns: int, out_dir: Path, name: str, title: str,
                     tuning: pd.DataFrame | None = None, xlim_s: tuple[float, float] | None = None,
                     audio_port: int = AUDIO_PORT) -> list[Path]:
@@ -219,49 +274,13 @@ def switch_timeline(telemetry: pd.DataFrame, t0_ns: int, out_dir: Path, name: st
     fig, axes = _new(panels, 1, w=9, h=2.1 * panels + 0.6, sharex=True)
     ax_s, ax_b = axes[0, 0], axes[1, 0]
     t = (tel["ts_ns"].to_numpy(dtype=np.int64) - int(t0_ns)) / NS
-    passed = tel["decision"].isin([Decision.PASS, Decision.MARK]).to_numpy()  # marked packets are admitted
-    audio = ((tel["proto"] == 17) & (tel["dport"] == audio_port)).to_numpy()
-    for ax, col, what in ((ax_s, "sojourn_ns", "predicted sojourn"), (ax_b, "backlog_ns", "backlog at arrival")):
-        y = tel[col].to_numpy(dtype=float) / MS
-        ax.plot(t[passed], y[passed], lw=0.6, color="tab:blue", label=f"{what}, all admitted packets")
-        ax.plot(t[passed & audio], y[passed & audio], ".", ms=2.5, color="tab:green", label="audio packets")
-        ax.set_ylabel(f"{what} (ms)", fontsize="small")
-        ax.grid(alpha=0.3)
-    acted = tel[tel["decision"].isin([Decision.DROP, Decision.MARK])]
-    for i, ((dec, reason), grp) in enumerate(sorted(acted.groupby(["decision", "reason"]), key=lambda kv: kv[0])):
-        kind = "drop" if dec == Decision.DROP else "ECN mark"
-        tt = (grp["ts_ns"].to_numpy(dtype=np.int64) - int(t0_ns)) / NS
-        ax_s.plot(tt, grp["sojourn_ns"].to_numpy(dtype=float) / MS, REASON_MARKERS[i % len(REASON_MARKERS)],
-                  ms=5, mfc="none", color="tab:red" if dec == Decision.DROP else "tab:purple",
-                  label=f"{kind}{_reason_name(int(reason))} ({len(grp)})")
+    _queue_panels(ax_s, ax_b, tel, t, audio_port)
+    _aqm_actions(ax_s, tel, t0_ns)
     ax_s.legend(fontsize="x-small", loc="upper right")
     ax_b.legend(fontsize="x-small", loc="upper right")
     if panels == 4:
-        # A setting holds until the next row: the last one is drawn on to the end of the data.
-        tt = (tuning["t_ns"].to_numpy(dtype=np.int64) - int(t0_ns)) / NS
-        end = max([tt.max(), *([t.max()] if t.size else []), *(xlim_s[1:] if xlim_s else [])])
-        tt = np.r_[tt, end]
-        ax_t, ax_n = axes[2, 0], axes[3, 0]
-
-        def setting(col: str, color: str, label: str) -> None:  # in force from its row to the next
-            y = tuning[col].to_numpy(dtype=float) / MS
-            ax_t.step(tt, np.r_[y, y[-1]], where="post", color=color, label=label)
-
-        def count(col: str, color: str, label: str) -> None:  # counted over the period that ends at its row
-            ax_n.step(tt[:-1], tuning[col].to_numpy(dtype=float), where="pre", color=color, label=label)
-
-        setting("target_ns", "tab:olive", "IWA target (starting flows)")
-        if "codel_target_ns" in tuning:
-            setting("codel_target_ns", "tab:gray", "CoDel target (established flows)")
-        ax_t.set_ylabel("controller target (ms)", fontsize="small")
-        ax_t.set_ylim(bottom=0)
-        count("new_flows", "tab:brown", "flows started (SYN-ACKs)")
-        if "windows" in tuning:
-            count("windows", "tab:cyan", "ACK windows rewritten by IWA")
-        ax_n.set_ylabel("per period", fontsize="small")
-        for ax in (ax_t, ax_n):
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize="x-small", loc="upper right")
+        ends_s = [*([t.max()] if t.size else []), *(xlim_s[1:] if xlim_s else [])]  # the data's, the x axis'
+        _tuning_panels(axes[2, 0], axes[3, 0], tuning, t0_ns, ends_s)
     axes[-1, 0].set_xlabel("time since TCP start (s)")
     if xlim_s is not None:
         axes[-1, 0].set_xlim(*xlim_s)

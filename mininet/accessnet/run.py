@@ -68,9 +68,7 @@ def units_of(sc: scen.Scenario, reps: int, record_format: int = RECORD_FORMAT) -
     return [Unit(sc, c, r, dirname(c)) for c in sc.cases for r in range(reps)]
 
 
-def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None = None) -> int:
-    """The command line; ``summarize(rundir)`` ends a run that was not interrupted (the command line's:
-    experiments.summary.print_summary, the summary table and the report)."""
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="make mininet", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", help="name in mininet/scenarios/ or a path to a .toml (default web6; with "
@@ -80,34 +78,58 @@ def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None
     ap.add_argument("--out", type=Path, default=ROOT / "results", help="where run directories go")
     ap.add_argument("--resume", type=Path, help="continue a run directory from its own record (run.json)")
     ap.add_argument("--jobs", type=int, default=1, help="replications at once (default 1: see accessnet.sweep)")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def _record(a: argparse.Namespace) -> tuple[dict, scen.Scenario]:
+    """The run's record and scenario: resumed from its directory, or new from the scenario with the command
+    line's reps and switch (raises ConfigError, RecordError)."""
+    if a.resume:
+        return resume_record(a.resume, a.scenario, a.reps, a.switch)
+    sc = scen.load(a.scenario or "web6")
+    return new_record(sc, a.reps or sc.reps, a.switch or sc.switch), sc
+
+
+def _refusal(units: list[Unit], want: str, sc: scen.Scenario) -> str | None:
+    """Why the run cannot start on this host, or None: the preflight, the P4 build."""
+    try:
+        preflight(units, want)
+    except ConfigError as e:
+        return f"refused before anything started: {e}"
+    if want in ("auto", "bmv2") and any(c.aqm in scen.P4_AQMS for c in sc.cases):
+        try:
+            ensure_p4_build()  # never the stand-in by accident: compile p4src/ first where p4c is present
+        except RuntimeError as e:
+            return f"error: {e}"
+    return None
+
+
+def _model_stands_in(want: str, sc: scen.Scenario) -> bool:
+    """Whether the reference model will run as the switch for a P4 AQM because BMv2 is missing (said before
+    the run, so that a switch=model result is no surprise)."""
+    return want in ("auto", "model") and not bmv2_available() and any(c.aqm in scen.P4_AQMS for c in sc.cases)
+
+
+def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None = None) -> int:
+    """The command line; ``summarize(rundir)`` ends a run that was not interrupted (the command line's:
+    experiments.summary.print_summary, the summary table and the report)."""
+    a = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     if os.geteuid() != 0:
         print("make mininet needs root (network namespaces)", file=sys.stderr)
         return 2
     try:
-        if a.resume:
-            rec, sc = resume_record(a.resume, a.scenario, a.reps, a.switch)
-        else:
-            sc = scen.load(a.scenario or "web6")
-            rec = new_record(sc, a.reps or sc.reps, a.switch or sc.switch)
+        rec, sc = _record(a)
     except (ConfigError, RecordError) as e:
         print(f"{'resume' if a.resume else 'scenario'} error: {e}", file=sys.stderr)
         return 2
     reps, want = rec["reps"], rec["switch"]
     units = units_of(sc, reps, int(rec["format"]))
-    try:
-        preflight(units, want)
-    except ConfigError as e:
-        print(f"refused before anything started: {e}", file=sys.stderr)
+    refusal = _refusal(units, want, sc)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
         return 2
-    if want in ("auto", "bmv2") and any(c.aqm in scen.P4_AQMS for c in sc.cases):
-        try:
-            ensure_p4_build()  # never the stand-in by accident: compile p4src/ first where p4c is present
-        except RuntimeError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-    if want in ("auto", "model") and not bmv2_available() and any(c.aqm in scen.P4_AQMS for c in sc.cases):
+    if _model_stands_in(want, sc):
         print("NOTE: BMv2 (simple_switch_grpc + build/bottleneck.json) is not available here: the reference model "
               "runs as the switch (userspace forwarder). Results are marked switch=model. To run the real P4 "
               "switch, install the toolchain once: make toolchain (about 65 min on 2 cores; see the README).")

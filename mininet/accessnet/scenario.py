@@ -327,11 +327,9 @@ def load(name_or_path: str, overrides: dict | None = None) -> Scenario:
     return build(path, data, overrides)
 
 
-def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
-    """A scenario from its data (a file's, or the copy a run directory's run.json keeps); named by
-    ``path``'s stem."""
-    path = Path(path)
-    check_name("scenario", path.stem)
+def _sections(path: Path, data: dict, overrides: dict | None) -> tuple[dict, dict]:
+    """The scenario's sections with ``overrides`` laid over [run], and its [run] table: every section and key
+    name known, every traffic section's values in range (raises ConfigError)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{path.name}: not a table of sections")
     unknown = set(data) - TOP_KEYS
@@ -346,54 +344,98 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
     if bad:
         raise ConfigError(f"{path.name}: [run] unknown key(s) {sorted(bad)}; allowed {sorted(RUN_KEYS)}")
     check_sections(data, path.name)
+    return data, run
+
+
+def _link(run: dict, label: str) -> tuple[Profile, dict]:
+    """[run]'s link profile and buffer, with its rate changes checked: well formed, and not on a radio
+    profile, whose link draws its own rate every slot."""
     if not isinstance(run.get("rate_changes", []), list):
-        raise ConfigError(f"{path.name}: [run] rate_changes must be a list of [at_s, rate_bps]")
+        raise ConfigError(f"{label}: [run] rate_changes must be a list of [at_s, rate_bps]")
     for item in run.get("rate_changes", []):
         if (not isinstance(item, list) or len(item) != 2 or not all(isinstance(x, (int, float)) for x in item)
                 or item[0] < 0 or item[1] <= 0):
-            raise ConfigError(f"{path.name}: [run] rate_changes item {item!r}: expected [at_s >= 0, rate_bps > 0]")
+            raise ConfigError(f"{label}: [run] rate_changes item {item!r}: expected [at_s >= 0, rate_bps > 0]")
     try:
         prof = profile(run.get("profile", "hspa"))
         buf = buffer_packets(run.get("buffer", "2bdp"), prof)
     except ConfigError as e:
-        raise ConfigError(f"{path.name}: [run] {e}") from None
+        raise ConfigError(f"{label}: [run] {e}") from None
     if prof.rate_min_bps is not None and run.get("rate_changes"):
-        raise ConfigError(f"{path.name}: [run] rate_changes with profile {prof.name!r}: its radio draws the link's "
+        raise ConfigError(f"{label}: [run] rate_changes with profile {prof.name!r}: its radio draws the link's "
                           "rate every slot; give one or the other")
+    return prof, buf
+
+
+def _aqms_and_iws(run: dict, label: str) -> tuple[list[str], list[int]]:
+    """[run]'s AQMs (lower-cased, each a known one) and initial windows (1..100 segments): the cases'
+    matrix."""
     aqms = run.get("aqms", ["fifo"])
     if not isinstance(aqms, list) or not aqms or not all(isinstance(a, str) for a in aqms):
-        raise ConfigError(f"{path.name}: [run] aqms = {aqms!r}: must be a non-empty list of AQM names")
+        raise ConfigError(f"{label}: [run] aqms = {aqms!r}: must be a non-empty list of AQM names")
     aqms = [a.lower() for a in aqms]
     for a in aqms:
         if a not in P4_AQMS + KERNEL_AQMS:
-            raise ConfigError(f"{path.name}: aqm {a!r} is unknown: allowed {', '.join(P4_AQMS + KERNEL_AQMS)}")
+            raise ConfigError(f"{label}: aqm {a!r} is unknown: allowed {', '.join(P4_AQMS + KERNEL_AQMS)}")
     iws = run.get("iws", [10])
     if (not isinstance(iws, list) or not iws
             or not all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= 100 for i in iws)):
-        raise ConfigError(f"{path.name}: [run] iws = {iws!r}: each IW must be 1..100 segments")
+        raise ConfigError(f"{label}: [run] iws = {iws!r}: each IW must be 1..100 segments")
+    return aqms, iws
+
+
+def _aqm_knobs(data: dict, label: str) -> dict:
+    """The [aqm] section: a table per P4 AQM at most (its knobs go into that AQM's switch table)."""
     knobs = data.get("aqm", {})
     if not isinstance(knobs, dict) or set(knobs) - set(P4_AQMS):
-        raise ConfigError(f"{path.name}: [aqm] holds one table per P4 AQM ({', '.join(P4_AQMS)}); got "
+        raise ConfigError(f"{label}: [aqm] holds one table per P4 AQM ({', '.join(P4_AQMS)}); got "
                           f"{sorted(knobs) if isinstance(knobs, dict) else knobs!r}")
+    return knobs
+
+
+def _case_switch_cfg(label: str, prof: Profile, buf: dict, aqm: str, knobs: dict,
+                     budget_ms: float) -> tuple[dict, dict]:
+    """``_switch_cfg`` with the jitter budget in it, checked by the controller's rules for a P4 AQM; and the
+    buffer the case really uses."""
+    cfg, real_buf = _switch_cfg(prof, buf, aqm, knobs)
+    try:
+        cfg = with_jitter_budget(cfg, budget_ms)  # the switch installs IWA's target from it, the tuner tunes for it
+    except ConfigError as e:
+        raise ConfigError(f"{label}: {e} ([run] jitter_budget_ms, default {JITTER_BUDGET_MS:g})") from None
+    if aqm in P4_AQMS:
+        _check_switch_cfg(label, aqm, cfg)
+    return cfg, real_buf
+
+
+def _switch(run: dict, aqms: list[str], label: str) -> str:
+    """[run]'s switch, which must carry every AQM of the run: the kernel's has none of the P4 ones."""
+    switch = run.get("switch", "auto")
+    if switch not in ("auto", "bmv2", "model", "kernel"):
+        raise ConfigError(f"{label}: [run] switch = {switch!r}: allowed auto, bmv2, model, kernel")
+    if switch == "kernel" and any(a in P4_AQMS for a in aqms):
+        raise ConfigError(f"{label}: [run] switch = 'kernel' has only the kernel AQMs ({', '.join(KERNEL_AQMS)}); "
+                          f"{', '.join(a for a in aqms if a in P4_AQMS)} run on the P4 switch")
+    return switch
+
+
+def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
+    """A scenario from its data (a file's, or the copy a run directory's run.json keeps); named by
+    ``path``'s stem. The checks run in a fixed order: a scenario with several faults is refused for the
+    first one."""
+    path = Path(path)
+    check_name("scenario", path.stem)
+    data, run = _sections(path, data, overrides)
+    prof, buf = _link(run, path.name)
+    aqms, iws = _aqms_and_iws(run, path.name)
+    knobs = _aqm_knobs(data, path.name)
     irto_s = check_irto(run.get("irto_s"), path.name)
     ip = int(run.get("ip", 4))  # checked with [run]'s RANGES
     budget_ms = float(run.get("jitter_budget_ms", JITTER_BUDGET_MS))  # checked with [run]'s RANGES
     cases = []
     for aqm, iw in itertools.product(aqms, iws):
-        cfg, real_buf = _switch_cfg(prof, buf, aqm, knobs)
-        try:
-            cfg = with_jitter_budget(cfg, budget_ms)  # the switch installs IWA's target from it, the tuner tunes for it
-        except ConfigError as e:
-            raise ConfigError(f"{path.name}: {e} ([run] jitter_budget_ms, default {JITTER_BUDGET_MS:g})") from None
-        if aqm in P4_AQMS:
-            _check_switch_cfg(path.name, aqm, cfg)
+        cfg, real_buf = _case_switch_cfg(path.name, prof, buf, aqm, knobs, budget_ms)
         cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf), irto_s, ip, budget_ms))
-    switch = run.get("switch", "auto")
-    if switch not in ("auto", "bmv2", "model", "kernel"):
-        raise ConfigError(f"{path.name}: [run] switch = {switch!r}: allowed auto, bmv2, model, kernel")
-    if switch == "kernel" and any(a in P4_AQMS for a in aqms):
-        raise ConfigError(f"{path.name}: [run] switch = 'kernel' has only the kernel AQMs ({', '.join(KERNEL_AQMS)}); "
-                          f"{', '.join(a for a in aqms if a in P4_AQMS)} run on the P4 switch")
+    switch = _switch(run, aqms, path.name)
     cc = check_cc(run.get("cc", "cubic"), path.name)
     return Scenario(path.stem, path, data, cases, int(run.get("reps", 3)), int(run.get("seed", 1)),
                     cc, float(run.get("duration_s", 40.0)), switch, irto_s, ip)

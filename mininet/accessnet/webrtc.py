@@ -328,6 +328,24 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _csv_row(row: tuple) -> str:
+    """A stats row as a CSV line (None as an empty field)."""
+    return ",".join(_fmt(v) for v in row) + "\n"
+
+
+def _open_csv(path: str, columns: tuple[str, ...], buffering: int):
+    """A log or stats file, its header written: the per-packet logs buffer 64 KiB (no write to the disk per
+    packet), the stats are line-buffered (a row a second, readable while the flow runs)."""
+    f = open(path, "w", buffering=buffering)
+    f.write(",".join(columns) + "\n")
+    return f
+
+
+def _sdp_line(desc) -> bytes:
+    """A session description as the signalling's one JSON line (the offer or the answer)."""
+    return (json.dumps({"type": desc.type, "sdp": desc.sdp}) + "\n").encode()
+
+
 # ----------------------------------------------------------------------------- sender
 
 async def _connect(dst: str, port: int, deadline: float):
@@ -340,30 +358,33 @@ async def _connect(dst: str, port: int, deadline: float):
             await asyncio.sleep(0.1)
 
 
-async def send(a) -> int:
-    _aiortc()
-    from aiortc import RTCPeerConnection, RTCRtpSender, RTCSessionDescription
+def _use_encoder(a):
+    """The synthetic encoder at the command line's rates and frame rate, handed to aiortc's sender in place of
+    its VP8 encoder (every REMB then sets its ``target_bitrate``)."""
     from aiortc import rtcrtpsender
-    from aiortc.rtcdtlstransport import RTCDtlsTransport
-    from aiortc.rtp import is_rtcp
-
-    host_only(a.local_ip)
-    print(f"sender: aiortc {_aiortc().__version__}, start {a.start_kbps:g} kbit/s in [{a.min_kbps:g}, "
-          f"{a.max_kbps:g}], {a.fps:g} frames/s", flush=True)
-    stop = _stop_event()
-    start_ns = a.start_at or time.time_ns() + 2_000_000_000
-    end_ns = start_ns + int(a.duration * 1e9)
     enc = make_encoder_class()(a.start_kbps * 1e3, a.min_kbps * 1e3, a.max_kbps * 1e3, a.fps)
     rtcrtpsender.get_encoder = lambda codec: enc
+    return enc
+
+
+def _count_nacks_instead_of_resending() -> list[int]:
+    """The sender counts the packets a NACK asks for ([count]) and does not resend them: the loss rate stays
+    the network's, as in the seed's runs."""
+    from aiortc import RTCRtpSender
     nacked = [0]
 
     async def no_retransmit(self, sequence_number: int) -> None:
         nacked[0] += 1
     RTCRtpSender._retransmit = no_retransmit
+    return nacked
 
+
+def _trace_sent(enc, log) -> list[int]:
+    """Every media packet, as it goes to SRTP: its send time written into its trailer, a line in ``log``, and
+    its bytes and itself counted in the current second's [bytes, packets] (the stats loop resets them)."""
+    from aiortc.rtcdtlstransport import RTCDtlsTransport
+    from aiortc.rtp import is_rtcp
     sent = [0, 0]  # bytes, packets in the current second
-    log = open(a.log, "w", buffering=1 << 16)
-    log.write(",".join(TX_COLUMNS) + "\n")
     orig_send_rtp = RTCDtlsTransport._send_rtp
 
     async def traced_send_rtp(self, data: bytes) -> None:
@@ -376,8 +397,12 @@ async def send(a) -> int:
             sent[1] += 1
         await orig_send_rtp(self, data)
     RTCDtlsTransport._send_rtp = traced_send_rtp
+    return sent
 
-    pc = RTCPeerConnection(_config())
+
+def _note_connected(pc, start_ns: int) -> list[int]:
+    """Say when the connection comes up, from the media's start time (a late one delays the first frames);
+    the list gets that time, and stays empty if it never does."""
     connected: list[int] = []
 
     @pc.on("connectionstatechange")
@@ -385,19 +410,66 @@ async def send(a) -> int:
         if pc.connectionState == "connected" and not connected:
             connected.append(time.time_ns())
             print(f"connected {(connected[0] - start_ns) / 1e9:+.3f} s from the start time", flush=True)
-    track = make_track(start_ns, end_ns, a.fps)
+    return connected
+
+
+def _send_vp8_only(pc, track) -> None:
+    """Offer ``track`` as VP8 alone, without RTX: the synthetic encoder's packets carry VP8's payload
+    descriptor, and the sender does not resend."""
+    from aiortc import RTCRtpSender
     tr = pc.addTransceiver(track, direction="sendonly")
     vp8 = [c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType.lower() == "video/vp8"]
     tr.setCodecPreferences(vp8)  # VP8 only, no RTX
+
+
+def _last_receiver_report(reports) -> tuple:
+    """(rtt_s, fraction_lost, packets_lost) of the last RTCP receiver report among the sender's stats; Nones
+    before the first one."""
+    rtt = frac = lost = None
+    for s in reports:
+        if s.type == "remote-inbound-rtp":
+            rtt, frac, lost = s.roundTripTime, s.fractionLost / 256, s.packetsLost
+    return rtt, frac, lost
+
+
+def _sender_verdict(connected: list[int], track, start_ns: int) -> int:
+    """The sender's last line and exit code: 1 if the connection never came up; else when the first frame was
+    made and how many the event loop skipped."""
+    if not connected:
+        print("never connected", flush=True)
+        return 1
+    print(f"first frame {(track.first_ns - start_ns) / 1e9:+.3f} s from the start time, {track.skipped} frames "
+          "skipped (the event loop was late by more than 200 ms)" if track.first_ns else "no frame sent", flush=True)
+    return 0
+
+
+async def send(a) -> int:
+    """The sender: the patched aiortc stack, the offer, then a stats row a second until the media ends."""
+    _aiortc()
+    from aiortc import RTCPeerConnection, RTCSessionDescription
+
+    host_only(a.local_ip)
+    print(f"sender: aiortc {_aiortc().__version__}, start {a.start_kbps:g} kbit/s in [{a.min_kbps:g}, "
+          f"{a.max_kbps:g}], {a.fps:g} frames/s", flush=True)
+    stop = _stop_event()
+    start_ns = a.start_at or time.time_ns() + 2_000_000_000
+    end_ns = start_ns + int(a.duration * 1e9)
+    enc = _use_encoder(a)
+    nacked = _count_nacks_instead_of_resending()
+    log = _open_csv(a.log, TX_COLUMNS, 1 << 16)
+    sent = _trace_sent(enc, log)
+    pc = RTCPeerConnection(_config())
+    connected = _note_connected(pc, start_ns)
+    track = make_track(start_ns, end_ns, a.fps)
+    _send_vp8_only(pc, track)
     await pc.setLocalDescription(await pc.createOffer())
     reader, writer = await _connect(a.dst, a.signal_port, time.monotonic() + max(5.0, (start_ns - time.time_ns()) / 1e9 + 5))
-    writer.write((json.dumps({"type": pc.localDescription.type, "sdp": pc.localDescription.sdp}) + "\n").encode())
+    writer.write(_sdp_line(pc.localDescription))
     await writer.drain()
     answer = json.loads(await reader.readline())
     await pc.setRemoteDescription(RTCSessionDescription(**answer))
     writer.close()
-    stats = open(a.stats, "w", buffering=1)
-    stats.write(",".join(TX_STATS) + "\n")
+    stats = _open_csv(a.stats, TX_STATS, 1)
     rembs_before = 0
     next_t = max(start_ns, time.time_ns()) + 1_000_000_000
     try:
@@ -410,13 +482,10 @@ async def send(a) -> int:
                 break
             now = time.time_ns()
             next_t += 1_000_000_000
-            rtt = frac = lost = None
-            for s in (await pc.getSenders()[0].getStats()).values() if pc.getSenders() else []:
-                if s.type == "remote-inbound-rtp":
-                    rtt, frac, lost = s.roundTripTime, s.fractionLost / 256, s.packetsLost
+            rr = _last_receiver_report((await pc.getSenders()[0].getStats()).values() if pc.getSenders() else [])
             row = (now, enc.target_bitrate, enc.remb_bps, enc.rembs - rembs_before, sent[0] * 8, sent[1], nacked[0],
-                   rtt, frac, lost)
-            stats.write(",".join(_fmt(v) for v in row) + "\n")
+                   *rr)
+            stats.write(_csv_row(row))
             rembs_before = enc.rembs
             sent[0] = sent[1] = 0
             if track.readyState == "ended" and now > end_ns:
@@ -425,29 +494,15 @@ async def send(a) -> int:
         await pc.close()
         log.close()
         stats.close()
-    if not connected:
-        print("never connected", flush=True)
-        return 1
-    print(f"first frame {(track.first_ns - start_ns) / 1e9:+.3f} s from the start time, {track.skipped} frames "
-          "skipped (the event loop was late by more than 200 ms)" if track.first_ns else "no frame sent", flush=True)
-    return 0
+    return _sender_verdict(connected, track, start_ns)
 
 
 # ----------------------------------------------------------------------------- receiver
 
-async def recv(a) -> int:
-    _aiortc()
-    from aiortc import RTCPeerConnection, RTCSessionDescription, clock, rate, rtcrtpreceiver
-    from aiortc.rtcdtlstransport import RTCDtlsTransport
-
-    host_only(a.local_ip)
-    cap_bursts(a.max_burst_ms)
-    print(f"receiver: aiortc {_aiortc().__version__}, burst groups capped at {a.max_burst_ms:g} ms"
-          + (" (aiortc as shipped: no cap)" if a.max_burst_ms <= 0 else " (libwebrtc's kMaxBurstDurationMs)"),
-          flush=True)
-    stop = _stop_event()
-    end = time.monotonic() + a.duration
-    rtcrtpreceiver.get_decoder = lambda codec: NullDecoder()
+def _watch_estimator() -> dict:
+    """Keep hold of the receiver's RemoteBitrateEstimator as aiortc feeds it each packet, and of the last REMB
+    it returned ({"rbe", "remb"}): the stats read its state, which aiortc does not expose."""
+    from aiortc import rate
     est: dict = {"rbe": None, "remb": None}
     orig_add = rate.RemoteBitrateEstimator.add
 
@@ -458,10 +513,14 @@ async def recv(a) -> int:
             est["remb"] = r[0]
         return r
     rate.RemoteBitrateEstimator.add = traced_add
+    return est
 
+
+def _trace_received(log) -> dict:
+    """Every media packet, as SRTP gives it up: a line in ``log``, and the current second's count and the
+    highest packet number so far ({"received", "max_seq", "max_seq_before"}; the stats loop moves the window)."""
+    from aiortc.rtcdtlstransport import RTCDtlsTransport
     win = {"received": 0, "max_seq": -1, "max_seq_before": -1}
-    log = open(a.log, "w", buffering=1 << 16)
-    log.write(",".join(RX_COLUMNS) + "\n")
     orig_handle = RTCDtlsTransport._handle_rtp_data
 
     async def traced_handle(self, data: bytes, arrival_time_ms: int) -> None:
@@ -474,23 +533,63 @@ async def recv(a) -> int:
             win["max_seq"] = max(win["max_seq"], seq)
         await orig_handle(self, data, arrival_time_ms)
     RTCDtlsTransport._handle_rtp_data = traced_handle
+    return win
 
-    srv_done = asyncio.Event()
-    pc = RTCPeerConnection(_config())
+
+def _answer_offer(pc, done: asyncio.Event):
+    """The signalling server's handler: read the sender's offer, answer it, and set ``done``."""
+    from aiortc import RTCSessionDescription
 
     async def on_signal(reader, writer):
         offer = json.loads(await reader.readline())
         await pc.setRemoteDescription(RTCSessionDescription(**offer))
         await pc.setLocalDescription(await pc.createAnswer())
-        writer.write((json.dumps({"type": pc.localDescription.type, "sdp": pc.localDescription.sdp}) + "\n").encode())
+        writer.write(_sdp_line(pc.localDescription))
         await writer.drain()
         writer.close()
-        srv_done.set()
+        done.set()
+    return on_signal
 
-    server = await asyncio.start_server(on_signal, a.local_ip, a.signal_port, family=family(a.local_ip),
-                                        reuse_address=True)
-    stats = open(a.stats, "w", buffering=1)
-    stats.write(",".join(RX_STATS) + "\n")
+
+def _receiver_row(now: int, est: dict, win: dict, estimator_ms) -> tuple:
+    """The receiver's stats row for the second that ends at ``now``: the estimator's state (empty before its
+    first packet; ``estimator_ms`` is its own clock) and the packets received and lost in the second."""
+    rbe = est["rbe"]
+    estimate = incoming = usage = offset = threshold = None
+    if rbe is not None:
+        rc = rbe.rate_control
+        estimate = rc.current_bitrate if rc.current_bitrate_initialized else None
+        incoming = rbe.incoming_bitrate.rate(estimator_ms())
+        usage = rbe.detector.state().name.lower()
+        offset = rbe.detector.previous_offset
+        threshold = rbe.detector.threshold
+    expected = win["max_seq"] - win["max_seq_before"]
+    lost = max(0, expected - win["received"]) if win["max_seq_before"] >= 0 else None
+    return (now, estimate, est["remb"], incoming, usage, offset, threshold, win["received"], lost)
+
+
+async def recv(a) -> int:
+    """The receiver: the patched aiortc stack, the answer to the sender's offer, then a stats row a second
+    until the duration ends or a signal stops it."""
+    _aiortc()
+    from aiortc import RTCPeerConnection, clock, rtcrtpreceiver
+
+    host_only(a.local_ip)
+    cap_bursts(a.max_burst_ms)
+    print(f"receiver: aiortc {_aiortc().__version__}, burst groups capped at {a.max_burst_ms:g} ms"
+          + (" (aiortc as shipped: no cap)" if a.max_burst_ms <= 0 else " (libwebrtc's kMaxBurstDurationMs)"),
+          flush=True)
+    stop = _stop_event()
+    end = time.monotonic() + a.duration
+    rtcrtpreceiver.get_decoder = lambda codec: NullDecoder()
+    est = _watch_estimator()
+    log = _open_csv(a.log, RX_COLUMNS, 1 << 16)
+    win = _trace_received(log)
+    srv_done = asyncio.Event()
+    pc = RTCPeerConnection(_config())
+    server = await asyncio.start_server(_answer_offer(pc, srv_done), a.local_ip, a.signal_port,
+                                        family=family(a.local_ip), reuse_address=True)
+    stats = _open_csv(a.stats, RX_STATS, 1)
     try:
         await _sleep_or(stop, 0)
         while not srv_done.is_set() and not stop.is_set() and time.monotonic() < end:
@@ -503,19 +602,7 @@ async def recv(a) -> int:
                 break
             now = time.time_ns()
             next_t += 1_000_000_000
-            rbe = est["rbe"]
-            estimate = incoming = usage = offset = threshold = None
-            if rbe is not None:
-                rc = rbe.rate_control
-                estimate = rc.current_bitrate if rc.current_bitrate_initialized else None
-                incoming = rbe.incoming_bitrate.rate(clock.current_ms())  # the estimator's own clock
-                usage = rbe.detector.state().name.lower()
-                offset = rbe.detector.previous_offset
-                threshold = rbe.detector.threshold
-            expected = win["max_seq"] - win["max_seq_before"]
-            lost = max(0, expected - win["received"]) if win["max_seq_before"] >= 0 else None
-            row = (now, estimate, est["remb"], incoming, usage, offset, threshold, win["received"], lost)
-            stats.write(",".join(_fmt(v) for v in row) + "\n")
+            stats.write(_csv_row(_receiver_row(now, est, win, clock.current_ms)))  # the estimator's own clock
             win["received"], win["max_seq_before"] = 0, win["max_seq"]
     finally:
         server.close()
