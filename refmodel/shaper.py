@@ -295,6 +295,19 @@ class LinkShaping:
         return state & ~(FLOW_COUNTED | FLOW_FRESH)
 
 
+class Opening(NamedTuple):
+    """What an ACK asks for before the bounds (``StartShaper._opening``): ``grant`` bytes beyond ``base`` (the
+    ACK for a first window, else the edge the flow has), and the flow's state and start phase's end after it."""
+
+    grant: int
+    base: int
+    state: int
+    end: int
+    cutting: bool = False  # the queue is above target: less than replacement
+    retract: bool = False  # the server left its window unused and all it sent is acknowledged: back to one MSS
+    waiting: int = 0  # a restart's window: bytes of queue to come
+
+
 def shaped(state: int) -> bool:
     """IWA holds the flow by its window: its SYN was seen (its scale is known) and it has not closed."""
     return state & (FLOW_SHAPE | FLOW_CLOSED) == FLOW_SHAPE
@@ -405,93 +418,34 @@ class StartShaper:
     def _ack(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, queue_tat: int, iwa_on: bool, t: Track,
              lk: LinkShaping) -> Grant:
         """An ACK of a tracked, open flow: the start phase's length at its first, and (IWA, a shaped flow) the
-        window it leaves with."""
+        window it leaves with (``_shape``)."""
         slot = t.slot
         state, edge, end, span = self.state[slot], self.edge[slot], self.end[slot], self.span[slot]
-        lead, last_ack = self.srtt[slot], self.ack[slot]
-        acked = (pkt.ack - last_ack) & U32 if seq_before(last_ack, pkt.ack) else 0
+        last_ack = self.ack[slot]
         flags = TrackFlag.TRACKED
-        released = False
         first = not state & FLOW_ACKED
+        released = first and bool(state & FLOW_ANNOUNCED)  # its first ACK releases the frame its SYN-ACK reserved
         if first:  # the handshake's ACK: RTT at the switch, and the start phase's length
-            rtt = min(t.age, U32) + lead  # the client's side (SYN-ACK to ACK) + the server's (SYN to SYN-ACK)
+            rtt = min(t.age, U32) + self.srtt[slot]  # client side (SYN-ACK to ACK) + server side (SYN to SYN-ACK)
             span = ns_to_bytes(p, min(rtt + p.target_ns, U32))
             end = (t.isn + span) & U32
-            released = bool(state & FLOW_ANNOUNCED)
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED
             flags |= TrackFlag.FIRST_ACK
-        scale = state & FLOW_SCALE_MASK
-        own = (pkt.ack + (pkt.window << scale)) & U32  # the client's own right edge
-        new_edge = own if seq_before(edge, own) else edge
-        window, room, waiting = None, 0, 0
-        mine_cur = bool(state & FLOW_EPOCH) == bool(lk.epoch & 1)
+        own = (pkt.ack + (pkt.window << (state & FLOW_SCALE_MASK))) & U32  # the client's own right edge
         shaping = iwa_on and state & FLOW_SHAPE and not seq_before(own, edge)
         if iwa_on and state & FLOW_SHAPE:
             lk.roll(p.hold_ns, now)
-            mine_cur = bool(state & FLOW_EPOCH) == bool(lk.epoch & 1)
             if lk.nflows == 0:  # no flow counted: the average window of the flows counted is nobody's
                 lk.wavg = 0
             state = lk.count(state)
+        mine_cur = bool(state & FLOW_EPOCH) == bool(lk.epoch & 1)  # its frame is in the current generation
+        new_edge, window, room, waiting = (own if seq_before(edge, own) else edge), None, 0, 0
         if shaping:
             if seq_before(edge, end):
                 flags |= TrackFlag.STARTING
-            # the queue this ACK's data will find when it arrives: the virtual queue of what was granted, or the
-            # queue now if more (traffic no window holds), and the frames reserved for flows still to start
-            granted = max(queue_tat - now, lk.vq_tat - now, 0)
-            used = lk.reserve_cur + lk.reserve_old + granted
-            own_frame = (lk.reserve_cur if mine_cur else lk.reserve_old) > 0  # its own frame, still counted
-            avail = p.target_ns + (mtu_ns if released and own_frame else 0)
-            room = max(0, avail - used)
-            deficit = max(0, used - avail)
-            grant = ns_to_bytes(p, min(room, U32))
-            restart = bool(state & FLOW_IDLE) and (pkt.tcp_payload > 0 or acked > 0)
-            retract, waiting, cutting = False, 0, False
-            if first:
-                edge_base = pkt.ack  # a first window: the room
-            elif restart:
-                # a new start whose first window is the MSS its retraction left it, as the last of a parallel
-                # start's gets: the requests of a page's connections come together, and the switch cannot know
-                # how many follow this one to leave room for their first segments (their SYN-ACKs announced fresh
-                # flows an RTT ahead); that window is queue to come, so it joins the virtual queue now (below)
-                state &= ~FLOW_IDLE
-                grant, edge_base = 0, edge
-                waiting = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
-            elif app_limited(t.seqhi, self.mark[slot], self.mark_t[slot], now, lead, p.mss_bytes):
-                # the server left its window unused (a response ended): no opening, and what it sends next
-                # starts a new start phase; once this very ACK acknowledges all it sent, its window is
-                # retracted to one MSS (docs/iwa.md, "Restarts"), so that what it sends next is sized as a start
-                grant, end, edge_base = 0, (t.seqhi + span) & U32, edge
-                retract = acked > 0 and not seq_before(pkt.ack, t.seqhi)
-            elif deficit:
-                # the queue is above target: replace only part of what left (at most half), so it drains; at
-                # most half, because this ACK sees the queue one server RTT before its data would arrive
-                grant, edge_base = acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge
-                cutting = True
-            else:
-                grant, edge_base = acked + self._growth(p, lk, pkt.ack, edge, span, acked, grant, room), edge
-            want, floor, floored = bounded((edge_base + grant) & U32, own, pkt.ack, p.mss_bytes)
-            if floored and cutting and seq_before(pkt.ack, end):
-                # at its floor and the queue still above target: no window can hold it less, so its start phase
-                # ends and its data is CoDel's (docs/iwa.md, "The floor limit": N flows x one MSS)
-                end = pkt.ack
-            if floored:
-                held = at_floor(p, state, first=first, cutting=cutting, acked=acked, payload=pkt.tcp_payload,
-                                granted=granted, queue_ns=queue_tat - now, mtu_ns=mtu_ns, span=span, nflows=lk.nflows,
-                                ack=pkt.ack, seqhi=t.seqhi, edge=edge)
-                state, want = held.state, want if held.want is None else held.want
-            else:
-                state &= ~(FLOW_SHUT | FLOW_HELD)
-            shut = bool(state & FLOW_SHUT)
-            if retract:
-                want, state = floor, state | FLOW_IDLE
-            elif seq_before(want, edge) and not shut:  # never moves the right edge left (but to shut it)
-                want = edge
-            field = (((want - pkt.ack) & U32) + (1 << scale) - 1) >> scale  # round up: never below want
-            new_edge = (pkt.ack + (field << scale)) & U32
-            if field < pkt.window:
-                window = field
-            if first or restart or not seq_before((t.seqhi + p.mss_bytes) & U32, self.mark[slot]):
-                self.mark[slot], self.mark_t[slot] = new_edge, now & U32  # (a new start, or it reached the mark)
+            own_frame = mtu_ns if released and (lk.reserve_cur if mine_cur else lk.reserve_old) > 0 else 0
+            state, end, new_edge, window, room, waiting = self._shape(
+                p, mtu_ns, pkt, now, queue_tat, t, lk, state, edge, end, span, own, own_frame, first)
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
         if shaping and advance + waiting:  # served at the link rate from now: the queue its data builds one RTT on
             lk.vq_tat = max(lk.vq_tat, now) + bytes_to_ns(p, min(advance + waiting, U32))
@@ -504,6 +458,73 @@ class StartShaper:
             else:
                 lk.reserve_old = lk.reserve_old - mtu_ns if lk.reserve_old > mtu_ns else 0
         return Grant(True, False, flags, window, new_edge, advance, room)
+
+    def _shape(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, queue_tat: int, t: Track, lk: LinkShaping,
+               state: int, edge: int, end: int, span: int, own: int, own_frame: int,
+               first: bool) -> tuple[int, int, int, int | None, int, int]:
+        """The window a shaped flow's ACK leaves with: the room, the opening it asks for (``_opening``), the
+        bounds (``bounded``, ``at_floor``), rounded up to the client's scale. Returns the flow's state, its start
+        phase's end, its new edge, the window field to write (None: the client's own), the room (ns) and a
+        restart's window (bytes of queue to come)."""
+        slot, scale = t.slot, state & FLOW_SCALE_MASK
+        last_ack = self.ack[slot]
+        acked = (pkt.ack - last_ack) & U32 if seq_before(last_ack, pkt.ack) else 0
+        # the queue this ACK's data will find when it arrives: the virtual queue of what was granted, or the
+        # queue now if more (traffic no window holds), and the frames reserved for flows still to start
+        granted = max(queue_tat - now, lk.vq_tat - now, 0)
+        used = lk.reserve_cur + lk.reserve_old + granted
+        avail = p.target_ns + own_frame  # (its own frame, if still counted)
+        room, deficit = max(0, avail - used), max(0, used - avail)
+        restart = bool(state & FLOW_IDLE) and (pkt.tcp_payload > 0 or acked > 0)
+        o = self._opening(p, pkt, now, t, lk, state, edge, end, span, acked, room, deficit, first, restart)
+        state, end = o.state, o.end
+        want, floor, floored = bounded((o.base + o.grant) & U32, own, pkt.ack, p.mss_bytes)
+        if floored and o.cutting and seq_before(pkt.ack, end):
+            # at its floor and the queue still above target: no window can hold it less, so its start phase
+            # ends and its data is CoDel's (docs/iwa.md, "The floor limit": N flows x one MSS)
+            end = pkt.ack
+        if floored:
+            held = at_floor(p, state, first=first, cutting=o.cutting, acked=acked, payload=pkt.tcp_payload,
+                            granted=granted, queue_ns=queue_tat - now, mtu_ns=mtu_ns, span=span, nflows=lk.nflows,
+                            ack=pkt.ack, seqhi=t.seqhi, edge=edge)
+            state, want = held.state, want if held.want is None else held.want
+        else:
+            state &= ~(FLOW_SHUT | FLOW_HELD)
+        if o.retract:
+            want, state = floor, state | FLOW_IDLE
+        elif seq_before(want, edge) and not state & FLOW_SHUT:  # never moves the right edge left (but to shut it)
+            want = edge
+        field = (((want - pkt.ack) & U32) + (1 << scale) - 1) >> scale  # round up: never below want
+        new_edge = (pkt.ack + (field << scale)) & U32
+        if first or restart or not seq_before((t.seqhi + p.mss_bytes) & U32, self.mark[slot]):
+            self.mark[slot], self.mark_t[slot] = new_edge, now & U32  # (a new start, or it reached the mark)
+        return state, end, new_edge, field if field < pkt.window else None, room, o.waiting
+
+    def _opening(self, p: IwaParams, pkt: Parsed, now: int, t: Track, lk: LinkShaping, state: int, edge: int,
+                 end: int, span: int, acked: int, room: int, deficit: int, first: bool, restart: bool) -> Opening:
+        """How far an ACK asks to move its flow's edge, before the bounds: one of the rules of docs/iwa.md, by
+        what the flow is doing."""
+        if first:  # a first window: the room
+            return Opening(ns_to_bytes(p, min(room, U32)), pkt.ack, state, end)
+        if restart:
+            # a new start whose first window is the MSS its retraction left it, as the last of a parallel
+            # start's gets: the requests of a page's connections come together, and the switch cannot know how
+            # many follow this one to leave room for their first segments (their SYN-ACKs announced fresh flows
+            # an RTT ahead); that window is queue to come, so it joins the virtual queue now (``waiting``)
+            return Opening(0, edge, state & ~FLOW_IDLE, end,
+                           waiting=0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32)
+        if app_limited(t.seqhi, self.mark[t.slot], self.mark_t[t.slot], now, self.srtt[t.slot], p.mss_bytes):
+            # the server left its window unused (a response ended): no opening, and what it sends next starts a
+            # new start phase; once this very ACK acknowledges all it sent, its window is retracted to one MSS
+            # (docs/iwa.md, "Restarts"), so that what it sends next is sized as a start
+            return Opening(0, edge, state, (t.seqhi + span) & U32,
+                           retract=acked > 0 and not seq_before(pkt.ack, t.seqhi))
+        if deficit:
+            # the queue is above target: replace only part of what left (at most half), so it drains; at most
+            # half, because this ACK sees the queue one server RTT before its data would arrive
+            return Opening(acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, state, end, cutting=True)
+        grow = self._growth(p, lk, pkt.ack, edge, span, acked, ns_to_bytes(p, min(room, U32)), room)
+        return Opening(acked + grow, edge, state, end)
 
     @staticmethod
     def _growth(p: IwaParams, lk: LinkShaping, ack: int, edge: int, span: int, acked: int, room_bytes: int,

@@ -239,6 +239,30 @@ def counted(state: int, epoch: int) -> tuple[int, bool, bool]:
     return state, bool(lk.act_cur), bool(lk.act_new)
 
 
+class Read(NamedTuple):
+    """What an ACK's first pass read and worked out before its grant (``TnaShaper._read``)."""
+
+    counting: bool  # IWA on and the flow shaped: the epoch rolled and the flow counted
+    shaping: bool  # ... and the client's own window reaches the edge the server has
+    own: int  # the client's own right edge
+    mark: int  # the checkpoint's edge
+    edge: int
+    acked: int  # what the ACK acknowledges
+    state: int  # flow_state as pass 1 left it
+    branch: str  # "restart", "idle", "retract" or ""
+    first: bool  # the handshake's ACK
+    released: bool  # ... and it releases the frame its SYN-ACK reserved
+    nflows: int
+    nflows_before: int  # before this ACK counted its flow
+    mine_cur: bool  # its frame is in the current generation of the reserve
+    res_cur: int
+    res_old: int
+    span: int
+    end: int  # the start phase's end, before an idle server's new start
+    vq: int
+    wavg: int
+
+
 class Info(NamedTuple):
     """flow_link: a flow's link and the bits of its state that its ACK's other actions need first (SHAPE and
     the scale never change after its SYN-ACK; CLOSED is also in flow_state)."""
@@ -461,8 +485,15 @@ class TnaShaper:
 
     def _ack(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, backlog: int, iwa_on: bool, t: Track,
              link: int, info: Info) -> Grant:
-        """Pass 1 of an ACK of a tracked, open flow: shaper.py's ``_ack`` in the same order, its writes that
-        depend on the room left to the second pass (``_pass2``)."""
+        """Pass 1 of an ACK of a tracked, open flow: shaper.py's ``_ack`` in the same order (its registers'
+        actions, ``_read``, then the grant from what they gave, ``_grant``), its writes that depend on the room
+        left to the second pass (``_pass2``)."""
+        return self._grant(p, mtu_ns, pkt, now, backlog, t, link, info, self._read(p, mtu_ns, pkt, now, iwa_on, t,
+                                                                                     link, info))
+
+    def _read(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track, link: int,
+              info: Info) -> Read:
+        """Pass 1's register actions, each register once, in shaper.py's order: what the grant needs."""
         slot, now32, scale = t.slot, now & U32, info.scale
         counting = iwa_on and info.shape  # shaper.py rolls the epoch and counts the flow
         lead = self.flow_srtt.read(slot)
@@ -474,8 +505,31 @@ class TnaShaper:
         own = (pkt.ack + scale_down(pkt.window, scale)) & U32  # the client's own right edge
         shaping = counting and not seq_before(own, edge)
 
-        # flow_state: one action; its conditions (the epoch, the ACK, the checkpoint) are known before it
-        def state_action(s: int) -> tuple[int, tuple[int, int, str]]:
+        old_state, state, branch = self._state(p, pkt, now32, t, epoch, counting, shaping, acked, lead, mark, mark_t)
+        first = not old_state & FLOW_ACKED
+        _, counted_now, fresh = counted(old_state, epoch) if counting else (0, False, False)
+        released = first and bool(old_state & FLOW_ANNOUNCED)
+
+        nflows = nflows_before = 0
+        if counting:
+            act_old, act_new = self._act(link, step, counted_now, fresh)
+            nflows = act_old + act_new
+            nflows_before = nflows - fresh  # shaper.py forgets wavg when none was counted before this ACK
+        mine_cur = bool(state & FLOW_EPOCH) == bool(epoch & 1)
+
+        res_cur, res_old = self._reserve(link, step, mtu_ns if iwa_on and released else 0, mine_cur)
+        span, end = self._phase(p, t, first, lead, branch)
+        return Read(counting, shaping, own, mark, edge, acked, state, branch, first, released, nflows,
+                    nflows_before, mine_cur, res_cur, res_old, span, end, self.iwa_vq.read(link),
+                    self.iwa_wavg.read(link))
+
+    def _state(self, p: IwaParams, pkt: Parsed, now32: int, t: Track, epoch: int, counting: bool, shaping: bool,
+               acked: int, lead: int, mark: int, mark_t: int) -> tuple[int, int, str]:
+        """flow_state: one action; its conditions (the epoch, the ACK, the checkpoint) are known before it.
+        Returns the state it had, the state it has, and what the server is doing: "restart" (a new start after
+        its window was retracted), "idle" (it left its window unused), "retract" (... and all it sent is
+        acknowledged: back to one MSS) or ""."""
+        def action(s: int) -> tuple[int, tuple[int, int, str]]:
             old, branch = s, ""
             if not s & FLOW_ACKED:  # the handshake's ACK
                 s = (s | FLOW_ACKED) & ~FLOW_ANNOUNCED
@@ -489,109 +543,113 @@ class TnaShaper:
                     if acked > 0 and not seq_before(pkt.ack, t.seqhi):
                         branch, s = "retract", s | FLOW_IDLE
             return s, (old, s, branch)
-        old_state, state, branch = self.flow_state.rmw(slot, state_action)
-        first = not old_state & FLOW_ACKED
-        _, counted_now, fresh = counted(old_state, epoch) if counting else (0, False, False)
-        released = first and bool(old_state & FLOW_ANNOUNCED)
+        return self.flow_state.rmw(t.slot, action)
 
-        nflows = nflows_before = 0
-        if counting:
-            act_old, act_new = self._act(link, step, counted_now, fresh)
-            nflows = act_old + act_new
-            nflows_before = nflows - fresh  # shaper.py forgets wavg when none was counted before this ACK
-        mine_cur = bool(state & FLOW_EPOCH) == bool(epoch & 1)
-
-        def reserve_action(r: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+    def _reserve(self, link: int, step: int, release: int, mine_cur: bool) -> tuple[int, int]:
+        """iwa_reserve: rolled with the epoch (``step``), and the flow's own frame (``release`` ns) given back
+        to the generation it was reserved in. Returns both generations after the roll, before the release (the
+        room counts its own frame)."""
+        def action(r: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
             cur, old = self._reserve_roll(r, step, 0)
-            seen = (cur, old)  # output: after the roll, before the release (the room counts its own frame)
-            if iwa_on and released:
+            seen = (cur, old)
+            if release:
                 if mine_cur:
-                    cur = cur - mtu_ns if cur > mtu_ns else 0
+                    cur = cur - release if cur > release else 0
                 else:
-                    old = old - mtu_ns if old > mtu_ns else 0
+                    old = old - release if old > release else 0
             return (cur, old), seen
-        res_cur, res_old = self.iwa_reserve.rmw(link, reserve_action)
+        return self.iwa_reserve.rmw(link, action)
 
+    def _phase(self, p: IwaParams, t: Track, first: bool, lead: int, branch: str) -> tuple[int, int]:
+        """flow_span and flow_end: the start phase's length, set at the first ACK from the RTT at the switch
+        (the client's side, SYN-ACK to ACK, and the server's), and its end (a new start for an idle server).
+        Returns the span and the end before an idle server's new start."""
         def span_action(s: int) -> tuple[int, int]:
-            if first:  # RTT at the switch: the client's side (SYN-ACK to ACK) + the server's; the start phase
+            if first:
                 s = ns_to_bytes(p, min(min(t.age, U32) + lead + p.target_ns, U32))
             return s, s
-        span = self.flow_span.rmw(slot, span_action)
+        span = self.flow_span.rmw(t.slot, span_action)
 
         def end_action(e: int) -> tuple[int, int]:
             if first:
                 e = (t.isn + span) & U32
-            seen = e  # output: the start phase's end before an idle server's new start
+            seen = e
             if branch in ("idle", "retract"):
                 e = (t.seqhi + span) & U32
             return e, seen
-        end = self.flow_end.rmw(slot, end_action)
-        vq = self.iwa_vq.read(link)
-        wavg_read = self.iwa_wavg.read(link)
+        return span, self.flow_end.rmw(t.slot, end_action)
 
-        # ---- the grant, from what pass 1 read (shaper.py's arithmetic, in its order)
-        flags = TrackFlag.TRACKED | (TrackFlag.FIRST_ACK if first else 0)
-        forget = counting and nflows_before == 0
-        wavg = 0 if forget else wavg_read
+    def _grant(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, backlog: int, t: Track, link: int, info: Info,
+               r: Read) -> Grant:
+        """The grant, from what pass 1 read (shaper.py's arithmetic, in its order), and the second pass's header."""
+        scale, edge = info.scale, r.edge
+        flags = TrackFlag.TRACKED | (TrackFlag.FIRST_ACK if r.first else 0)
+        forget = r.counting and r.nflows_before == 0  # shaper.py forgets wavg when none was counted before
+        wavg = 0 if forget else r.wavg
         wavg_op, wavg_word = (Op.WAVG_SET, 0) if forget else (Op(0), 0)
         op, window, room, waiting = Op.EDGE, None, 0, 0
-        new_edge = own if seq_before(edge, own) else edge
-        if shaping:
-            if seq_before(edge, end):
+        new_edge = r.own if seq_before(edge, r.own) else edge
+        if r.shaping:
+            if seq_before(edge, r.end):
                 flags |= TrackFlag.STARTING
-            used = res_cur + res_old + max(backlog, s32(vq - now32), 0)
-            own_frame = (res_cur if mine_cur else res_old) > 0
-            avail = p.target_ns + (mtu_ns if released and own_frame else 0)
+            granted = max(backlog, s32(r.vq - (now & U32)), 0)
+            own_frame = mtu_ns if r.released and (r.res_cur if r.mine_cur else r.res_old) > 0 else 0
+            used, avail = r.res_cur + r.res_old + granted, p.target_ns + own_frame
             room, deficit = max(0, avail - used), max(0, used - avail)
-            grant = ns_to_bytes(p, min(room, U32))
-            cutting = False
-            if first:
-                edge_base = pkt.ack  # a first window: the room
-            elif branch == "restart":  # a new start from the MSS its retraction left (shaper.py says why)
-                grant, edge_base = 0, edge
-                waiting = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
-            elif branch:  # the server left its window unused: no opening
-                grant, edge_base = 0, edge
-            elif deficit:  # above target: replace at most half less than left
-                grant, edge_base = acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge
-                cutting = True
-            else:  # replacement and growth (shaper.py's _growth), and the average window's step
-                w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
-                inc = min(grant, acked)
-                if w > share_of(span, nflows) or margin_holds(w, wavg, grant, acked, room, p.target_ns):
-                    inc = 0
-                stepped = wavg_step(wavg, w)
-                wavg_op, wavg_word = (Op.WAVG_SET, stepped) if forget else (Op.WAVG_ADD, stepped - wavg)
-                grant, edge_base = acked + inc, edge
-            want, floor, floored = bounded((edge_base + grant) & U32, own, pkt.ack, p.mss_bytes)
-            if floored and cutting and seq_before(pkt.ack, end):
+            grant, base, cutting, waiting, wavg_op, wavg_word = self._opening(
+                p, pkt, r, room, deficit, wavg, forget, wavg_op, wavg_word)
+            want, floor, floored = bounded((base + grant) & U32, r.own, pkt.ack, p.mss_bytes)
+            if floored and cutting and seq_before(pkt.ack, r.end):
                 op |= Op.END_AT_ACK  # the floor limit: its data is CoDel's from now
-            granted = max(backlog, s32(vq - now32), 0)
-            held = at_floor(p, state, first=first, cutting=cutting, acked=acked, payload=pkt.tcp_payload,
-                            granted=granted, queue_ns=backlog, mtu_ns=mtu_ns, span=span, nflows=nflows, ack=pkt.ack,
-                            seqhi=t.seqhi, edge=edge) if floored else Floor(None, state & ~(FLOW_SHUT | FLOW_HELD))
+            held = at_floor(p, r.state, first=r.first, cutting=cutting, acked=r.acked, payload=pkt.tcp_payload,
+                            granted=granted, queue_ns=backlog, mtu_ns=mtu_ns, span=r.span, nflows=r.nflows,
+                            ack=pkt.ack, seqhi=t.seqhi, edge=edge) if floored else \
+                Floor(None, r.state & ~(FLOW_SHUT | FLOW_HELD))
             want = want if held.want is None else held.want
             shut = bool(held.state & FLOW_SHUT)
             # flow_state's bits that depend on the room, in pass 2: the pause, and the shut window's
             op |= (Op.PAUSE if held.paused else 0) | (Op.HELD if held.state & FLOW_HELD else 0)
-            op |= Op.SHUT if shut else Op.OPEN if state & (FLOW_SHUT | FLOW_HELD) else 0
-            if branch == "retract" or shut:
+            op |= Op.SHUT if shut else Op.OPEN if r.state & (FLOW_SHUT | FLOW_HELD) else 0
+            if r.branch == "retract" or shut:
                 want, op = (pkt.ack if shut else floor), op | Op.RETRACT  # the edge moves left: set, not max
             elif seq_before(want, edge):  # never moves the right edge left
                 want = edge
             fld = scale_up((want - pkt.ack) & U32, scale)
             new_edge = (pkt.ack + scale_down(fld, scale)) & U32
-            if fld < pkt.window:
-                window = fld
-            if first or branch == "restart" or not seq_before((t.seqhi + p.mss_bytes) & U32, mark):
+            window = fld if fld < pkt.window else None
+            if r.first or r.branch == "restart" or not seq_before((t.seqhi + p.mss_bytes) & U32, r.mark):
                 op |= Op.MARK  # a new start, or the server reached its checkpoint
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
         vq_ns = 0
-        if shaping and advance + waiting:  # served at the link rate from now: the queue its data builds
+        if r.shaping and advance + waiting:  # served at the link rate from now: the queue its data builds
             op, vq_ns = op | Op.VQ, bytes_to_ns(p, min(advance + waiting, U32))
         self._resubmit(p, Pass2(op | wavg_op, pkt.window if window is None else window, scale, vq_ns, wavg_word,
-                                pkt.ack, slot, link), now)
+                                pkt.ack, t.slot, link), now)
         return Grant(True, False, flags, window, new_edge, advance, room)
+
+    @staticmethod
+    def _opening(p: IwaParams, pkt: Parsed, r: Read, room: int, deficit: int, wavg: int, forget: bool, wavg_op: Op,
+                 wavg_word: int) -> tuple[int, int, bool, int, Op, int]:
+        """shaper.py's ``_opening``: the grant beyond its base before the bounds, whether the queue is above
+        target, a restart's window, and the average window's operation in pass 2 (its step, where it grows)."""
+        edge, acked = r.edge, r.acked
+        if r.first:  # a first window: the room
+            return ns_to_bytes(p, min(room, U32)), pkt.ack, False, 0, wavg_op, wavg_word
+        if r.branch == "restart":  # a new start from the MSS its retraction left (shaper.py says why)
+            return 0, edge, False, 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32, wavg_op, wavg_word
+        if r.branch:  # the server left its window unused: no opening
+            return 0, edge, False, 0, wavg_op, wavg_word
+        if deficit:  # above target: replace at most half less than left
+            return acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, True, 0, wavg_op, wavg_word
+        # replacement and growth (shaper.py's _growth), and the average window's step
+        grant = ns_to_bytes(p, min(room, U32))
+        w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
+        inc = min(grant, acked)
+        if w > share_of(r.span, r.nflows) or margin_holds(w, wavg, grant, acked, room, p.target_ns):
+            inc = 0
+        stepped = wavg_step(wavg, w)
+        wavg_op, wavg_word = (Op.WAVG_SET, stepped) if forget else (Op.WAVG_ADD, stepped - wavg)
+        return acked + inc, edge, False, 0, wavg_op, wavg_word
 
     def _pass2(self, p: IwaParams, h: Pass2, now: int) -> None:
         """A packet's second pass: each register once, the values from the header (and the packet's ACK)."""
