@@ -763,6 +763,31 @@ def test_window_field_offset_is_where_scapy_puts_it():
     assert struct.unpack_from("!H", f, at + 14)[0] == 502 == tcp_fields(f).window
 
 
+# --------------------------------------------------------------------------- a page beyond the floor limit
+
+
+def page50(spacing_ns: int) -> Sim:
+    """A 1 MB page over 50 parallel connections at HSPA (48 packets), opened ``spacing_ns`` apart."""
+    flows = [Flow(40000 + i, start=10 * MS + i * spacing_ns, size=20_000, isn=1_000_000 * (i + 1), delack=True,
+                  half_wnd=True) for i in range(50)]
+    return Sim(params(), flows, audio=(0, 8_000 * MS)).run(12_000 * MS)
+
+
+def test_a_page_of_50_connections_waits_for_its_probes_instead_of_overflowing():
+    """Fifty connections are beyond the floor limit at HSPA (about 30 floors fill the path and the target). As a
+    browser opens them, a few milliseconds apart, the first windows that find no room are shut and their servers
+    wait for their zero-window probes (docs/iwa.md, "At the floor"): no drop, no retransmission, and the audio
+    within its budget but for 1.6 % of it at level >= 2. When every first window was its floor, the queue stayed
+    high enough for CoDel to drop three segments (three timeouts), and 7.2 % of the audio was at level >= 2."""
+    s = page50(4 * MS)
+    flows = list(s.flows.values())
+    assert all(f.done for f in flows)
+    assert not s.drops and sum(f.retransmits for f in flows) == 0
+    assert sum(1 for f in flows if f.probes) >= 10  # shut windows, reopened by probes' answers
+    end = max(f.start + f.done for f in flows)
+    assert loss_level2_share([x for t, x in s.audio if t <= end], 40 * MS) < 0.03
+
+
 # --------------------------------------------------------------------------- Linux's half-size segments at EDGE
 
 def edge_web6(half_wnd):
