@@ -16,9 +16,10 @@ forwarded it*, so a rewritten window is the one it obeys.
   its shift when both the SYN and the SYN-ACK carried the option (RFC 7323).
 * Server: per flow snd_una/snd_nxt, cwnd = IW segments, slow start (cwnd += bytes acked) then +MSS per cwnd,
   growing only while cwnd-limited (in flight >= cwnd / 2 before the ACK, roughly as Linux); snd_wnd from the
-  latest ACK; sends full segments (the last one may be short) while they fit in min(cwnd, snd_wnd), or in
-  cwnd alone for a sender that ignores the window. A FIN once everything is acked (``close``). With
-  ``half_wnd``, segments are at most half the largest window the server ever saw (Linux's
+  latest ACK allowed to set it (RFC 9293's SND.WL1 rule as Linux's ``tcp_may_update_window``: a request cannot
+  shrink the window the ACK before it left); sends full segments (the last one may be short) while they fit in
+  min(cwnd, snd_wnd), or in cwnd alone for a sender that ignores the window. A FIN once everything is acked
+  (``close``). With ``half_wnd``, segments are at most half the largest window the server ever saw (Linux's
   ``tcp_bound_to_half_wnd``, RFC 1122's sender-side silly-window avoidance): a flow whose windows never
   exceeded two MSS sends half-size segments, twice the headers.
 * Losses are repaired and counted, so tests can demand there were none: fast retransmit on the third
@@ -27,8 +28,8 @@ forwarded it*, so a rewritten window is the one it obeys.
   not come is resent after 1 s. FINs are not retransmitted; the client answers the server's FIN with its own.
 * Keep-alive: ``more`` lists further responses ``(think_ns, size)``: once a response is complete the client
   waits ``think_ns`` and sends the next request on the same connection (with ``pages_at``, ``think_ns`` is
-  instead the absolute time of the request: a browser's page asks all its connections at once); a server idle for longer than
-  ``restart_ns`` (Linux's ``tcp_slow_start_after_idle``: idle longer than its RTO) restarts from
+  instead the absolute time of the request: a browser's page asks all its connections at once); a server idle
+  for longer than ``restart_ns`` (Linux's ``tcp_slow_start_after_idle``: idle longer than its RTO) restarts from
   ``min(cwnd, IW)``. The FIN follows the last response.
 * Zero windows, as Linux's persist timer: a server with data to send, nothing in flight and a window too small
   for its next segment arms the probe timer at its RTO (``restart_ns`` stands for Linux's RTO estimate, as for
@@ -94,6 +95,7 @@ class Flow:
     cwnd: int = 0
     ssthresh: int = 1 << 40
     snd_wnd: int = 0
+    snd_wl1: int = 0  # the sequence number of the segment the window was last taken from
     dupacks: int = 0
     recover: int = 0  # NewReno: snd_nxt when the loss was detected (0: not in recovery)
     rto: int = RTO
@@ -292,8 +294,15 @@ class Sim:
             if ack != f.isn + 1:
                 return
             f.established, f.snd_una, f.snd_nxt, f.cwnd = True, ack, ack, f.iw * MSS
+            f.snd_wl1 = t.seq - 1  # the handshake's ACK sets the window whatever it is (tcp_init_wl)
         f.acks.append((self.now, ack, t.window, f.own_field, ack + (t.window << f.shift)))
-        f.snd_wnd = t.window << f.shift
+        nwin, seq = t.window << f.shift, t.seq
+        # RFC 9293's SND.WL1/SND.WL2 rule as Linux's tcp_may_update_window applies it: a window is taken from a
+        # segment that acknowledges new data or carries a newer sequence number; from one with the same sequence
+        # number only if it opens the window or shuts it (a request, sent with the sequence number of the ACK
+        # before it, cannot shrink a window)
+        if ack > f.snd_una or seq > f.snd_wl1 or (seq == f.snd_wl1 and (nwin > f.snd_wnd or nwin == 0)):
+            f.snd_wnd, f.snd_wl1 = nwin, seq
         f.max_wnd = max(f.max_wnd, f.snd_wnd)
         if len(t.payload):  # a request: the next response (after idle, slow start restarts as Linux does)
             f.served += 1
