@@ -308,6 +308,13 @@ class Opening(NamedTuple):
     waiting: int = 0  # a restart's window: bytes of queue to come
 
 
+def coarse(p: IwaParams, scale: int) -> bool:
+    """A client's window scale whose smallest window above zero (``2^scale`` bytes) exceeds one MSS: shifts of 11
+    and up (Linux picks one that large only for a receive buffer of 64 MB or more). No window it can be given holds
+    a flow at its one-MSS floor, so IWA does not shape the flow: its data is the standing-queue control's."""
+    return p.mss_bytes >> scale == 0
+
+
 def shaped(state: int) -> bool:
     """IWA holds the flow by its window: its SYN was seen (its scale is known) and it has not closed."""
     return state & (FLOW_SHAPE | FLOW_CLOSED) == FLOW_SHAPE
@@ -374,6 +381,8 @@ class StartShaper:
             server_rtt = (now - self.syn_t[slot]) & U32
             if syn & SYN_WS and pkt.ws_shift >= 0:
                 state |= syn & FLOW_SCALE_MASK
+            if coarse(p, state & FLOW_SCALE_MASK):
+                state &= ~FLOW_SHAPE
         if iwa_on:
             lk.roll(p.hold_ns, now)
             lk.reserve_cur = min(lk.reserve_cur + mtu_ns, U32)

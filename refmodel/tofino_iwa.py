@@ -458,6 +458,8 @@ class TnaShaper:
             server_rtt = (now32 - syn_t) & U32
             if syn & SYN_WS and pkt.ws_shift >= 0:
                 state |= syn & FLOW_SCALE_MASK
+            if scale_down(1, state & FLOW_SCALE_MASK) > p.mss_bytes:  # shaper.coarse, from iwa_scale's row
+                state &= ~FLOW_SHAPE
         info = Info(link, bool(state & FLOW_SHAPE), state & FLOW_SCALE_MASK, False)
         old_link = self.flow_link.rmw(slot, lambda o: (info, o.link))
         if iwa_on:

@@ -194,6 +194,34 @@ def test_closes_from_either_side_uncount_like_the_model(sw):
     assert model.shaper.nflows == 1
 
 
+def coarse_items() -> list:
+    """Two flows, each its handshake, its request, and its server's first four segments: one with Linux's window
+    scale (7), one with a scale of 12, whose smallest window above zero (4096 B) exceeds one MSS."""
+    items = handshake(40000)
+    items += [(2, client_syn(options=[("MSS", 1460), ("WScale", 12)], sport=40001)),
+              (1, syn_ack(2000, dport=40001, ack=5001, options=[("MSS", 1460), ("WScale", 9)])),
+              (2, client_ack(2001, window=502, sport=40001)),
+              (2, client_ack(2001, window=502, seq=5001, payload=120, flags="PA", sport=40001))]
+    return items + [(1, tcp(isn + 1 + j * MSS, dport=port)) for port, isn in ((40000, 1000), (40001, 2000))
+                    for j in range(4)]
+
+
+def test_a_scale_too_coarse_for_a_floor_is_left_to_the_standing_queue_control_like_the_model(sw):
+    """A client whose window scale makes every window a multiple of 4 kB (shift 12) cannot be held at a one-MSS
+    floor: IWA leaves its ACKs as the client wrote them and its data is the standing-queue control's (TCP_EST),
+    while the flow beside it with Linux's scale is shaped; on BMv2 as in the model."""
+    items = coarse_items()
+    res = replay(IDLE, items)
+    frames = [f for port, f in items if port != "sleep"]
+    acks = [(f, r) for f, r in zip(frames, res) if tcp_fields(f).dport == 80 and r.record is not None]
+    assert {tcp_fields(f).sport for f, r in acks if r.frame != f} == {40000}  # rewritten: the shaped flow's only
+    assert any(tcp_fields(f).sport == 40001 for f, _ in acks)
+    classes = {tcp_fields(f).dport: r.cls for f, r in zip(frames, res) if tcp_fields(f).dport in (40000, 40001)
+               and len(tcp_fields(f).payload)}
+    assert classes == {40000: TrafficClass.TCP_START, 40001: TrafficClass.TCP_EST}
+    run_mixed(sw, IDLE, items)
+
+
 def test_tcp_fast_open_data_before_the_first_ack_is_not_surplus_like_the_model(sw):
     """A server's data right after its SYN-ACK (TFO: the request came in the SYN), above target: not beyond an
     edge IWA gave, so not dropped as surplus."""

@@ -298,9 +298,20 @@ def test_windows_are_unscaled_unless_both_sides_scale(syn, synack_ws):
 
 
 def test_a_shift_above_14_counts_as_14():
+    """(And a shift that large is too coarse to shape: the client's window passes as it wrote it.)"""
     p = pipe()
     _, a = open_flow(p, syn=[("MSS", 1460), ("WScale", 15)], own=4)
-    assert window(a) == 1 and edge(a) == 1001 + (1 << 14)
+    assert a.reason != Reason.IWA_WINDOW and window(a) == 4 and edge(a) == 1001 + (4 << 14)
+
+
+@pytest.mark.parametrize("shift,shaped", [(10, True), (11, False), (14, False)])
+def test_a_scale_whose_smallest_window_exceeds_one_mss_is_not_shaped(shift, shaped):
+    """2^10 = 1024 B <= one MSS (1460 B): windows can still hold a floor; 2^11 = 2048 B cannot."""
+    p = pipe()
+    _, a = open_flow(p, syn=[("MSS", 1460), ("WScale", shift)], own=1000)
+    assert (a.reason == Reason.IWA_WINDOW) == shaped
+    data = p.process(RTT + 1 * MS, tcp(1001), 1)
+    assert data.cls == (TrafficClass.TCP_START if shaped else TrafficClass.TCP_EST)
 
 
 def test_a_client_window_smaller_than_the_grant_is_never_raised():

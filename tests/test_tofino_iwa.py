@@ -212,6 +212,19 @@ def test_keepalive_restarts_and_retractions_are_granted_as_the_v1model():
     assert any(op & Op.WAVG_SET for op in ops) and any(op & Op.WAVG_ADD for op in ops)
 
 
+def test_flows_whose_scale_is_too_coarse_are_left_unshaped_as_the_v1model():
+    """web6 with two clients whose window scale is 12 (every window a multiple of 4 kB): the twin leaves them
+    unshaped (iwa_scale's row says 2^12 > one MSS) and grants the other four as the v1model does."""
+    def page() -> list[Flow]:
+        fl = web6(10 * MS)
+        for f in fl[:2]:
+            f.syn_options = [("MSS", 1460), ("WScale", 12)]
+        return fl
+    twin = TnaShaper(0)
+    assert grants(page(), 4_000 * MS, twin) == grants(page(), 4_000 * MS, None)
+    assert sum(1 for info in twin.flow_link.cells if info and info.shape) == 4
+
+
 @pytest.mark.parametrize("nflows", [20, 50])
 def test_pauses_beyond_the_floor_limit_are_granted_as_the_v1model(nflows):
     """Pages of 20 and 50 parallel connections: flows at their floor pause (pass 2 sets FLOW_PAUSED, and sets a

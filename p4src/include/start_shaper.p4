@@ -222,6 +222,11 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     if (syn & SYN_WS != 0 && ws_seen) {
                         state = state | (syn & FLOW_SCALE_MASK);
                     }
+                    // a scale whose smallest window above zero exceeds one MSS (2^scale > MSS: shifts of 11 and
+                    // up) cannot hold a flow at its floor: the standing-queue control's (shaper.py: _install)
+                    if ((cfg.mss_bytes >> (bit<8>)(state & FLOW_SCALE_MASK)) == 0) {
+                        state = state & ~FLOW_SHAPE;
+                    }
                 }
                 if (iwa_on) {
                     roll();
