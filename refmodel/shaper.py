@@ -13,7 +13,8 @@ Per flow:
   its first ACK), ACKED, the parity of the reserve's epoch it reserved in,
   COUNTED and FRESH (how it is counted among its link's active flows, see
   below), CLOSED (a FIN or RST from either side: never shaped or counted
-  again), and in its top 16 bits the *stamp*: the epoch it was last counted in.
+  again), IDLE, PAUSED, SHUT and HELD (``at_floor``), and in its top 16 bits
+  the *stamp*: the epoch it was last counted in.
 * ``edge``: the right edge of the window the server was given (ACK number +
   scaled window). Every upstream ACK moves it; it never moves left.
 * ``srtt``: the server's side of the RTT, from the client's SYN (``syn_t``)
@@ -78,10 +79,12 @@ short (less than twice ``acked``) and partly in use (``margin_holds``), so
 flows that started later catch up instead of waiting for the first ones to
 finish. While the queue is above target (a negative room) the
 edge moves by less than replacement, by at most half, so the queue drains.
-Never below one MSS beyond the ACK, except that a flow at that floor whose ACK
-of data finds the queue still above target pauses (its edge stays: a zero
-window once all it sent is acknowledged) until its server's zero-window probe,
-whose ACK reopens the MSS; never above the client's own window,
+Never below one MSS beyond the ACK, except where that MSS finds no room beyond the
+floor limit (``at_floor``): a first window is shut, and a flow at its floor whose
+ACK of data finds the queue still above target pauses (its edge stays: a zero
+window once all it sent is acknowledged), each until an ACK of nothing new (its
+server's zero-window probe's answer, a request) finds room, or a second probe's
+answer comes (``FLOW_SHUT``, ``FLOW_HELD``); never above the client's own window,
 never moving the right edge left; the window is rounded
 up to the client's scale. Shaping goes on past the start phase: lifting the
 clamp at once lets the server send up to a window back to back (Linux grows
@@ -197,9 +200,10 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
 
     * a first window is shut (zero): its server waits for its zero-window probe instead of adding its MSS to a
       full queue, and the answers to a page's probes come back spread by what the queue admits;
-    * a shut window (``FLOW_SHUT``) stays shut but for a probe's answer (an ACK of no data: ``acked`` and
-      ``payload`` 0), which reopens the MSS if there is room, or if an answer already kept it shut
-      (``FLOW_HELD``): a flow waits at most two of its server's probe intervals at a time;
+    * a shut window (``FLOW_SHUT``) reopens to the MSS on any ACK of nothing new (``acked`` 0: a probe's answer,
+      or the client's next request) once there is room; while there is none it stays shut, but a probe's answer
+      (no data: ``payload`` 0) holds it only once (``FLOW_HELD``), the next reopens it: a flow waits at most two
+      of its server's probe intervals at a time;
     * a flow that pauses (``pauses``) keeps its edge, shut once this ACK acknowledges all its server sent
       (``seqhi``); an edge behind the ACK (a shut or a retraction the server's data overtook) pauses at the ACK.
 
@@ -207,7 +211,7 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
     opened = state & ~(FLOW_SHUT | FLOW_HELD)
     full = granted > p.target_ns + mtu_ns and share_of(span, nflows) < p.mss_bytes
     if state & FLOW_SHUT and acked == 0:
-        if payload == 0 and (not full or state & FLOW_HELD):
+        if not full or (payload == 0 and state & FLOW_HELD):
             return Floor(None, opened)
         return Floor(ack, state | (FLOW_HELD if payload == 0 else 0))
     if first and full:
@@ -455,6 +459,8 @@ class StartShaper:
             own_frame = mtu_ns if released and (lk.reserve_cur if mine_cur else lk.reserve_old) > 0 else 0
             state, end, new_edge, window, room, waiting = self._shape(
                 p, mtu_ns, pkt, now, queue_tat, t, lk, state, edge, end, span, own, own_frame, first)
+        else:  # it leaves with the client's own window: whatever IWA shut is open
+            state &= ~(FLOW_SHUT | FLOW_HELD)
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
         if shaping and advance + waiting:  # served at the link rate from now: the queue its data builds one RTT on
             lk.vq_tat = max(lk.vq_tat, now) + bytes_to_ns(p, min(advance + waiting, U32))

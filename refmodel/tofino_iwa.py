@@ -49,8 +49,8 @@ flow_edge                  read                                max(edge, new edg
 flow_ack                   max(ack, packet's ack), returns     -
                            the old: ``acked`` (atomic)
 iwa_epoch {t, epoch}       roll (a shaped flow's ACK)          -
-flow_state                 first ACK, count stamp, IDLE set    PAUSED set (a pause: shaper.pauses,
-                           (retract) or cleared (restart)      which needs the room)
+flow_state                 first ACK, count stamp, IDLE set    PAUSED, SHUT, HELD set or SHUT and HELD
+                           (retract) or cleared (restart)      cleared (shaper.at_floor: the room)
 iwa_act_cur                roll; +1 when counted this epoch    -
 iwa_act {old, new}         roll; new +1 when fresh             -
 iwa_reserve {cur, old}     roll; its own frame released        -
@@ -621,6 +621,8 @@ class TnaShaper:
             window = fld if fld < pkt.window else None
             if r.first or r.branch == "restart" or not seq_before((t.seqhi + p.mss_bytes) & U32, r.mark):
                 op |= Op.MARK  # a new start, or the server reached its checkpoint
+        elif r.state & (FLOW_SHUT | FLOW_HELD):  # it leaves with the client's own window: open
+            op |= Op.OPEN
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
         vq_ns = 0
         if r.shaping and advance + waiting:  # served at the link rate from now: the queue its data builds

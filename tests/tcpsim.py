@@ -299,8 +299,8 @@ class Sim:
         nwin, seq = t.window << f.shift, t.seq
         # RFC 9293's SND.WL1/SND.WL2 rule as Linux's tcp_may_update_window applies it: a window is taken from a
         # segment that acknowledges new data or carries a newer sequence number; from one with the same sequence
-        # number only if it opens the window or shuts it (a request, sent with the sequence number of the ACK
-        # before it, cannot shrink a window)
+        # number only if it opens the window or (Linux 6.6 and later; the lab's kernel) shuts it: a request, sent
+        # with the sequence number of the ACK before it, cannot shrink a window
         if ack > f.snd_una or seq > f.snd_wl1 or (seq == f.snd_wl1 and (nwin > f.snd_wnd or nwin == 0)):
             f.snd_wnd, f.snd_wl1 = nwin, seq
         f.max_wnd = max(f.max_wnd, f.snd_wnd)

@@ -23,10 +23,11 @@ from tcpsim import Flow, Sim
 
 from experiments.metrics import good_quality, loss_levels
 from refmodel import Decision, Pipeline, Reason, Route, TrafficClass
-from refmodel.constants import FLOW_SLOTS, TrackFlag
+from refmodel.constants import FLOW_HELD, FLOW_PAUSED, FLOW_SHAPE, FLOW_SHUT, FLOW_SLOTS, TrackFlag
 from refmodel.flows import flow_hash
 from refmodel.packet import parse, window_scale_option
 from refmodel.params import ns_to_bytes, pipeline_params
+from refmodel.shaper import Floor, at_floor
 
 try:  # the controller's policy derives IWA's target from the jitter budget
     from controller.policy import target_for
@@ -774,6 +775,53 @@ def test_window_field_offset_is_where_scapy_puts_it():
     assert struct.unpack_from("!H", f, at + 14)[0] == 502 == tcp_fields(f).window
 
 
+# --------------------------------------------------------------------------- a window at its floor: at_floor's rules
+
+
+def floor_case(**kw) -> Floor:
+    """``at_floor`` for an ACK at 1000 of a flow that sent up to 1000, its edge at the ACK; ``beyond``: sixteen flows
+    whose span is ten MSS (each one's share below one MSS), else one; ``full``: also the grants more than a frame
+    above target."""
+    p = params()
+    beyond, full = kw.pop("beyond", True), kw.pop("full", True)
+    args = dict(state=FLOW_SHAPE, first=False, cutting=False, acked=0, payload=0,
+                granted=p.iwa.target_ns + 2 * p.queue.mtu_ns if full else 0, queue_ns=0, mtu_ns=p.queue.mtu_ns,
+                span=10 * MSS, nflows=16 if beyond else 1, ack=1000, seqhi=1000, edge=1000)
+    args.update(kw)
+    return at_floor(p.iwa, args.pop("state"), **args)
+
+
+def test_a_first_window_without_room_is_shut_and_only_beyond_the_floor_limit():
+    assert floor_case(first=True) == Floor(1000, FLOW_SHAPE | FLOW_SHUT)
+    assert floor_case(first=True, full=False).want is None  # room for its floor
+    assert floor_case(first=True, beyond=False).want is None  # below the floor limit: its floor, whatever the queue
+
+
+def test_a_shut_window_is_held_once_by_a_probes_answer_then_reopened():
+    shut = FLOW_SHAPE | FLOW_SHUT
+    assert floor_case(state=shut) == Floor(1000, shut | FLOW_HELD)  # no room: held
+    assert floor_case(state=shut | FLOW_HELD) == Floor(None, FLOW_SHAPE)  # the next answer reopens it
+    assert floor_case(state=shut, full=False) == Floor(None, FLOW_SHAPE)  # room: reopened at once
+
+
+def test_a_request_on_a_shut_window_reopens_it_once_there_is_room_but_never_holds_it():
+    shut = FLOW_SHAPE | FLOW_SHUT
+    assert floor_case(state=shut, payload=120) == Floor(1000, shut)  # no room: still shut, not held
+    assert floor_case(state=shut | FLOW_HELD, payload=120) == Floor(1000, shut | FLOW_HELD)
+    assert floor_case(state=shut, payload=120, full=False) == Floor(None, FLOW_SHAPE)
+    assert floor_case(state=shut, payload=120, beyond=False) == Floor(None, FLOW_SHAPE)
+
+
+def test_a_pause_keeps_the_edge_and_shuts_the_window_once_all_sent_is_acknowledged():
+    p = params()
+    above = dict(cutting=True, acked=MSS, queue_ns=p.iwa.target_ns + 2 * p.queue.mtu_ns, beyond=False)
+    assert floor_case(**above) == Floor(1000, FLOW_SHAPE | FLOW_PAUSED | FLOW_SHUT, True)
+    assert floor_case(**above, seqhi=3000, edge=1500) == Floor(1500, FLOW_SHAPE | FLOW_PAUSED, True)
+    assert floor_case(**above, state=FLOW_SHAPE | FLOW_PAUSED).want is None  # once an epoch below the limit
+    assert floor_case(**{**above, "beyond": True}, state=FLOW_SHAPE | FLOW_PAUSED).paused  # beyond it, again
+    assert floor_case(**{**above, "queue_ns": p.iwa.target_ns}).want is None  # the real queue at target: no pause
+
+
 # --------------------------------------------------------------------------- a page beyond the floor limit
 
 
@@ -820,6 +868,8 @@ def test_half_size_segments_no_longer_overload_edge():
         s = edge_web6(half_wnd)
         assert sum(f.retransmits for f in s.flows.values()) == 0
         assert any(f.probes for f in s.flows.values())
+        mean_segment = 6 * SIZE / len(s.data)  # (no retransmission: every segment is new data)
+        assert (mean_segment < 0.75 * MSS) if half_wnd else (mean_segment > 0.95 * MSS), mean_segment
         end = 1000 * MS + max(f.done for f in s.flows.values())
         shares[half_wnd] = loss_level2_share([x for t, x in s.audio if 1000 * MS <= t <= end], 80 * MS)
     assert shares[False] < 0.03 and shares[True] < 0.03 and abs(shares[True] - shares[False]) < 0.01, shares

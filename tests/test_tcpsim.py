@@ -27,7 +27,7 @@ def test_the_handshake_ack_sets_the_window_whatever_it_is():
 def test_a_request_cannot_shrink_the_window_the_ack_before_it_left():
     """RFC 9293's SND.WL1 rule as Linux's tcp_may_update_window applies it: a segment that acknowledges nothing new
     and carries the same sequence number as the one the window was taken from (a request, sent right after that
-    ACK) may open the window or shut it, not shrink it."""
+    ACK) may open the window or shut it (Linux 6.6 and later; before, only open it), not shrink it."""
     sim, f = established(40)
     sim.server_rx(f, client_ack(f.isn + 1, window=12, seq=CLIENT_ISN + 1, payload=100, flags="PA"))
     assert f.snd_wnd == 40 << 7  # the smaller window is ignored

@@ -86,9 +86,13 @@ def test_a_second_access_in_one_pass_is_caught(monkeypatch):
 
 
 def test_the_second_pass_header_fits_tofino_2s_resubmission():
-    """op, the window field, the scale, the virtual queue's addition and the average's word: 92 of 96 bits
-    (every header of every run is checked as its second pass runs: ``_pass2``)."""
-    assert Pass2(Op(255), 0xFFFF, 14, 0xFFFFFFFF, -(1 << 31)).fits()
+    """op (12 bits: every Op), the window field, the scale, the virtual queue's addition and the average's word:
+    96 of 96 bits, none to spare (every header of every run is checked as its second pass runs: ``_pass2``)."""
+    every = Op(0)
+    for op in Op:
+        every |= op
+    assert every == 0xFFF and Pass2(every, 0xFFFF, 14, 0xFFFFFFFF, -(1 << 31)).fits()
+    assert not Pass2(Op(0x1000)).fits()
     assert not Pass2(Op.EDGE, 1 << 16).fits() and not Pass2(Op.VQ, vq_ns=1 << 32).fits()
 
 
@@ -229,7 +233,8 @@ def test_flows_whose_scale_is_too_coarse_are_left_unshaped_as_the_v1model():
 def test_pauses_beyond_the_floor_limit_are_granted_as_the_v1model(nflows):
     """Pages of 20 and 50 parallel connections: flows at their floor pause (pass 2 sets FLOW_PAUSED, and sets a
     shut window's edge instead of taking the larger), packet for packet as the v1model; beyond the floor limit
-    (50 flows at HSPA; 20 are at its edge) a flow pauses again within an epoch."""
+    (50 flows at HSPA; 20 are at its edge) a flow pauses again within an epoch, first windows are shut (SHUT),
+    probes' answers held (HELD) and shut windows reopened (OPEN), each written by pass 2."""
     def page() -> list[Flow]:
         return [Flow(40000 + i, start=10 * MS + i * 300 * US, size=1_000_000 // nflows, isn=1_000_000 * (i + 1),
                      delack=True, half_wnd=True) for i in range(nflows)]
@@ -238,13 +243,18 @@ def test_pauses_beyond_the_floor_limit_are_granted_as_the_v1model(nflows):
     again: list[bool] = []  # per pause: the flow had paused in this epoch already (its state as pass 2 found it)
     pass2 = twin._pass2
 
+    ops = Op(0)
+
     def spy(p, h, now):
+        nonlocal ops
+        ops |= h.op
         if h.op & Op.PAUSE:
             again.append(bool(twin.flow_state.cells[h.slot] & FLOW_PAUSED))
         return pass2(p, h, now)
     twin._pass2 = spy
     assert grants(page(), until, twin) == grants(page(), until, None)
     assert again and (nflows < 50 or any(again))
+    assert nflows < 50 or ops & (Op.SHUT | Op.HELD | Op.OPEN) == Op.SHUT | Op.HELD | Op.OPEN
 
 
 def open_flow(p: Pipeline, t: int, port: int, isn: int) -> None:

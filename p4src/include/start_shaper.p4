@@ -12,7 +12,10 @@
  *               EPOCH (parity of the reserve's epoch it reserved in), COUNTED and
  *               FRESH (how it is counted among its link's active flows), CLOSED (a
  *               FIN or RST from either side), IDLE (its window was retracted after
- *               a response), and in the top 16 bits the epoch it was last counted in
+ *               a response), PAUSED (it paused in the epoch of its stamp), SHUT (its
+ *               window is zero until a probe's answer or a request finds room) and
+ *               HELD (an answer kept it shut once), and in the top 16 bits the epoch
+ *               it was last counted in
  *   flow_edge   the right edge of the window the server was given (ACK + window)
  *   flow_ack    the highest ACK number seen (what the next ACK acknowledges)
  *   flow_span   a start phase's length, bytes of (RTT + target), fixed at its first ACK;
@@ -469,9 +472,10 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             // no room: beyond the floor limit, and what was granted (or the real queue) more than a frame above target
             bool full = beyond && queued > (bit<64>)cfg.target_ns + (bit<64>)mtu_ns;
             if (floored && state & FLOW_SHUT != 0 && acked == 0) {
-                // a shut window: a probe's answer (no data) reopens the MSS unless there is no room (the first
-                // answer only: the next reopens it); anything else keeps it shut
-                if (tcp_payload > 0 || (full && state & FLOW_HELD == 0)) {
+                // a shut window reopens to the MSS on an ACK of nothing new (a probe's answer, a request) once
+                // there is room; while there is none it stays shut, but a probe's answer (no data) holds it only
+                // once: the next reopens it
+                if (full && (tcp_payload > 0 || state & FLOW_HELD == 0)) {
                     if (tcp_payload == 0) { state = state | FLOW_HELD; }
                     want = ack;
                     shut = true;
@@ -524,6 +528,8 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 grant_ns.apply(rate_class, charge > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)charge, adv_q16);
                 iwa_vq_tat.write(at, (vq_tat > now ? vq_tat : now) + (adv_q16 >> BYTE_TIME_FRAC));
             }
+        } else {
+            state = state & ~(FLOW_SHUT | FLOW_HELD);   // it leaves with the client's own window: open
         }
         if (iwa_on && state & FLOW_SHAPE != 0) {
             iwa_wavg.write(at, wavg);
