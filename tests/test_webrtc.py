@@ -359,7 +359,7 @@ def test_both_ends_on_the_loopback_write_the_logs_the_metrics_read(tmp_path, loo
     port = 15_000 + os.getpid() % 1000 + (loopback == "::1")
     rx = subprocess.Popen([sys.executable, "-m", "accessnet.webrtc", "recv", "--local-ip", loopback,
                            "--signal-port", str(port), "--duration", "40", "--log", str(tmp_path / "rtc_rx.csv"),
-                           "--stats", str(tmp_path / "rx_stats.csv"), "--trace", str(tmp_path / "rx_trace.csv"),
+                           "--stats", str(tmp_path / "rx_stats.csv"), "--trace", str(tmp_path / "webrtc_rx_trace.csv"),
                            *(["--diag-arrival", "us"] if loopback == "::1" else [])], env=_env(), cwd=ROOT,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -388,13 +388,16 @@ def test_both_ends_on_the_loopback_write_the_logs_the_metrics_read(tmp_path, loo
     st = pd.read_csv(tmp_path / "tx_stats.csv")
     assert list(st.columns) == list(webrtc.TX_STATS) and 2 <= len(st) <= 5
     assert list(pd.read_csv(tmp_path / "rx_stats.csv").columns) == list(webrtc.RX_STATS)
-    tr = pd.read_csv(tmp_path / "rx_trace.csv")  # the estimator's input and state, a row per media packet
+    tr = pd.read_csv(tmp_path / "webrtc_rx_trace.csv")  # the estimator's input and state, a row per media packet
     assert list(tr.columns) == list(webrtc.RX_TRACE) and len(tr) == len(rxl)
     assert (tr["recv_ns"] == rxl["recv_ns"]).all() and (tr["rtp_seq"].diff().dropna() % 65536 == 1).all()
     assert tr["t_delta_ms"].notna().sum() >= 80  # a frame is a group: ~one delta per frame
     assert set(tr["usage"]) <= {"normal", "overusing", "underusing"} and (tr["threshold_ms"] >= 6).all()
     frac = (tr["arrival_ms"] % 1 != 0).mean()  # aiortc's integer ms, or the diagnostic's fractional ms
     assert frac > 0.9 if loopback == "::1" else frac == 0
+    from experiments.aiortc_overuse import analyse  # the issue-35 analysis replays the trace through aiortc
+    res, _ = analyse(tmp_path, quiet=True)
+    assert res["replay_matches_log"] and res["deltas"] == tr["t_delta_ms"].notna().sum()
 
 
 @needs_pion
