@@ -5,13 +5,14 @@ estimator's input and state per packet), its per-packet log (``rtc_rx.csv``) and
 capture (``client.pcap``: the kernel's arrival time of every RTP packet, joined on the RTP sequence number).
 Per replication it prints:
 
-* the input noise: inter-group arrival delta minus send delta (``t_delta - ts_delta``, ms), and the share of
-  it that is aiortc's integer-ms arrival clock (the same delta from the handler's ns clock) and the event
-  loop (handler time minus the kernel's capture time);
+* the input noise: inter-group arrival delta minus send delta (``t_delta - ts_delta``, ms), and the event
+  loop's lag (handler time minus the kernel's capture time);
 * every over-use onset (usage turns "overusing"), with T = min(deltas, 60) x offset and the threshold there,
-  how far the one-way delay rose at the bottleneck (kernel capture: OWD now minus its minimum over the 1 s
-  before) and in the handler; the onset is put down to the queue if the kernel OWD rose by >= ``QUEUE_MS``,
-  else to the host (the handler's delay rose, the network's did not) or noise;
+  how far the one-way delay rose at the bottleneck (kernel capture: the largest OWD of the 100 ms before the
+  onset minus the smallest of the second before) and in the handler; the onset is put down to the queue if
+  the kernel OWD rose by >= ``QUEUE_MS``, else to the host if the handler's delay rose by that much (the
+  network's did not), else "small" (the network's delay moved by less than ``QUEUE_MS``: a small real
+  change met a low threshold);
 * the open-loop replay: aiortc's estimator (with the lab's 100 ms burst cap) fed the same packets again with
   the arrival time as logged (must give the logged onsets: a check), as the handler's exact time, as the
   kernel's exact time and as the kernel's time in integer ms. Open loop: the sender's rate is the one that
@@ -146,16 +147,17 @@ def analyse(rep: Path, quiet: bool = False) -> tuple[dict, pd.DataFrame]:
     for i in on:
         t = tr["recv_ns"].iloc[i]
         w = tr[(tr["recv_ns"] >= t - 1_000_000_000) & (tr.index <= i)]
-        rise_k = tr["owd_k"].iloc[i] - w["owd_k"].min()
-        rise_h = tr["owd_h"].iloc[i] - w["owd_h"].min()
+        last = w[w["recv_ns"] >= t - 100_000_000]  # the last 100 ms against the second's minimum
+        rise_k = last["owd_k"].max() - w["owd_k"].min()
+        rise_h = last["owd_h"].max() - w["owd_h"].min()
         before = tr["estimate_bps"].iloc[:i].dropna()
         before = before.iloc[-1] if len(before) else np.nan
         after_w = tr[(tr.index >= i) & (tr["recv_ns"] <= t + 500_000_000)]["estimate_bps"]
         after = after_w.min() if after_w.notna().any() else np.nan
         later = tr[(tr.index > i) & (tr["estimate_bps"] >= before)]
         back_s = (later["recv_ns"].iloc[0] - t) / 1e9 if len(later) else np.nan
-        cause = ("queue" if rise_k >= QUEUE_MS else "host" if rise_h >= QUEUE_MS else "noise") \
-            if not np.isnan(rise_k) else ("queue?" if rise_h >= QUEUE_MS else "noise?")
+        cause = ("queue" if rise_k >= QUEUE_MS else "host" if rise_h >= QUEUE_MS else "small") \
+            if not np.isnan(rise_k) else ("queue?" if rise_h >= QUEUE_MS else "small?")
         rows.append({"rep": rep.name, "case": rep.parent.name, "t_s": round(tr["t_s"].iloc[i], 3),
                      "T_ms": tr["T_ms"].iloc[i], "threshold_ms": tr["threshold_ms"].iloc[i],
                      "offset_ms": tr["offset_ms"].iloc[i], "owd_k_ms": tr["owd_k"].iloc[i], "rise_k_ms": rise_k,
@@ -163,9 +165,15 @@ def analyse(rep: Path, quiet: bool = False) -> tuple[dict, pd.DataFrame]:
                      "back_s": back_s, "cause": cause})
     ev = pd.DataFrame(rows)
     res["onsets"] = len(on)
+    res["between_onsets_s"] = _q(np.diff(tr["t_s"].to_numpy()[on]), (10, 50, 90)) if len(on) > 1 else "-"
     res["onsets_per_min"] = round(len(on) / max(res["seconds"], 1) * 60, 1)
     sec = tr.groupby(tr["t_s"].astype(int))["usage"].apply(lambda u: (u == "overusing").any())
     res["overuse_seconds_pct"] = round(100 * sec.mean(), 1)
+    # the share of time (packet-to-packet intervals) in each detector state and rate-control state
+    dt = np.diff(tr["recv_ns"].to_numpy(), append=tr["recv_ns"].iloc[-1])
+    for col in ("usage", "rate_state"):
+        share = pd.Series(dt).groupby(tr[col].to_numpy()).sum() / dt.sum()
+        res[f"{col}_time_pct"] = {k_: round(100 * v, 1) for k_, v in share.items()}
     if len(ev):
         res["causes"] = ev["cause"].value_counts().to_dict()
         res["threshold_at_onset_ms"] = _q(ev["threshold_ms"], (10, 50, 90))
@@ -185,8 +193,9 @@ def analyse(rep: Path, quiet: bool = False) -> tuple[dict, pd.DataFrame]:
     # the open-loop replay
     variants = {"logged (aiortc's int ms)": tr["arrival_ms"].to_numpy(float),
                 "handler ns, exact": tr["recv_ns"].to_numpy(float) / 1e6 + NTP_EPOCH_OFFSET_MS}
-    if tr["kernel_ns"].notna().all():
-        k = tr["kernel_ns"].to_numpy(float) / 1e6 + NTP_EPOCH_OFFSET_MS
+    if tr["kernel_ns"].notna().mean() > 0.9:  # a packet the capture missed: its handler time less the median lag
+        kn = tr["kernel_ns"].fillna(tr["recv_ns"] - tr["lag"].median() * 1e6)
+        k = kn.to_numpy(float) / 1e6 + NTP_EPOCH_OFFSET_MS
         variants["kernel, exact"] = k
         variants["kernel, int ms"] = np.floor(k)
     rp = {}
