@@ -20,7 +20,8 @@ Per replication it prints:
 * the rate control: the estimate before and after each decrease, how long it took to come back, and its
   growth while increasing (kbit/s per s).
 
-``--csv OUT`` writes the onsets of all replications to one file."""
+``--csv OUT`` writes the onsets of all replications to one file; ``--plot OUT.png`` draws one panel per
+replication: the kernel-side one-way delay, the estimate and the onsets (coloured by cause)."""
 
 from __future__ import annotations
 
@@ -212,21 +213,53 @@ def analyse(rep: Path, quiet: bool = False) -> tuple[dict, pd.DataFrame]:
     return res, ev
 
 
+def plot(traces: list[tuple[str, pd.DataFrame, pd.DataFrame]], out: Path) -> None:
+    """One panel per replication: OWD at the kernel (ms, left), the estimate (kbit/s, right, log), onsets."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(10, 2.2 * len(traces)))
+    FigureCanvasAgg(fig)
+    colours = {"queue": "tab:red", "small": "tab:orange", "host": "tab:purple"}
+    for k, (name, tr, ev) in enumerate(traces):
+        ax = fig.add_subplot(len(traces), 1, k + 1)
+        ax.plot(tr["t_s"], tr["owd_k"].fillna(tr["owd_h"]), lw=0.5, color="tab:blue")
+        ax.set_ylabel("OWD ms", color="tab:blue")
+        ax.set_title(name, fontsize=8, loc="left")
+        for _, e in ev.iterrows():
+            ax.axvline(e["t_s"], color=colours.get(e["cause"].rstrip("?"), "grey"), lw=0.6, alpha=0.6)
+        ax2 = ax.twinx()
+        ax2.plot(tr["t_s"], tr["estimate_bps"] / 1e3, color="black", lw=1)
+        ax2.set_yscale("log")
+        ax2.set_ylabel("estimate kbit/s")
+    fig.axes[-2].set_xlabel("s from the first media packet (red: onset on a queue rise >= 5 ms, orange: < 5 ms)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.aiortc_overuse", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("reps", nargs="+", type=Path, help="replication directories (with webrtc_rx_trace.csv)")
     ap.add_argument("--csv", type=Path, help="write every onset here")
+    ap.add_argument("--plot", type=Path, help="draw the replications' delay, estimate and onsets here (png)")
     a = ap.parse_args(argv)
-    evs = []
+    evs, traces = [], []
     for rep in a.reps:
         if not (rep / "webrtc_rx_trace.csv").exists():
             print(f"{rep}: no webrtc_rx_trace.csv", file=sys.stderr)
             continue
         _, ev = analyse(rep)
         evs.append(ev)
+        if a.plot:
+            tr = load(rep)
+            tr["t_s"] = (tr["recv_ns"] - tr["recv_ns"].iloc[0]) / 1e9
+            tr["owd_k"] = (tr["kernel_ns"] - tr["send_ns"]) / 1e6
+            tr["owd_h"] = (tr["recv_ns"] - tr["send_ns"]) / 1e6
+            traces.append((f"{rep.parent.parent.name}/{rep.parent.name}/{rep.name}", tr, ev))
     if a.csv and evs:
         pd.concat(evs).to_csv(a.csv, index=False)
+    if a.plot and traces:
+        plot(traces, a.plot)
     return 0
 
 
