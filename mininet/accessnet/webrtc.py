@@ -63,7 +63,15 @@ reads for the [rtc] flow, plus ``frame``):
   bytes); usage = the over-use detector's state (normal / underusing / overusing); offset_ms = the Kalman
   estimate of the queuing-delay gradient the detector last saw, threshold_ms = the detector's adaptive
   threshold (it compares min(deltas, 60) x offset with it); received = packets in the second, lost = gaps
-  in the packet numbers in the second.
+  in the packet numbers in the second;
+* receiver ``--trace`` (aiortc only; the workload writes webrtc_rx_trace.csv): one row per media packet the
+  estimator takes, its input and the detector's and rate control's state after it (``RX_TRACE``), which
+  ``experiments.aiortc_overuse`` reads (issue 35: what fires the over-use detector).
+
+Two receiver options are diagnostics and off by default (issue 35; they change what the estimator sees, never
+what is sent): ``--diag-arrival us`` (fractional-ms arrival times instead of aiortc's integer ms) and
+``--diag-rtt-ms`` (the rate control's RTT instead of aiortc's fixed 200 ms); ``[webrtc] diag_arrival`` and
+``diag_rtt_ms`` pass them from a scenario.
 """
 
 from __future__ import annotations
