@@ -126,6 +126,31 @@ def test_aiortc_still_has_the_hooks_this_module_relies_on():
     assert {"rate_control", "detector", "incoming_bitrate"} <= set(vars(rate.RemoteBitrateEstimator()))
 
 
+@needs_aiortc
+def test_the_diagnostics_change_only_the_estimators_arrival_clock_and_rtt_and_undo():
+    """--diag-arrival us: aiortc's DTLS transport reads a fractional-ms clock (same origin as its integer one),
+    the incoming-rate counter still gets integer ms; --diag-rtt-ms sets AimdRateControl.rtt. Both undo."""
+    from aiortc import clock, rate, rtcdtlstransport
+    undo = webrtc.fine_arrival_times()
+    try:
+        fine, coarse = rtcdtlstransport.clock.current_ms(), clock.current_ms()
+        assert isinstance(fine, float) and abs(fine - coarse) < 50
+        rbe = rate.RemoteBitrateEstimator()
+        for k in range(200):  # 1.5 ms apart: the float times reach the estimator, the rate counter copes
+            rbe.add(arrival_time_ms=fine + 1.5 * k, abs_send_time=int(k * 1.5e-3 * (1 << 18)) & 0xFFFFFF,
+                    payload_size=1000, ssrc=1)
+        assert rbe.incoming_bitrate.rate(int(fine + 300)) is not None
+    finally:
+        undo()
+    assert rtcdtlstransport.clock is clock and rate.RateCounter.add.__name__ == "add"
+    undo = webrtc.fixed_rtt(100)
+    try:
+        assert rate.AimdRateControl().rtt == 100
+    finally:
+        undo()
+    assert rate.AimdRateControl().rtt == 200
+
+
 # ----------------------------------------------------------------------------- the controller in a simulated bottleneck
 
 @needs_aiortc
@@ -246,6 +271,31 @@ def test_the_workload_starts_a_receiver_on_the_phone_and_a_sender_on_the_server(
     assert opt["--log"].endswith("rtc_tx.csv") and ropt["--log"].endswith("rtc_rx.csv")
     assert ropt["--max-burst-ms"] == "100.0" and ropt["--local-ip"] != opt["--local-ip"]
     assert w.ends_run() and w.done()
+    assert Path(ropt["--trace"]).name == "webrtc_rx_trace.csv"
+    assert "--diag-arrival" not in ropt and "--diag-rtt-ms" not in ropt  # diagnostics off by default
+
+
+def test_the_receivers_diagnostics_pass_from_the_scenario_and_not_to_pion(tmp_path):
+    """[webrtc] diag_arrival / diag_rtt_ms (issue 35) reach the aiortc receiver's command line; with stack =
+    "pion" they are refused (they are aiortc's estimator's)."""
+    log: list = []
+    spec = scen.load("webrtc5").cases[0].spec
+    spec = {**spec, "webrtc": {**spec["webrtc"], "diag_arrival": "us", "diag_rtt_ms": 100}}
+    lab = Lab(FakeNet(log), tmp_path, 1_800_000_000_000_000_000, 120.0, 1.0, "cubic", V4.server, V4.client)
+    (w,) = [x for x in workloads_for(spec, 5) if isinstance(x, WebRtc)]
+    w.start(lab)
+    for p in lab.procs:
+        p.wait()
+    rx = log[0][1][log[0][1].index("-m") + 1:]
+    ropt = dict(zip(rx[2::2], rx[3::2]))
+    assert ropt["--diag-arrival"] == "us" and ropt["--diag-rtt-ms"] == "100.0"
+    data = _webrtc5()
+    data["webrtc"] = {**data["webrtc"], "stack": "pion", "diag_arrival": "us"}
+    with pytest.raises(ConfigError, match="diag_arrival: diagnostics of the aiortc receiver"):
+        scen.build(tmp_path / "w.toml", data)
+    data["webrtc"] = {**_webrtc5()["webrtc"], "diag_arrival": "ns"}
+    with pytest.raises(ConfigError, match="diag_arrival = 'ns'"):
+        scen.build(tmp_path / "w.toml", data)
 
 
 def test_the_pion_stack_starts_its_binary_with_the_same_command_line(tmp_path):
@@ -267,6 +317,10 @@ def test_the_pion_stack_starts_its_binary_with_the_same_command_line(tmp_path):
     for (h_a, a), (h_p, p) in zip(runs["aiortc"], runs["pion"]):
         assert h_a == h_p
         prog_a = a[a.index("-m") + 1:]
+        if "--trace" in prog_a:  # the aiortc receiver's estimator trace: Pion's estimator is at the sender
+            i = prog_a.index("--trace")
+            assert Path(prog_a[i + 1]).name == "webrtc_rx_trace.csv"
+            prog_a = prog_a[:i] + prog_a[i + 2:]
         assert prog_a[0] == "accessnet.webrtc" and p[p.index(str(webrtc.PION_BINARY)) + 1:] == prog_a[1:]
     assert [a[a.index(str(webrtc.PION_BINARY)) + 1] for _, a in runs["pion"]] == ["recv", "send"]
 
@@ -305,7 +359,8 @@ def test_both_ends_on_the_loopback_write_the_logs_the_metrics_read(tmp_path, loo
     port = 15_000 + os.getpid() % 1000 + (loopback == "::1")
     rx = subprocess.Popen([sys.executable, "-m", "accessnet.webrtc", "recv", "--local-ip", loopback,
                            "--signal-port", str(port), "--duration", "40", "--log", str(tmp_path / "rtc_rx.csv"),
-                           "--stats", str(tmp_path / "rx_stats.csv")], env=_env(), cwd=ROOT,
+                           "--stats", str(tmp_path / "rx_stats.csv"), "--trace", str(tmp_path / "webrtc_rx_trace.csv"),
+                           *(["--diag-arrival", "us"] if loopback == "::1" else [])], env=_env(), cwd=ROOT,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         tx = subprocess.run([sys.executable, "-m", "accessnet.webrtc", "send", "--dst", loopback, "--local-ip",
@@ -333,6 +388,16 @@ def test_both_ends_on_the_loopback_write_the_logs_the_metrics_read(tmp_path, loo
     st = pd.read_csv(tmp_path / "tx_stats.csv")
     assert list(st.columns) == list(webrtc.TX_STATS) and 2 <= len(st) <= 5
     assert list(pd.read_csv(tmp_path / "rx_stats.csv").columns) == list(webrtc.RX_STATS)
+    tr = pd.read_csv(tmp_path / "webrtc_rx_trace.csv")  # the estimator's input and state, a row per media packet
+    assert list(tr.columns) == list(webrtc.RX_TRACE) and len(tr) == len(rxl)
+    assert (tr["recv_ns"] == rxl["recv_ns"]).all() and (tr["rtp_seq"].diff().dropna() % 65536 == 1).all()
+    assert tr["t_delta_ms"].notna().sum() >= 80  # a frame is a group: ~one delta per frame
+    assert set(tr["usage"]) <= {"normal", "overusing", "underusing"} and (tr["threshold_ms"] >= 6).all()
+    frac = (tr["arrival_ms"] % 1 != 0).mean()  # aiortc's integer ms, or the diagnostic's fractional ms
+    assert frac > 0.9 if loopback == "::1" else frac == 0
+    from experiments.aiortc_overuse import analyse  # the issue-35 analysis replays the trace through aiortc
+    res, _ = analyse(tmp_path, quiet=True)
+    assert res["replay_matches_log"] and res["deltas"] == tr["t_delta_ms"].notna().sum()
 
 
 @needs_pion

@@ -28,7 +28,7 @@ from .browse import MODES as USER_MODES
 from .irto import check_irto
 from .profiles import Profile, buffer_packets, profile
 from .webrtc import DEFAULTS as WEBRTC_DEFAULTS
-from .webrtc import PION_BINARY, STACK, STACKS
+from .webrtc import DIAG_ARRIVALS, PION_BINARY, STACK, STACKS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -70,7 +70,8 @@ RANGES: dict[str, dict[str, tuple]] = {
             "start_s": ("num", 0, 86_400)},
     "webrtc": {"start_kbps": ("num", 1, 10**6), "min_kbps": ("num", 1, 10**6), "max_kbps": ("num", 1, 10**6),
                "fps": ("num", 1, 120), "start_s": ("num", 0, 86_400), "max_burst_ms": ("num", 0, 10_000),
-               "flows": ("int", 1, 4), "stack": ("choice", STACKS, None)},
+               "flows": ("int", 1, 4), "stack": ("choice", STACKS, None),
+               "diag_arrival": ("choice", DIAG_ARRIVALS, None), "diag_rtt_ms": ("num", 1, 10_000)},
     "users": {"count": ("int", 1, 1000), "min_bytes": ("int", 1, 10**11), "max_bytes": ("int", 1, 10**11),
               "idle_mean_s": ("num", 0.001, 86_400), "start_s": ("num", 0, 86_400),
               "mode": ("choice", USER_MODES, None), "objects": ("int", 1, 1000), "connections": ("int", 1, 256),
@@ -189,6 +190,9 @@ def check_webrtc(data: dict, label: str) -> None:
         raise ConfigError(f"{label}: [webrtc] needs min_kbps <= start_kbps <= max_kbps; got {w['min_kbps']!r}, "
                           f"{w['start_kbps']!r}, {w['max_kbps']!r} (defaults {WEBRTC_DEFAULTS})")
     if w.get("stack", STACK) == "pion":
+        if diag := [k for k in ("diag_arrival", "diag_rtt_ms") if k in data["webrtc"]]:
+            raise ConfigError(f"{label}: [webrtc] {', '.join(diag)}: diagnostics of the aiortc receiver; stack = "
+                              "\"pion\" has none")
         if "max_burst_ms" in data["webrtc"]:
             raise ConfigError(f"{label}: [webrtc] max_burst_ms is the aiortc receiver's burst cap; stack = \"pion\" "
                               "has no such key (Pion's estimator is at the sender)")

@@ -63,7 +63,15 @@ reads for the [rtc] flow, plus ``frame``):
   bytes); usage = the over-use detector's state (normal / underusing / overusing); offset_ms = the Kalman
   estimate of the queuing-delay gradient the detector last saw, threshold_ms = the detector's adaptive
   threshold (it compares min(deltas, 60) x offset with it); received = packets in the second, lost = gaps
-  in the packet numbers in the second.
+  in the packet numbers in the second;
+* receiver ``--trace`` (aiortc only; the workload writes webrtc_rx_trace.csv): one row per media packet the
+  estimator takes, its input and the detector's and rate control's state after it (``RX_TRACE``), which
+  ``experiments.aiortc_overuse`` reads (issue 35: what fires the over-use detector).
+
+Two receiver options are diagnostics and off by default (issue 35; they change what the estimator sees, never
+what is sent): ``--diag-arrival us`` (fractional-ms arrival times instead of aiortc's integer ms) and
+``--diag-rtt-ms`` (the rate control's RTT instead of aiortc's fixed 200 ms); ``[webrtc] diag_arrival`` and
+``diag_rtt_ms`` pass them from a scenario.
 """
 
 from __future__ import annotations
@@ -111,6 +119,19 @@ PION_BINARY = Path(__file__).resolve().parents[2] / "build" / "pion-rtc"
 PION_TX_STATS = TX_STATS + ("gcc_bps", "delay_bps", "loss_bps", "average_loss", "usage", "state", "estimate_ms",
                             "threshold_ms", "measurement_ms", "twcc_reports")
 PION_RX_STATS = RX_STATS + ("twcc_reports", "nacks")
+# The aiortc receiver's ``--trace``: one row per media packet the estimator takes, written after it took it:
+# recv_ns (CLOCK_REALTIME at the handler, as rtc_rx.csv), the RTP sequence number (to join with a capture), the
+# estimator's input (arrival_ms as aiortc gives it, abs_send_time, payload size), the inter-arrival delta the
+# packet closed, if any (t_delta_ms: arrival, ts_delta_ms: send, size_delta), then the detector and the rate
+# control as they are after it: offset_ms, T_ms = min(deltas, 60) x offset (what the detector compares),
+# threshold_ms, usage, estimate_bps, rate_state (hold / increase / decrease), near_max, and the REMB it returned.
+RX_TRACE = ("recv_ns", "rtp_seq", "arrival_ms", "abs_send_time", "size", "t_delta_ms", "ts_delta_ms", "size_delta",
+            "offset_ms", "T_ms", "threshold_ms", "usage", "estimate_bps", "rate_state", "near_max", "remb_bps")
+# Diagnostic receivers (issue 35), off by default: --diag-arrival us gives the estimator the arrival time in
+# fractional ms (aiortc's clock at the same point, not truncated to an integer ms); --diag-rtt-ms sets
+# AimdRateControl's RTT (aiortc fixes it at 200 ms). Neither changes what is sent.
+DIAG_ARRIVALS = ("ms", "us")
+NTP_EPOCH_OFFSET_MS = 2_208_988_800_000  # 1900 to 1970: aiortc's clock.current_ms() counts from 1900
 
 
 # ----------------------------------------------------------------------------- pure pieces (unit-tested)
@@ -291,6 +312,42 @@ def cap_bursts(max_ms: float):
 
     def undo() -> None:
         rate.InterArrival.compute_deltas, rate.InterArrival.belongs_to_burst = orig_deltas, orig_burst
+    return undo
+
+
+def fine_arrival_times():
+    """Diagnostic (``--diag-arrival us``): the receiver's estimator gets each packet's arrival time as a float
+    in ms (CLOCK_REALTIME to the microsecond, from the NTP epoch as aiortc's ``clock.current_ms``), taken where
+    aiortc takes it (``RTCDtlsTransport`` before SRTP unprotect), instead of the time truncated to an integer ms.
+    The 1 ms buckets of the incoming-rate counter still get the integer. Returns a function that undoes it."""
+    import types
+    from aiortc import clock, rate, rtcdtlstransport
+    shim = types.SimpleNamespace(**{k: getattr(clock, k) for k in dir(clock) if not k.startswith("__")})
+    shim.current_ms = lambda: time.time_ns() / 1e6 + NTP_EPOCH_OFFSET_MS
+    orig_add, orig_rate = rate.RateCounter.add, rate.RateCounter.rate
+    rate.RateCounter.add = lambda self, value, now_ms: orig_add(self, value, int(now_ms))
+    rate.RateCounter.rate = lambda self, now_ms: orig_rate(self, int(now_ms))
+    rtcdtlstransport.clock = shim
+
+    def undo() -> None:
+        rtcdtlstransport.clock = clock
+        rate.RateCounter.add, rate.RateCounter.rate = orig_add, orig_rate
+    return undo
+
+
+def fixed_rtt(rtt_ms: float):
+    """Diagnostic (``--diag-rtt-ms``): AimdRateControl's RTT (its additive increase's response time is RTT +
+    100 ms) set to ``rtt_ms`` instead of aiortc's fixed 200 ms. Returns a function that undoes it."""
+    from aiortc import rate
+    orig_init = rate.AimdRateControl.__init__
+
+    def init(self) -> None:
+        orig_init(self)
+        self.rtt = rtt_ms
+    rate.AimdRateControl.__init__ = init
+
+    def undo() -> None:
+        rate.AimdRateControl.__init__ = orig_init
     return undo
 
 
@@ -499,11 +556,12 @@ async def send(a) -> int:
 
 # ----------------------------------------------------------------------------- receiver
 
-def _watch_estimator() -> dict:
+def _watch_estimator(trace=None, win: dict | None = None) -> dict:
     """Keep hold of the receiver's RemoteBitrateEstimator as aiortc feeds it each packet, and of the last REMB
-    it returned ({"rbe", "remb"}): the stats read its state, which aiortc does not expose."""
+    it returned ({"rbe", "remb"}): the stats read its state, which aiortc does not expose. With ``trace`` (an
+    open file), a ``RX_TRACE`` row per packet (``win`` gives the handler's recv_ns and the RTP sequence number)."""
     from aiortc import rate
-    est: dict = {"rbe": None, "remb": None}
+    est: dict = {"rbe": None, "remb": None, "delta": None}
     orig_add = rate.RemoteBitrateEstimator.add
 
     def traced_add(self, *args, **kw):
@@ -511,20 +569,45 @@ def _watch_estimator() -> dict:
         r = orig_add(self, *args, **kw)
         if r is not None:
             est["remb"] = r[0]
+        if trace is not None:
+            _trace_row(trace, self, est, win, kw, r)
         return r
     rate.RemoteBitrateEstimator.add = traced_add
+    if trace is not None:
+        orig_update = rate.OveruseEstimator.update
+
+        def traced_update(self, time_delta_ms, timestamp_delta_ms, size_delta, *args):
+            est["delta"] = (time_delta_ms, timestamp_delta_ms, size_delta)
+            return orig_update(self, time_delta_ms, timestamp_delta_ms, size_delta, *args)
+        rate.OveruseEstimator.update = traced_update
     return est
+
+
+def _trace_row(trace, rbe, est: dict, win: dict | None, kw: dict, r) -> None:
+    """One ``RX_TRACE`` row: the packet the estimator just took (``kw``: aiortc's keyword arguments) and its
+    state after it."""
+    d, est["delta"] = est["delta"], None
+    det, rc = rbe.detector, rbe.rate_control
+    offset = rbe.estimator.offset()
+    t = min(rbe.estimator.num_of_deltas(), 60) * offset
+    dt = f"{d[0]:.4f},{d[1]:.4f},{d[2]}" if d else ",,"
+    trace.write(f"{win['now'] if win else ''},{win['rtp_seq'] if win else ''},{kw.get('arrival_time_ms'):.4f},"
+                f"{kw.get('abs_send_time')},{kw.get('payload_size')},{dt},{offset:.5f},{t:.4f},{det.threshold:.4f},"
+                f"{det.hypothesis.name.lower()},{rc.current_bitrate if rc.current_bitrate_initialized else ''},"
+                f"{rc.state.name.lower()},{int(rc.near_max)},{r[0] if r is not None else ''}\n")
 
 
 def _trace_received(log) -> dict:
     """Every media packet, as SRTP gives it up: a line in ``log``, and the current second's count and the
-    highest packet number so far ({"received", "max_seq", "max_seq_before"}; the stats loop moves the window)."""
+    highest packet number so far ({"received", "max_seq", "max_seq_before"}; the stats loop moves the window), and
+    the last packet's handler time and RTP sequence number ({"now", "rtp_seq"}, for the estimator's trace)."""
     from aiortc.rtcdtlstransport import RTCDtlsTransport
-    win = {"received": 0, "max_seq": -1, "max_seq_before": -1}
+    win = {"received": 0, "max_seq": -1, "max_seq_before": -1, "now": None, "rtp_seq": None}
     orig_handle = RTCDtlsTransport._handle_rtp_data
 
     async def traced_handle(self, data: bytes, arrival_time_ms: int) -> None:
-        now = time.time_ns()
+        now = win["now"] = time.time_ns()
+        win["rtp_seq"] = (data[2] << 8) | data[3]
         t = read_trailer(data)
         if t is not None:
             seq, frame, send_ns = t
@@ -579,12 +662,19 @@ async def recv(a) -> int:
     print(f"receiver: aiortc {_aiortc().__version__}, burst groups capped at {a.max_burst_ms:g} ms"
           + (" (aiortc as shipped: no cap)" if a.max_burst_ms <= 0 else " (libwebrtc's kMaxBurstDurationMs)"),
           flush=True)
+    if a.diag_arrival == "us":
+        fine_arrival_times()
+        print("receiver: DIAGNOSTIC arrival times in fractional ms (not aiortc's integer ms)", flush=True)
+    if a.diag_rtt_ms is not None:
+        fixed_rtt(a.diag_rtt_ms)
+        print(f"receiver: DIAGNOSTIC rate control RTT {a.diag_rtt_ms:g} ms (not aiortc's fixed 200 ms)", flush=True)
     stop = _stop_event()
     end = time.monotonic() + a.duration
     rtcrtpreceiver.get_decoder = lambda codec: NullDecoder()
-    est = _watch_estimator()
     log = _open_csv(a.log, RX_COLUMNS, 1 << 16)
     win = _trace_received(log)
+    trace = _open_csv(a.trace, RX_TRACE, 1 << 16) if a.trace else None
+    est = _watch_estimator(trace, win)
     srv_done = asyncio.Event()
     pc = RTCPeerConnection(_config())
     server = await asyncio.start_server(_answer_offer(pc, srv_done), a.local_ip, a.signal_port,
@@ -609,6 +699,8 @@ async def recv(a) -> int:
         await pc.close()
         log.close()
         stats.close()
+        if trace is not None:
+            trace.close()
     return 0
 
 
@@ -638,6 +730,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--stats", required=True)
+    p.add_argument("--trace", help="per packet the estimator takes: its input and state (csv, RX_TRACE)")
+    p.add_argument("--diag-arrival", choices=DIAG_ARRIVALS, default="ms",
+                   help="DIAGNOSTIC: us gives the estimator fractional-ms arrival times (default ms: aiortc's)")
+    p.add_argument("--diag-rtt-ms", type=float,
+                   help="DIAGNOSTIC: the rate control's RTT in ms (default: aiortc's fixed 200)")
     return ap
 
 

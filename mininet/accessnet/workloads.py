@@ -314,7 +314,9 @@ class WebRtc(Workload):
     receiver-side delay-based estimate, REMB) or ``"pion"`` (build/pion-rtc: Pion's send-side GCC with TWCC
     feedback, loss-based controller and pacer), with the same command line, encoder and logs. Its per-packet
     logs are rtc_tx.csv / rtc_rx.csv in the [rtc] flow's columns, so the rtc metrics (goodput, loss, OWD, TFS)
-    read them unchanged; webrtc_tx_stats.csv / webrtc_rx_stats.csv hold its controller's state per second. The
+    read them unchanged; webrtc_tx_stats.csv / webrtc_rx_stats.csv hold its controller's state per second, and
+    for aiortc webrtc_rx_trace.csv its estimator's input and state per packet (``webrtc.RX_TRACE``); the keys
+    ``diag_arrival`` and ``diag_rtt_ms`` pass the receiver's diagnostics (issue 35; off by default). The
     stack is in meta.json's plan (``plan.workloads.webrtc.stack``). It ends the run when its sender has sent its
     media (the sender's duration ends with the run's, less its start and the tail)."""
 
@@ -331,11 +333,14 @@ class WebRtc(Workload):
         self.senders = []
         for k in range(int(r.get("flows", 1))):  # flow k: its own signalling port and logs (suffix _k, k >= 1)
             sfx, port = (f"_{k}" if k else ""), str(WEBRTC_SIGNAL_PORT + k)
+            diag = [] if pion else ["--trace", str(lab.out / f"webrtc_rx_trace{sfx}.csv"), *(
+                ["--diag-arrival", r["diag_arrival"]] if "diag_arrival" in r else []), *(
+                ["--diag-rtt-ms", str(float(r["diag_rtt_ms"]))] if "diag_rtt_ms" in r else [])]
             lab.spawn(lab.net.cli, [*prog, "recv", "--local-ip", lab.client_ip,
                                     "--signal-port", port,
                                     "--max-burst-ms", str(float(r["max_burst_ms"])), "--duration", str(lab.duration_s + 5),
                                     "--log", str(lab.out / f"rtc_rx{sfx}.csv"),
-                                    "--stats", str(lab.out / f"webrtc_rx_stats{sfx}.csv")], f"webrtc_rx{sfx}",
+                                    "--stats", str(lab.out / f"webrtc_rx_stats{sfx}.csv"), *diag], f"webrtc_rx{sfx}",
                       realtime=True, exe=exe)
             sender = lab.spawn(lab.net.srv, [
                 *prog, "send", "--dst", lab.client_ip, "--local-ip", lab.server_ip,
