@@ -128,61 +128,68 @@ def _q(x, qs=(50, 99)) -> str:
     return " ".join(f"p{q}={np.percentile(x, q):.2f}" for q in qs) + f" sd={x.std():.2f} max={x.abs().max():.1f}"
 
 
-def analyse(rep: Path, quiet: bool = False) -> tuple[dict, pd.DataFrame]:
-    tr = load(rep)
-    meta = json.loads((rep / "meta.json").read_text()) if (rep / "meta.json").exists() else {}
-    t0 = tr["recv_ns"].iloc[0]
-    tr["t_s"] = (tr["recv_ns"] - t0) / 1e9
-    tr["owd_h"] = (tr["recv_ns"] - tr["send_ns"]) / 1e6  # the handler's one-way delay, ms
-    tr["owd_k"] = (tr["kernel_ns"] - tr["send_ns"]) / 1e6  # the kernel's
-    tr["lag"] = (tr["recv_ns"] - tr["kernel_ns"]) / 1e6  # the event loop's, ms
-    d = tr[tr["t_delta_ms"].notna()].copy()
-    d["noise"] = d["t_delta_ms"] - d["ts_delta_ms"]
-    res: dict = {"rep": str(rep), "aqm": meta.get("case", {}).get("aqm") if isinstance(meta.get("case"), dict) else None,
-                 "seconds": round(tr["t_s"].iloc[-1], 1), "packets": len(tr), "deltas": len(d),
-                 "pcap_joined": float(tr["kernel_ns"].notna().mean())}
-    res["delta_noise_ms"] = _q(d["noise"], (1, 50, 99))
-    res["lag_ms"] = _q(tr["lag"], (50, 99, 99.9))
-    on = onsets(tr["usage"])
-    rows = []
-    for i in on:
-        t = tr["recv_ns"].iloc[i]
-        w = tr[(tr["recv_ns"] >= t - 1_000_000_000) & (tr.index <= i)]
-        last = w[w["recv_ns"] >= t - 100_000_000]  # the last 100 ms against the second's minimum
-        rise_k = last["owd_k"].max() - w["owd_k"].min()
-        rise_h = last["owd_h"].max() - w["owd_h"].min()
-        before = tr["estimate_bps"].iloc[:i].dropna()
-        before = before.iloc[-1] if len(before) else np.nan
-        after_w = tr[(tr.index >= i) & (tr["recv_ns"] <= t + 500_000_000)]["estimate_bps"]
-        after = after_w.min() if after_w.notna().any() else np.nan
-        later = tr[(tr.index > i) & (tr["estimate_bps"] >= before)]
-        back_s = (later["recv_ns"].iloc[0] - t) / 1e9 if len(later) else np.nan
-        cause = ("queue" if rise_k >= QUEUE_MS else "host" if rise_h >= QUEUE_MS else "small") \
-            if not np.isnan(rise_k) else ("queue?" if rise_h >= QUEUE_MS else "small?")
-        rows.append({"rep": rep.name, "case": rep.parent.name, "t_s": round(tr["t_s"].iloc[i], 3),
-                     "T_ms": tr["T_ms"].iloc[i], "threshold_ms": tr["threshold_ms"].iloc[i],
-                     "offset_ms": tr["offset_ms"].iloc[i], "owd_k_ms": tr["owd_k"].iloc[i], "rise_k_ms": rise_k,
-                     "rise_h_ms": rise_h, "lag_ms": tr["lag"].iloc[i], "est_before": before, "est_after": after,
-                     "back_s": back_s, "cause": cause})
-    ev = pd.DataFrame(rows)
+def _with_delays(tr: pd.DataFrame) -> pd.DataFrame:
+    """The trace with its time axis and the three delays, ms: the handler's one-way delay, the kernel's, and the
+    event loop's lag between them."""
+    tr["t_s"] = (tr["recv_ns"] - tr["recv_ns"].iloc[0]) / 1e9
+    tr["owd_h"] = (tr["recv_ns"] - tr["send_ns"]) / 1e6
+    tr["owd_k"] = (tr["kernel_ns"] - tr["send_ns"]) / 1e6
+    tr["lag"] = (tr["recv_ns"] - tr["kernel_ns"]) / 1e6
+    return tr
+
+
+def _onset(tr: pd.DataFrame, i: int, rep: Path) -> dict:
+    """One over-use onset: the one-way delay's rise over its last 100 ms against the second before (kernel and
+    handler), the estimate before and just after, how long until it is back, and the cause that shows."""
+    t = tr["recv_ns"].iloc[i]
+    w = tr[(tr["recv_ns"] >= t - 1_000_000_000) & (tr.index <= i)]
+    last = w[w["recv_ns"] >= t - 100_000_000]  # the last 100 ms against the second's minimum
+    rise_k = last["owd_k"].max() - w["owd_k"].min()
+    rise_h = last["owd_h"].max() - w["owd_h"].min()
+    before = tr["estimate_bps"].iloc[:i].dropna()
+    before = before.iloc[-1] if len(before) else np.nan
+    after_w = tr[(tr.index >= i) & (tr["recv_ns"] <= t + 500_000_000)]["estimate_bps"]
+    after = after_w.min() if after_w.notna().any() else np.nan
+    later = tr[(tr.index > i) & (tr["estimate_bps"] >= before)]
+    back_s = (later["recv_ns"].iloc[0] - t) / 1e9 if len(later) else np.nan
+    cause = ("queue" if rise_k >= QUEUE_MS else "host" if rise_h >= QUEUE_MS else "small") \
+        if not np.isnan(rise_k) else ("queue?" if rise_h >= QUEUE_MS else "small?")
+    return {"rep": rep.name, "case": rep.parent.name, "t_s": round(tr["t_s"].iloc[i], 3),
+            "T_ms": tr["T_ms"].iloc[i], "threshold_ms": tr["threshold_ms"].iloc[i],
+            "offset_ms": tr["offset_ms"].iloc[i], "owd_k_ms": tr["owd_k"].iloc[i], "rise_k_ms": rise_k,
+            "rise_h_ms": rise_h, "lag_ms": tr["lag"].iloc[i], "est_before": before, "est_after": after,
+            "back_s": back_s, "cause": cause}
+
+
+def _states(tr: pd.DataFrame, on: np.ndarray, res: dict) -> None:
+    """Onsets per minute and between onsets, the seconds with over-use, and the share of time (packet-to-packet
+    intervals) in each detector state and rate-control state."""
     res["onsets"] = len(on)
     res["between_onsets_s"] = _q(np.diff(tr["t_s"].to_numpy()[on]), (10, 50, 90)) if len(on) > 1 else "-"
     res["onsets_per_min"] = round(len(on) / max(res["seconds"], 1) * 60, 1)
     sec = tr.groupby(tr["t_s"].astype(int))["usage"].apply(lambda u: (u == "overusing").any())
     res["overuse_seconds_pct"] = round(100 * sec.mean(), 1)
-    # the share of time (packet-to-packet intervals) in each detector state and rate-control state
     dt = np.diff(tr["recv_ns"].to_numpy(), append=tr["recv_ns"].iloc[-1])
     for col in ("usage", "rate_state"):
         share = pd.Series(dt).groupby(tr[col].to_numpy()).sum() / dt.sum()
         res[f"{col}_time_pct"] = {k_: round(100 * v, 1) for k_, v in share.items()}
-    if len(ev):
-        res["causes"] = ev["cause"].value_counts().to_dict()
-        res["threshold_at_onset_ms"] = _q(ev["threshold_ms"], (10, 50, 90))
-        res["kernel_owd_rise_at_onset_ms"] = _q(ev["rise_k_ms"], (10, 50, 90))
-        res["est_before_after_kbps"] = f"median {ev['est_before'].median() / 1e3:.0f} -> {ev['est_after'].median() / 1e3:.0f}"
-        res["back_within_s"] = _q(ev["back_s"], (50, 90))
-        res["never_back_pct"] = round(100 * ev["back_s"].isna().mean(), 1)
-    # growth while increasing: estimate slope between consecutive REMBs with no onset between
+
+
+def _onsets_summary(ev: pd.DataFrame, res: dict) -> None:
+    """The onsets' causes, the threshold and the kernel's delay rise at them, and the estimate around them."""
+    if not len(ev):
+        return
+    res["causes"] = ev["cause"].value_counts().to_dict()
+    res["threshold_at_onset_ms"] = _q(ev["threshold_ms"], (10, 50, 90))
+    res["kernel_owd_rise_at_onset_ms"] = _q(ev["rise_k_ms"], (10, 50, 90))
+    res["est_before_after_kbps"] = \
+        f"median {ev['est_before'].median() / 1e3:.0f} -> {ev['est_after'].median() / 1e3:.0f}"
+    res["back_within_s"] = _q(ev["back_s"], (50, 90))
+    res["never_back_pct"] = round(100 * ev["back_s"].isna().mean(), 1)
+
+
+def _growth(tr: pd.DataFrame, res: dict) -> None:
+    """Growth while increasing: the estimate's slope between consecutive REMBs with no onset between."""
     e = tr[tr["remb_bps"].notna()][["recv_ns", "remb_bps", "near_max"]]
     if len(e) > 2:
         dt = np.diff(e["recv_ns"].to_numpy()) / 1e9
@@ -191,7 +198,10 @@ def analyse(rep: Path, quiet: bool = False) -> tuple[dict, pd.DataFrame]:
         res["growth_kbps_per_s"] = _q(dr[up] / dt[up] / 1e3, (50, 90)) if up.any() else "-"
         res["near_max_pct"] = round(100 * tr["near_max"].mean(), 1)
     res["estimate_kbps"] = _q(tr["estimate_bps"] / 1e3, (50, 90))
-    # the open-loop replay
+
+
+def _replays(tr: pd.DataFrame, meta: dict, res: dict) -> None:
+    """The open-loop replay: aiortc's estimator fed the same packets with each arrival clock; its onsets."""
     variants = {"logged (aiortc's int ms)": tr["arrival_ms"].to_numpy(float),
                 "handler ns, exact": tr["recv_ns"].to_numpy(float) / 1e6 + NTP_EPOCH_OFFSET_MS}
     if tr["kernel_ns"].notna().mean() > 0.9:  # a packet the capture missed: its handler time less the median lag
@@ -206,6 +216,27 @@ def analyse(rep: Path, quiet: bool = False) -> tuple[dict, pd.DataFrame]:
         if name.startswith("logged"):
             res["replay_matches_log"] = bool((u == tr["usage"].to_numpy()).all())
     res["replay_onsets"] = rp
+
+
+def analyse(rep: Path, quiet: bool = False) -> tuple[dict, pd.DataFrame]:
+    """One replication: the input's noise and the event loop's lag, every over-use onset and its cause, the
+    states' time shares, the estimate's growth, and the open-loop replays. Returns the summary and the onsets."""
+    tr = _with_delays(load(rep))
+    meta = json.loads((rep / "meta.json").read_text()) if (rep / "meta.json").exists() else {}
+    d = tr[tr["t_delta_ms"].notna()].copy()
+    d["noise"] = d["t_delta_ms"] - d["ts_delta_ms"]
+    case = meta.get("case")
+    res: dict = {"rep": str(rep), "aqm": case.get("aqm") if isinstance(case, dict) else None,
+                 "seconds": round(tr["t_s"].iloc[-1], 1), "packets": len(tr), "deltas": len(d),
+                 "pcap_joined": float(tr["kernel_ns"].notna().mean())}
+    res["delta_noise_ms"] = _q(d["noise"], (1, 50, 99))
+    res["lag_ms"] = _q(tr["lag"], (50, 99, 99.9))
+    on = onsets(tr["usage"])
+    ev = pd.DataFrame([_onset(tr, i, rep) for i in on])
+    _states(tr, on, res)
+    _onsets_summary(ev, res)
+    _growth(tr, res)
+    _replays(tr, meta, res)
     if not quiet:
         print(f"== {rep}")
         for k_, v in res.items():
