@@ -169,6 +169,21 @@ def bounded(want: int, own: int, ack: int, mss: int) -> tuple[int, int, bool]:
     return want, floor, False
 
 
+def beyond_floor_limit(p: IwaParams, span: int, nflows: int) -> bool:
+    """The link is beyond its floor limit: each of its ``nflows`` flows' share of the path and budget is below one
+    MSS, so their floors alone keep a queue standing above the target (docs/iwa.md, "The floor limit")."""
+    return share_of(span, nflows) < p.mss_bytes
+
+
+def room_of(p: IwaParams, reserve_cur: int, reserve_old: int, granted: int, own_frame: int) -> tuple[int, int]:
+    """The queue room an ACK's grant is sized from, and (the queue above target) its deficit, in ns: the target
+    (with ``own_frame``, a first ACK's frame its SYN-ACK reserved, if still counted) less what its data will find
+    when it arrives: the grants' virtual queue or the real queue if more (``granted``), and the frames reserved
+    for flows still to start (``reserve_cur + reserve_old``)."""
+    used, avail = reserve_cur + reserve_old + granted, p.target_ns + own_frame
+    return max(0, avail - used), max(0, used - avail)
+
+
 def pauses(p: IwaParams, state: int, cutting: bool, acked: int, queue_ns: int, mtu_ns: int, span: int,
            nflows: int) -> bool:
     """A flow at its floor pauses (docs/iwa.md, "The pause"): its server probes after its RTO and the probe's ACK,
@@ -177,9 +192,8 @@ def pauses(p: IwaParams, state: int, cutting: bool, acked: int, queue_ns: int, m
     one predicted from grants) more than a frame above it, and at most once an epoch (``FLOW_PAUSED``) unless
     the link is beyond its floor limit: its flows' shares of the path and budget each below one MSS, where no
     window can hold the queue and pausing is the only lever that loses nothing."""
-    beyond = share_of(span, nflows) < p.mss_bytes
     return (cutting and acked > 0 and queue_ns > p.target_ns + mtu_ns
-            and (beyond or not state & FLOW_PAUSED))
+            and (beyond_floor_limit(p, span, nflows) or not state & FLOW_PAUSED))
 
 
 class Floor(NamedTuple):
@@ -209,7 +223,7 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
 
     Any other window at its floor is open: ``FLOW_SHUT`` and ``FLOW_HELD`` cleared."""
     opened = state & ~(FLOW_SHUT | FLOW_HELD)
-    full = granted > p.target_ns + mtu_ns and share_of(span, nflows) < p.mss_bytes
+    full = granted > p.target_ns + mtu_ns and beyond_floor_limit(p, span, nflows)
     if state & FLOW_SHUT and acked == 0:
         if not full or (payload == 0 and state & FLOW_HELD):
             return Floor(None, opened)
@@ -221,6 +235,20 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
             return Floor(ack, state | FLOW_PAUSED | FLOW_SHUT, True)
         return Floor(ack if seq_before(edge, ack) else edge, opened | FLOW_PAUSED, True)
     return Floor(None, opened)
+
+
+def growth(p: IwaParams, edge: int, ack: int, span: int, nflows: int, wavg: int, acked: int,
+           room_ns: int) -> tuple[int, int]:
+    """What an ACK may add beyond replacement, and the flow's window ``w`` (the edge beyond the ACK): the room, at
+    most what it acknowledged (the server's own slow start could not use more), and none for a flow above its
+    share of the path and budget among the link's ``nflows`` active flows (``span`` rounded down to a power of
+    two: a shift), or above the average window ``wavg`` while the room is short and partly in use
+    (``margin_holds``)."""
+    w = 0 if seq_before(edge, ack) else (edge - ack) & U32
+    room_bytes = ns_to_bytes(p, min(room_ns, U32))
+    if w > share_of(span, nflows) or margin_holds(w, wavg, room_bytes, acked, room_ns, p.target_ns):
+        return 0, w
+    return min(room_bytes, acked), w
 
 
 def wavg_step(wavg: int, w: int) -> int:
@@ -484,12 +512,8 @@ class StartShaper:
         slot, scale = t.slot, state & FLOW_SCALE_MASK
         last_ack = self.ack[slot]
         acked = (pkt.ack - last_ack) & U32 if seq_before(last_ack, pkt.ack) else 0
-        # the queue this ACK's data will find when it arrives: the virtual queue of what was granted, or the
-        # queue now if more (traffic no window holds), and the frames reserved for flows still to start
-        granted = max(queue_tat - now, lk.vq_tat - now, 0)
-        used = lk.reserve_cur + lk.reserve_old + granted
-        avail = p.target_ns + own_frame  # (its own frame, if still counted)
-        room, deficit = max(0, avail - used), max(0, used - avail)
+        granted = max(queue_tat - now, lk.vq_tat - now, 0)  # the grants' virtual queue, or the queue now if more
+        room, deficit = room_of(p, lk.reserve_cur, lk.reserve_old, granted, own_frame)
         restart = bool(state & FLOW_IDLE) and (pkt.tcp_payload > 0 or acked > 0)
         o = self._opening(p, pkt, now, t, lk, state, edge, end, span, acked, room, deficit, first, restart)
         state, end = o.state, o.end
@@ -538,19 +562,6 @@ class StartShaper:
             # the queue is above target: replace only part of what left (at most half), so it drains; at most
             # half, because this ACK sees the queue one server RTT before its data would arrive
             return Opening(acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, state, end, cutting=True)
-        grow = self._growth(p, lk, pkt.ack, edge, span, acked, ns_to_bytes(p, min(room, U32)), room)
-        return Opening(acked + grow, edge, state, end)
-
-    @staticmethod
-    def _growth(p: IwaParams, lk: LinkShaping, ack: int, edge: int, span: int, acked: int, room_bytes: int,
-                room_ns: int) -> int:
-        """What an ACK may add beyond replacement: the room, at most what it acknowledged (the server's own
-        slow start could not use more), and none for a flow above its share of the path and budget among the
-        link's active flows (``span`` rounded down to a power of two: a shift), or above the average window
-        while the room is short and partly in use (``margin_holds``). Moves the average window (EWMA 1/8)."""
-        w = 0 if seq_before(edge, ack) else (edge - ack) & U32
-        inc = min(room_bytes, acked)
-        if w > share_of(span, lk.nflows) or margin_holds(w, lk.wavg, room_bytes, acked, room_ns, p.target_ns):
-            inc = 0
-        lk.wavg = wavg_step(lk.wavg, w)
-        return inc
+        inc, w = growth(p, edge, pkt.ack, span, lk.nflows, lk.wavg, acked, room)
+        lk.wavg = wavg_step(lk.wavg, w)  # the average window's step (EWMA 1/8)
+        return Opening(acked + inc, edge, state, end)

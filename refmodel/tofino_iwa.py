@@ -100,7 +100,7 @@ from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, margin_holds, shaped, share_of, wavg_step,
+    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, growth, room_of, shaped, wavg_step,
 )
 
 U32 = 0xFFFFFFFF
@@ -596,8 +596,7 @@ class TnaShaper:
                 flags |= TrackFlag.STARTING
             granted = max(backlog, s32(r.vq - (now & U32)), 0)
             own_frame = mtu_ns if r.released and (r.res_cur if r.mine_cur else r.res_old) > 0 else 0
-            used, avail = r.res_cur + r.res_old + granted, p.target_ns + own_frame
-            room, deficit = max(0, avail - used), max(0, used - avail)
+            room, deficit = room_of(p, r.res_cur, r.res_old, granted, own_frame)
             grant, base, cutting, waiting, wavg_op, wavg_word = self._opening(
                 p, pkt, r, room, deficit, wavg, forget, wavg_op, wavg_word)
             want, floor, floored = bounded((base + grant) & U32, r.own, pkt.ack, p.mss_bytes)
@@ -645,12 +644,8 @@ class TnaShaper:
             return 0, edge, False, 0, wavg_op, wavg_word
         if deficit:  # above target: replace at most half less than left
             return acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, True, 0, wavg_op, wavg_word
-        # replacement and growth (shaper.py's _growth), and the average window's step
-        grant = ns_to_bytes(p, min(room, U32))
-        w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
-        inc = min(grant, acked)
-        if w > share_of(r.span, r.nflows) or margin_holds(w, wavg, grant, acked, room, p.target_ns):
-            inc = 0
+        # replacement and growth (shaper.growth), and the average window's step
+        inc, w = growth(p, edge, pkt.ack, r.span, r.nflows, wavg, acked, room)
         stepped = wavg_step(wavg, w)
         wavg_op, wavg_word = (Op.WAVG_SET, stepped) if forget else (Op.WAVG_ADD, stepped - wavg)
         return acked + inc, edge, False, 0, wavg_op, wavg_word
