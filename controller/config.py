@@ -4,6 +4,7 @@
 [link]
 rate_bps = 2e6          # bottleneck rate
 bucket_bytes = 1514     # drain shaper's burst (tbf burst)
+telemetry = "all"       # records to the monitor port: "all", "datagrams" (the audio's: UDP only) or "off"
 [buffer]
 packets = 48            # or: bytes = 72000
 [aqm]
@@ -56,7 +57,7 @@ from refmodel.params import ConfigError, PipelineParams, check_link, client_key,
 
 # Each AQM's knob table [aqm.<section>] and its keys come from its module (refmodel/aqms/).
 KNOWN = {
-    "link": {"rate_bps", "bucket_bytes"},
+    "link": {"rate_bps", "bucket_bytes", "telemetry"},
     "buffer": {"packets", "bytes"},
     "aqm": {"name", "ecn", *SECTIONS},
     **{f"aqm.{s}": knob_names(s) for s in SECTIONS},
@@ -113,7 +114,7 @@ def params_from_dict(cfg: dict, aqm: str | None = None) -> PipelineParams:
         return pipeline_params(
             float(link["rate_bps"]), name, limit_pkts=int(buf.get("packets", 0)),
             limit_bytes=int(buf.get("bytes", 0)), bucket_bytes=int(link.get("bucket_bytes", 1514)),
-            ecn=bool(a.get("ecn", False)), **knobs,
+            ecn=bool(a.get("ecn", False)), telemetry=link.get("telemetry", "all"), **knobs,
         )
     except TypeError as e:  # a knob the function does not take
         raise ConfigError(f"aqm: {e}") from None

@@ -21,7 +21,7 @@ from pathlib import Path
 import finsy as fy
 
 from refmodel import arith
-from refmodel.constants import TELEMETRY_SESSION, Aqm
+from refmodel.constants import TELEMETRY_SESSION, Aqm, Telemetry
 from refmodel.params import (CodelParams, ConfigError, PieParams, PipelineParams, client_addr, client_key,
                              codel_params, pie_params)
 from refmodel.codel import coarse
@@ -208,6 +208,9 @@ def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None 
         except ConfigError as e:
             raise ConfigError(f"link {link}: {e}") from None
         out.append(fy.P4TableEntry("red_cfg", match=match, action=fy.P4TableAction("set_red", **knobs)))
+    if q.telemetry not in (Telemetry.OFF, Telemetry.ALL):  # link.p4's set_link_cfg: one bit
+        raise ConfigError(f"link {link}: telemetry = {q.telemetry.name.lower()!r}: the TNA program reports every "
+                          "packet or none ('all' or 'off')")
     return out + [
         fy.P4TableEntry("link_cfg", match=match, action=fy.P4TableAction(
             "set_link_cfg", aqm=int(q.aqm), ecn=int(q.ecn), telemetry=int(q.telemetry), bucket_ns=q.bucket_ns,

@@ -34,6 +34,7 @@ import dpkt
 from experiments.bmv2_work import Work, count, metadata_fields, missing, uprobes
 from experiments.telemetry_reader import read_telemetry, read_telemetry_scapy
 from refmodel import Pipeline, Route
+from refmodel.constants import Telemetry
 from refmodel.aqms import SELECTORS
 from refmodel.params import PipelineParams, pipeline_params
 from refmodel.telemetry import Record, encode_frame
@@ -125,7 +126,7 @@ def bmv2_with(params: PipelineParams | None, telemetry: bool = True):
         if params is None:
             sw.configure_plain()
         else:
-            sw.configure(params if telemetry else replace(params, queue=replace(params.queue, telemetry=False)))
+            sw.configure(params if telemetry else replace(params, queue=replace(params.queue, telemetry=Telemetry.OFF)))
         yield sw
     finally:
         sw.close()

@@ -195,7 +195,7 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
                 window_rewrite.apply(hdr, meta.grant.window);
                 meta.verdict.reason = REASON_IWA_WINDOW;
             }
-            if (iwa_on && meta.qcfg.telemetry == 1 && (meta.grant.tracked || meta.grant.syn)) {
+            if (iwa_on && meta.qcfg.telemetry == TELEMETRY_ALL && (meta.grant.tracked || meta.grant.syn)) {
                 meta.pred.now = now;
                 meta.pred.length = length;
                 meta.pred.sojourn_ns = 0;
@@ -252,7 +252,10 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
                 queue_seq.write((bit<32>)meta.link, seq + 1);
             }
             count_class(meta.track.cls, meta.decision);
-            report_it = meta.qcfg.telemetry == 1;
+            // every packet, or (a run that would load a software switch with the clones) the datagrams only:
+            // the audio's records, which the single-bottleneck check reads
+            report_it = meta.qcfg.telemetry == TELEMETRY_ALL ||
+                        (meta.qcfg.telemetry == TELEMETRY_DATAGRAMS && meta.track.cls == CLASS_UDP);
         }
         if (report_it) {
             report.apply(hdr, meta, meta.qcfg.aqm);

@@ -61,6 +61,16 @@ class TrafficClass(IntEnum):
     TCP_RTX = 5  # TCP retransmission of a tracked flow
 
 
+class Telemetry(IntEnum):
+    """Which packets a link reports to the monitor port (its configuration's ``telemetry``): the per-packet clone
+    costs a software switch as much as the packet, so a run that would load it can keep the audio's records
+    only (``DATAGRAMS``: the single-bottleneck check's input) or none."""
+
+    OFF = 0  # no records
+    ALL = 1  # every packet that meets the bottleneck, and (IWA) every ACK of a tracked flow
+    DATAGRAMS = 2  # the bottleneck's UDP datagrams only (the audio, RTP), no TCP and no upstream ACK
+
+
 class TrackFlag(IntEnum):
     """Bits of the flow tracker's verdict (telemetry ``tflags``)."""
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from . import arith
 from .constants import (
-    BYTE_TIME_FRAC, FLOW_SLOTS, IDLE_KEY_SHIFT, N_LINKS, PIE_COEF_FRAC, PROB_FRAC, RING_SIZE, Aqm,
+    BYTE_TIME_FRAC, FLOW_SLOTS, IDLE_KEY_SHIFT, N_LINKS, PIE_COEF_FRAC, PROB_FRAC, RING_SIZE, Aqm, Telemetry,
 )
 from .errors import ConfigError
 
@@ -79,7 +79,7 @@ class QueueParams:
     mtu_ns: int  # drain time of one full-size frame
     aqm: Aqm = Aqm.FIFO
     ecn: bool = False  # mark ECT packets instead of early drops
-    telemetry: bool = True
+    telemetry: Telemetry = Telemetry.ALL  # which packets it reports (``parse_telemetry``)
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,8 @@ def drain_ns(nbytes: int, bt_q16: int) -> int:
 
 def queue_params(
     rate_bps: float, *, limit_pkts: int = 0, limit_bytes: int = 0, bucket_bytes: int = 1514,
-    mtu_bytes: int = MTU_BYTES, aqm: str | Aqm = Aqm.FIFO, ecn: bool = False, telemetry: bool = True,
+    mtu_bytes: int = MTU_BYTES, aqm: str | Aqm = Aqm.FIFO, ecn: bool = False,
+    telemetry: bool | str | Telemetry = Telemetry.ALL,
 ) -> QueueParams:
     bt = byte_time_q16(rate_bps)
     arith.tx_split(bt)  # the transmit-time tables must hold the longest frame's time in 32 bits
@@ -244,7 +245,7 @@ def queue_params(
         limit_ns=check_field("limit_ns", drain_ns(limit_bytes, bt), where="buffer: "),
         limit_pkts=limit_pkts,
         mtu_ns=check_field("mtu_ns", drain_ns(mtu_bytes, bt), where="link: "),
-        aqm=parse_aqm(aqm), ecn=bool(ecn), telemetry=bool(telemetry),
+        aqm=parse_aqm(aqm), ecn=bool(ecn), telemetry=parse_telemetry(telemetry),
     )
 
 
@@ -256,6 +257,20 @@ def parse_aqm(aqm: str | Aqm) -> Aqm:
     except KeyError:
         names = ", ".join(a.name.lower() for a in Aqm)
         raise ConfigError(f"aqm = {aqm!r} is unknown: allowed {names}") from None
+
+
+def parse_telemetry(telemetry: bool | str | Telemetry) -> Telemetry:
+    """Which packets a link reports: a ``Telemetry``, its name ("all", "datagrams", "off"), or a bool (on:
+    all, off: none)."""
+    if isinstance(telemetry, Telemetry):
+        return telemetry
+    if isinstance(telemetry, bool):
+        return Telemetry.ALL if telemetry else Telemetry.OFF
+    try:
+        return Telemetry[str(telemetry).upper()]
+    except KeyError:
+        names = ", ".join(repr(t.name.lower()) for t in Telemetry)
+        raise ConfigError(f"link: telemetry = {telemetry!r} is unknown: allowed {names}") from None
 
 
 def red_params(
@@ -431,12 +446,13 @@ def ns_to_bytes(p: IwaParams, ns: int) -> int:
 
 
 def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: int = 0, limit_bytes: int = 0,
-                    bucket_bytes: int = 1514, ecn: bool = False, red: dict | None = None,
-                    codel: dict | None = None, pie: dict | None = None, iwa: dict | None = None) -> PipelineParams:
+                    bucket_bytes: int = 1514, ecn: bool = False, telemetry: bool | str | Telemetry = Telemetry.ALL,
+                    red: dict | None = None, codel: dict | None = None, pie: dict | None = None,
+                    iwa: dict | None = None) -> PipelineParams:
     """Everything the data plane needs for one bottleneck, from human units."""
     mtu = frame_bytes(iwa)  # one frame size for the queue model and IWA
     q = queue_params(rate_bps, limit_pkts=limit_pkts, limit_bytes=limit_bytes, bucket_bytes=bucket_bytes,
-                     mtu_bytes=mtu, aqm=aqm, ecn=ecn)
+                     mtu_bytes=mtu, aqm=aqm, ecn=ecn, telemetry=telemetry)
     red_cfg = red_params(rate_bps, **red) if red else RedParams()
     iwa_cfg = iwa_params(rate_bps, **(iwa or {}))
     if codel is None and q.aqm == Aqm.IWA:

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .codel import Codel
-from .constants import COUNTER_SLOTS, N_LINKS, Aqm, Decision, Reason, TrackFlag, TrafficClass
+from .constants import COUNTER_SLOTS, N_LINKS, Aqm, Decision, Reason, Telemetry, TrackFlag, TrafficClass
 from .fifo import Fifo
 from .flows import FlowTracker, Track
 from .iwa import Iwa
@@ -196,7 +196,8 @@ class Pipeline:
         self._count(link, track.cls, decision, pkt.length)
 
         record = None
-        if p.queue.telemetry:
+        if p.queue.telemetry == Telemetry.ALL or (p.queue.telemetry == Telemetry.DATAGRAMS
+                                                  and track.cls == TrafficClass.UDP):
             record = Record(
                 aqm=int(p.queue.aqm), decision=int(decision), reason=int(verdict.reason), cls=int(track.cls),
                 tflags=int(track.flags), length=pkt.length, seq=self.telemetry_seq, rand=rand, ts_ns=now_ns,
@@ -224,7 +225,7 @@ class Pipeline:
         if g.window is not None:
             out, reason = set_tcp_window(frame, pkt, g.window), Reason.IWA_WINDOW
         record = None
-        if iwa_on and p.queue.telemetry and (g.tracked or g.syn):
+        if iwa_on and p.queue.telemetry == Telemetry.ALL and (g.tracked or g.syn):
             record = Record(
                 aqm=int(p.queue.aqm), decision=int(Decision.BYPASS), reason=int(reason), cls=int(cls),
                 tflags=int(g.flags), length=pkt.length, seq=self.telemetry_seq, rand=0, ts_ns=now_ns,

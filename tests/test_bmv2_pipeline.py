@@ -22,7 +22,7 @@ from frames import (
 )
 from scapy.all import IP, TCP, UDP, Ether, IPOption_NOP, Raw, raw
 
-from refmodel import Decision, Pipeline, Reason
+from refmodel import Decision, Pipeline, Reason, TrafficClass
 from refmodel.params import pipeline_params
 
 REASON = missing_toolchain()
@@ -163,6 +163,37 @@ def test_model_and_bmv2_agree_on_a_web_burst(sw, aqm, kw, reason):
     reasons = {Reason(r.reason) for r in records}
     print(aqm, sorted(x.name for x in reasons))
     assert reason in reasons  # the AQM's own drop path was exercised and agreed on
+
+
+@pytest.mark.parametrize("telemetry", ["datagrams", "off"])
+def test_a_link_reports_its_datagrams_only_or_nothing_and_forwards_the_same(sw, telemetry):
+    """[link] telemetry (bottleneck_cfg's telemetry): "datagrams" clones the UDP datagrams that meet the
+    bottleneck and nothing else, numbered from 0 without a gap (the single-bottleneck check matches audio
+    records by that number); "off" clones nothing. Under IWA, a handshake, the audio and a flow's first
+    segments (every one of them reported in the "all" mode, the ACK with the window IWA gave it): every frame
+    leaves as the model says, the ACK with its window rewritten (tests/test_telemetry.py: the model decides the
+    same in every mode)."""
+    params = pipeline_params(2e6, "iwa", limit_pkts=1000, telemetry=telemetry)
+    opts = [("MSS", 1460), ("WScale", 9)]
+    items = [(2, client_syn(5000)), (1, syn_ack(1000, ack=5001, options=opts)), (2, client_ack(1001)),
+             (1, audio(0)), (1, tcp(1001)), (1, audio(1)), (1, tcp(1001 + MSS)), (1, audio(2))]
+    model = Pipeline(ROUTES, params)
+    want = [model.process(1_000_000 * i, f, port) for i, (port, f) in enumerate(items)]
+    every = Pipeline(ROUTES, pipeline_params(2e6, "iwa", limit_pkts=1000))
+    reported = [every.process(1_000_000 * i, f, port).record for i, (port, f) in enumerate(items)]
+    assert {r.cls for r in reported if r} == {TrafficClass.UDP, TrafficClass.TCP_CTRL, TrafficClass.TCP_START}  # "all"
+    n_audio = 3 if telemetry == "datagrams" else 0
+    sw.configure(params)
+    sw.listen()
+    for port, f in items:
+        sw.send([f], port=port, gap_s=0.002)
+    assert sw.wait_for(n_audio, 2, timeout=10)
+    time.sleep(0.5)  # the frames out, and any record that should not be there
+    out, records = sw.collect(n_audio, timeout=2)
+    assert [(r.cls, r.dport, r.seq) for r in records] == [(TrafficClass.UDP, 5004, k) for k in range(n_audio)]
+    assert out[2] == [r.frame for r in want if r.egress == 2] == [f for p, f in items[1:] if p == 1]
+    assert out[1] == [r.frame for r in want if r.egress == 1]
+    assert out[1][1] != items[2][1]  # the ACK left with the window IWA gave it
 
 
 def handshakes(layouts, base_port=40000, isn=1000, synack_ws=(9,)):

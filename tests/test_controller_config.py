@@ -6,7 +6,7 @@ from controller import config, entries
 from controller.cli import parse_routes
 from controller.rates import RateClasses, class_entries, contents, product_entries, rate_key, tx_entries
 from refmodel import arith
-from refmodel.constants import Aqm
+from refmodel.constants import Aqm, Telemetry
 from refmodel.params import ConfigError, byte_time_q16
 from refmodel.pipeline import Route
 
@@ -46,6 +46,20 @@ def test_bad_configs_name_the_field_and_range(mutate, message):
     c = copy.deepcopy(HSPA)
     mutate(c)
     with pytest.raises(ConfigError, match=message):
+        config.params_from_dict(c)
+
+
+def test_telemetry_is_the_links_and_defaults_to_every_packet():
+    import copy
+    assert config.params_from_dict(HSPA).queue.telemetry == Telemetry.ALL
+    c = copy.deepcopy(HSPA)
+    c["link"]["telemetry"] = "datagrams"
+    p = config.params_from_dict(c)
+    assert p.queue.telemetry == Telemetry.DATAGRAMS
+    (cfg,) = [e for e in entries.config_defaults(p, rate_class=0) if e.table_id == "bottleneck_cfg"]
+    assert cfg.action.args["telemetry"] == 2  # constants.p4's TELEMETRY_DATAGRAMS (test_constants_sync)
+    c["link"]["telemetry"] = "some"
+    with pytest.raises(ConfigError, match="link: telemetry = 'some' is unknown"):
         config.params_from_dict(c)
 
 

@@ -81,6 +81,7 @@ def test_run_limit_stretches_on_slow_links_only():
     ("run", {"aqms": []}, "non-empty list"),
     ("run", {"aqms": ["fifo"], "switch": "kernel"}, "only the kernel AQMs"),
     ("run", {"ip": 5}, "\\[run\\] ip = 5: must be one of 4, 6"),
+    ("run", {"telemetry": "tcp"}, "\\[run\\] telemetry = 'tcp': must be one of 'off', 'all', 'datagrams'"),
     ("web", {"flows": 0}, "\\[web\\] flows = 0"),
     ("web", {"start_s": [12, 10]}, "\\[web\\] start_s = \\[12, 10\\]"),
     ("web", {"flows": 10, "total_bytes": 5}, "flows = 10 is above total_bytes = 5"),
@@ -172,6 +173,13 @@ def test_ip_defaults_to_4_and_ipv4_case_names_stay_what_they_were():
                                                       for i in (3, 10))
     assert {c.pair_key for c in sc.cases} == {"web6-hspa-48p-iw3", "web6-hspa-48p-iw10"}
     assert [c.name for c in scen.load("web6", {"ip": 4, "aqms": ["iwa"], "iws": [10]}).cases] == ["web6-hspa-48p-iwa-iw10"]
+
+
+def test_telemetry_goes_to_each_p4_cases_switch_and_every_packet_is_the_default():
+    assert all("telemetry" not in c.switch_cfg["link"] for c in scen.load("web6").cases)  # as recorded before it
+    sc = scen.load("web6", {"telemetry": "datagrams", "aqms": ["fifo", "iwa"], "iws": [10]})
+    assert [c.switch_cfg["link"]["telemetry"] for c in sc.cases] == ["datagrams", "datagrams"]
+    assert [c.name for c in sc.cases] == ["web6-hspa-48p-fifo-iw10", "web6-hspa-48p-iwa-iw10"]  # same pairing units
 
 
 def test_ipv6_cases_carry_ip6_in_their_name_and_pairing_unit():

@@ -87,6 +87,13 @@ def test_the_ip_family_is_a_matrix_key_and_names_its_ipv6_cases(tmp_path):
             sweep.load_sweep(str(write_sweep(tmp_path, ips=bad)))
 
 
+def test_telemetry_is_a_matrix_key_that_reaches_each_cases_switch(tmp_path):
+    _, units = sweep.load_sweep(str(write_sweep(tmp_path, profiles=["lte"], telemetry="datagrams")))
+    assert units and {u.case.switch_cfg["link"].get("telemetry") for u in units} == {"datagrams"}
+    with pytest.raises(ConfigError, match="telemetry = 'udp': must be one of"):
+        sweep.load_sweep(str(write_sweep(tmp_path, telemetry="udp")))
+
+
 def test_the_held_out_sweep_names_every_case_of_issue_11():
     _, units = sweep.load_sweep("iwa-eval")
     cases = {u.dirname for u in units}

@@ -90,6 +90,18 @@ def test_a_renamed_parameter_fails_the_encoding(target):
         too_wide.encode(s)
 
 
+@pytest.mark.parametrize("telemetry,want", [("all", 1), ("off", 0)])
+def test_a_link_reports_every_packet_or_none_and_datagrams_only_is_refused(telemetry, want):
+    """link.p4's set_link_cfg takes one bit: all or off; the BMv2 program's "datagrams" is refused, naming both."""
+    lk = tofino.AccessLink(3, "10.0.1.4", pipeline_params(2e6, Aqm.FIFO, limit_bytes=50_000, telemetry=telemetry))
+    (cfg,) = [e for e in tofino.link_entries(lk, 0, 8) if e.table_id == "link_cfg"]
+    assert cfg.action.args["telemetry"] == want
+    lk = tofino.AccessLink(3, "10.0.1.4", pipeline_params(2e6, Aqm.FIFO, limit_bytes=50_000, telemetry="datagrams"))
+    with pytest.raises(ConfigError, match="link 3: telemetry = 'datagrams': the TNA program reports every packet or "
+                                          "none"):
+        tofino.link_entries(lk, 0, 8)
+
+
 def test_links_of_one_rate_share_a_rate_class_and_its_tables():
     links = two_links()
     classes = tofino.rate_classes(links)

@@ -114,6 +114,8 @@ def text() -> str:
         "",
         *enum("Traffic class", "CLASS_", members(C.TrafficClass)),
         "",
+        *enum("Which packets a link reports (bottleneck_cfg's telemetry)", "TELEMETRY_", members(C.Telemetry)),
+        "",
         *enum("Flow-tracker verdict bits", "TRACK_", members(C.TrackFlag)),
         "",
         "// Per-flow state of the start shaper (flow_state, 32 bits): low 4 bits are the client's window scale shift,",

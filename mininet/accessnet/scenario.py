@@ -20,6 +20,7 @@ from pathlib import Path
 
 from controller.config import params_from_dict, with_jitter_budget
 from refmodel.aqms import KERNEL_NAMES, P4_NAMES, SECTIONS, runs
+from refmodel.constants import Telemetry
 from refmodel.params import JITTER_BUDGET_MS, ConfigError
 
 from .addresses import IP_VERSIONS
@@ -50,7 +51,10 @@ TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc",
 TCP_SECTIONS = ("web", "burst", "bulk", "users")  # the workloads whose flows the route's initcwnd (the IW) sets
 QUIC_IW = 10  # aioquic's initial window, in datagrams (accessnet.quic)
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
-            "tail_s", "jitter_budget_ms", "rate_changes", "irto_s", "ip"}
+            "tail_s", "jitter_budget_ms", "rate_changes", "irto_s", "ip", "telemetry"}
+# [run] telemetry: which packets the P4 switch reports (refmodel.constants.Telemetry): "all", or "datagrams" (the
+# audio's records only, which the single-bottleneck check reads) where a run's TCP would load BMv2 with clones
+TELEMETRY_MODES = tuple(t.name.lower() for t in Telemetry)
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,63}")  # scenario, sweep and profile names: path-safe
 CC_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
@@ -60,7 +64,7 @@ CC_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 RANGES: dict[str, dict[str, tuple]] = {
     "run": {"reps": ("int", 1, 100_000), "seed": ("int", 0, 2**62), "duration_s": ("num", 1, 86_400),
             "audio_only_s": ("num", 0.1, 86_400), "tail_s": ("num", 0, 3600), "jitter_budget_ms": ("num", 0.001, 1000),
-            "ip": ("one_of", IP_VERSIONS)},
+            "ip": ("one_of", IP_VERSIONS), "telemetry": ("choice", TELEMETRY_MODES, None)},
     "audio": {"interval_ms": ("num", 1, 1000), "payload": ("int", 0, 1400)},
     "web": {"flows": ("int", 1, 1000), "total_bytes": ("int", 1, 10**11), "start_s": ("range", 0, 86_400)},
     "burst": {"flows": ("int", 1, 1000), "total_bytes": ("int", 1, 10**11), "start_s": ("range", 0, 86_400),
@@ -297,7 +301,7 @@ class Scenario:
     ip: int = 4  # the IP family the workloads talk over ([run] ip: 4 or 6)
 
 
-def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict) -> tuple[dict, dict]:
+def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict, telemetry: str = "all") -> tuple[dict, dict]:
     """The controller's [link]/[buffer]/[aqm] table for one AQM, and the buffer it really uses."""
     a: dict = {"name": runs(aqm)}
     if aqm == "red":
@@ -308,7 +312,8 @@ def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict) -> tuple[dict, 
         buf = {"packets": pkts}
     elif aqm in SECTIONS and aqm in knobs:  # codel, pie, iwa: the scenario's [aqm.<name>] as it is
         a[aqm] = dict(knobs[aqm])
-    return {"link": {"rate_bps": prof.rate_bps}, "buffer": dict(buf), "aqm": a}, buf
+    link = {"rate_bps": prof.rate_bps, **({} if telemetry == "all" else {"telemetry": telemetry})}
+    return {"link": link, "buffer": dict(buf), "aqm": a}, buf
 
 
 def find(name_or_path: str) -> Path:
@@ -398,10 +403,10 @@ def _aqm_knobs(data: dict, label: str) -> dict:
 
 
 def _case_switch_cfg(label: str, prof: Profile, buf: dict, aqm: str, knobs: dict,
-                     budget_ms: float) -> tuple[dict, dict]:
+                     budget_ms: float, telemetry: str = "all") -> tuple[dict, dict]:
     """``_switch_cfg`` with the jitter budget in it, checked by the controller's rules for a P4 AQM; and the
     buffer the case really uses."""
-    cfg, real_buf = _switch_cfg(prof, buf, aqm, knobs)
+    cfg, real_buf = _switch_cfg(prof, buf, aqm, knobs, telemetry)
     try:
         cfg = with_jitter_budget(cfg, budget_ms)  # the switch installs IWA's target from it, the tuner tunes for it
     except ConfigError as e:
@@ -435,9 +440,10 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
     irto_s = check_irto(run.get("irto_s"), path.name)
     ip = int(run.get("ip", 4))  # checked with [run]'s RANGES
     budget_ms = float(run.get("jitter_budget_ms", JITTER_BUDGET_MS))  # checked with [run]'s RANGES
+    telemetry = run.get("telemetry", "all")  # checked with [run]'s RANGES
     cases = []
     for aqm, iw in itertools.product(aqms, iws):
-        cfg, real_buf = _case_switch_cfg(path.name, prof, buf, aqm, knobs, budget_ms)
+        cfg, real_buf = _case_switch_cfg(path.name, prof, buf, aqm, knobs, budget_ms, telemetry)
         cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf), irto_s, ip, budget_ms))
     switch = _switch(run, aqms, path.name)
     cc = check_cc(run.get("cc", "cubic"), path.name)

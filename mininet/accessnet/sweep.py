@@ -62,7 +62,7 @@ from .switches import ensure_p4_build
 from .topology import ROOT
 
 SWEEP_DIR = ROOT / "experiments" / "sweeps"
-MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch", "irtos", "ips", "cc"}
+MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch", "irtos", "ips", "cc", "telemetry"}
 KEYS = MATRIX_KEYS | {"description", "part", "included"}  # included: what include named (the record)
 
 
@@ -150,7 +150,7 @@ def expand(data: dict, scenarios: dict | None = None) -> list[Unit]:
         over = {k: v for k, v in (("profile", prof), ("buffer", buf), ("aqms", data.get("aqms")),
                                    ("iws", data.get("iws")), ("reps", data.get("reps")),
                                    ("switch", data.get("switch")), ("irto_s", irto), ("ip", ip),
-                                   ("cc", data.get("cc")))
+                                   ("cc", data.get("cc")), ("telemetry", data.get("telemetry")))
                 if v is not None}
         kept = (scenarios or {}).get(name)
         sc = scen.build(Path(kept["path"]), kept["file"], over) if kept else scen.load(name, over)

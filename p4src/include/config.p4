@@ -29,10 +29,10 @@ control BottleneckConfig(in bit<16> link, out queue_cfg_t q, inout red_cfg_t r, 
         q.mtu_ns = 0;
         q.aqm = AQM_FIFO;
         q.ecn = 0;
-        q.telemetry = 0;
+        q.telemetry = TELEMETRY_OFF;
     }
     action set_bottleneck(bit<8> rate_class, bit<32> bucket_ns, bit<48> limit_ns, bit<16> limit_pkts,
-                          bit<32> mtu_ns, bit<8> aqm, bit<1> ecn, bit<1> telemetry) {
+                          bit<32> mtu_ns, bit<8> aqm, bit<1> ecn, bit<8> telemetry) {
         q.configured = 1;
         q.rate_class = rate_class;
         q.bucket_ns = bucket_ns;

@@ -86,6 +86,11 @@ const bit<8> CLASS_TCP_START = 3;
 const bit<8> CLASS_TCP_EST = 4;
 const bit<8> CLASS_TCP_RTX = 5;
 
+// Which packets a link reports (bottleneck_cfg's telemetry)
+const bit<8> TELEMETRY_OFF = 0;
+const bit<8> TELEMETRY_ALL = 1;
+const bit<8> TELEMETRY_DATAGRAMS = 2;
+
 // Flow-tracker verdict bits
 const bit<8> TRACK_TRACKED = 1;
 const bit<8> TRACK_STARTING = 2;

@@ -26,7 +26,7 @@ struct queue_cfg_t {
     bit<32> mtu_ns;
     bit<8>  aqm;
     bit<1>  ecn;
-    bit<1>  telemetry;
+    bit<8>  telemetry;   // TELEMETRY_OFF, _ALL or _DATAGRAMS: which packets this link reports
 }
 
 struct red_cfg_t {
