@@ -176,3 +176,37 @@ def test_every_workload_talks_over_the_labs_addresses_only(tmp_path, hosts, monk
         other = V6 if hosts is V4 else V4
         assert not any(re.search(re.escape(a), " ".join(argv)) for _, argv in log for a in (other.server,
                                                                                           other.client))
+
+
+class _Alive:
+    def alive(self) -> bool:
+        return True
+
+
+class _NetAlive:
+    def dead_hosts(self) -> list:
+        return []
+
+
+class _NeverDone:
+    def ends_run(self) -> bool:
+        return True
+
+    def done(self) -> bool:
+        return False
+
+
+def test_the_runs_limit_counts_from_the_audios_start_not_from_the_workloads_start(tmp_path):
+    """wait_for_end's limit (duration_s + 1 s) counts from t0, the audio's start, which start_lab sets up to
+    STARTUP_BUDGET_S after the workloads are started; counted from the call it stopped a sender that never
+    ends early by that slack before its media ended (issue 35: the Pion sender stopped at t = 24 of 31 s)."""
+    import time
+
+    from accessnet.replication import wait_for_end
+    slack_s, duration_s = 1.5, 0.3
+    t0 = time.time_ns() + int(slack_s * 1e9)
+    lab = Lab(_NetAlive(), tmp_path, t0, duration_s, 0.0, "cubic", "10.0.0.1", "10.0.0.2")
+    begin = time.monotonic()
+    wait_for_end(lab, _Alive(), [_NeverDone()], audio_only_s=15.0)
+    took = time.monotonic() - begin
+    assert slack_s + duration_s + 1.0 - 0.05 <= took <= slack_s + duration_s + 1.0 + 0.5, took
