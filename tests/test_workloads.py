@@ -210,3 +210,17 @@ def test_the_runs_limit_counts_from_the_audios_start_not_from_the_workloads_star
     wait_for_end(lab, _Alive(), [_NeverDone()], audio_only_s=15.0)
     took = time.monotonic() - begin
     assert slack_s + duration_s + 1.0 - 0.05 <= took <= slack_s + duration_s + 1.0 + 0.5, took
+
+
+def test_the_receivers_listen_past_the_runs_end_whatever_the_start_ups_slack(tmp_path):
+    """A receiver's --duration counts from its own start, which is up to STARTUP_BUDGET_S before t0: it covers
+    the budget, the run's 40 s and 5 s more (duration_s + 5 ended the webrtc and audio receivers at t ~ 28 of
+    a 32 s run on the model switch, issue 35)."""
+    from accessnet.workloads import STARTUP_BUDGET_S
+    for name in ("rtc5", "webrtc5"):
+        sc = scen.load(name, {"aqms": ["fifo"], "iws": [10]})
+        log = started(sc.cases[0], 1, tmp_path)
+        recvs = [argv for _, argv in log if "recv" in argv]
+        assert len(recvs) == 2, (name, log)  # the audio's and the flow's
+        for argv in recvs:
+            assert float(argv[argv.index("--duration") + 1]) >= 40.0 + 5 + STARTUP_BUDGET_S, argv

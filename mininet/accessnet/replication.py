@@ -33,10 +33,9 @@ from .leftovers import Lease
 from .switches import (KERNEL_QDISCS, Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available,
                        toolchain_versions)
 from .topology import ROOT, RWND_LOADER, RWND_OBJECT, AccessNet, kernel_qdisc_error
-from .workloads import Lab, Workload, merge_tcp_logs, plan_of, run_limit_s, workloads_for
+from .workloads import STARTUP_BUDGET_S, Lab, Workload, merge_tcp_logs, plan_of, run_limit_s, workloads_for
 
 LOG = logging.getLogger("iwlab.run")
-STARTUP_BUDGET_S = 10.0  # switch + pipeline + controller + captures, before the audio starts
 
 
 class Interrupted(Exception):
