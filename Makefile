@@ -30,7 +30,7 @@ help:
 	@echo "make paper [QUICK=1]                  the seeds beside the lab: sweep paper (or paper-quick) and its report; RESUME=results/<run>"
 	@echo "make report RUN=results/<run>         report of a run from its data files: RUN/report/report.md + figures"
 
-.setup-stamp: requirements.txt pyproject.toml tools/setup.sh mininet/accessnet/delayline.c $(wildcard tools/pion-rtc/*.go tools/pion-rtc/go.mod tools/pion-rtc/go.sum) $(wildcard mininet/accessnet/bpf/*.c mininet/accessnet/bpf/*.h)
+.setup-stamp: requirements.txt pyproject.toml tools/setup.sh mininet/accessnet/delayline.c $(wildcard tools/pion-rtc/*.go tools/pion-rtc/go.mod tools/pion-rtc/go.sum tools/pion-rtc/patched.sh tools/pion-rtc/patches/*/*/*/*.go) $(wildcard mininet/accessnet/bpf/*.c mininet/accessnet/bpf/*.h)
 	@bash tools/setup.sh
 
 setup:

@@ -176,3 +176,51 @@ def test_every_workload_talks_over_the_labs_addresses_only(tmp_path, hosts, monk
         other = V6 if hosts is V4 else V4
         assert not any(re.search(re.escape(a), " ".join(argv)) for _, argv in log for a in (other.server,
                                                                                           other.client))
+
+
+class _Alive:
+    def alive(self) -> bool:
+        return True
+
+
+class _NetAlive:
+    def dead_hosts(self) -> list:
+        return []
+
+
+class _NeverDone:
+    def ends_run(self) -> bool:
+        return True
+
+    def done(self) -> bool:
+        return False
+
+
+def test_the_runs_limit_counts_from_the_audios_start_not_from_the_workloads_start(tmp_path):
+    """wait_for_end's limit (duration_s + 1 s) counts from t0, the audio's start, which start_lab sets up to
+    STARTUP_BUDGET_S after the workloads are started; counted from the call it stopped a sender that never
+    ends early by that slack before its media ended (issue 35: the Pion sender stopped at t = 24 of 31 s)."""
+    import time
+
+    from accessnet.replication import wait_for_end
+    slack_s, duration_s = 1.5, 0.3
+    t0 = time.time_ns() + int(slack_s * 1e9)
+    lab = Lab(_NetAlive(), tmp_path, t0, duration_s, 0.0, "cubic", "10.0.0.1", "10.0.0.2")
+    begin = time.monotonic()
+    wait_for_end(lab, _Alive(), [_NeverDone()], audio_only_s=15.0)
+    took = time.monotonic() - begin
+    assert slack_s + duration_s + 1.0 - 0.05 <= took <= slack_s + duration_s + 1.0 + 0.5, took
+
+
+def test_the_receivers_listen_past_the_runs_end_whatever_the_start_ups_slack(tmp_path):
+    """A receiver's --duration counts from its own start, which is up to STARTUP_BUDGET_S before t0: it covers
+    the budget, the run's 40 s and 5 s more (duration_s + 5 ended the webrtc and audio receivers at t ~ 28 of
+    a 32 s run on the model switch, issue 35)."""
+    from accessnet.workloads import STARTUP_BUDGET_S
+    for name in ("rtc5", "webrtc5"):
+        sc = scen.load(name, {"aqms": ["fifo"], "iws": [10]})
+        log = started(sc.cases[0], 1, tmp_path)
+        recvs = [argv for _, argv in log if "recv" in argv]
+        assert len(recvs) == 2, (name, log)  # the audio's and the flow's
+        for argv in recvs:
+            assert float(argv[argv.index("--duration") + 1]) >= 40.0 + 5 + STARTUP_BUDGET_S, argv

@@ -39,13 +39,17 @@ fi
 # (-mod=readonly: the build never changes them; the modules come from the Go module proxy or GOMODCACHE).
 # Without Go (1.24 or newer) the rest of the lab still works; stack = "pion" is refused.
 go_bin=$(command -v go || { [ -x /usr/local/go/bin/go ] && echo /usr/local/go/bin/go; } || true)
-pion_src=(tools/pion-rtc/*.go tools/pion-rtc/go.mod tools/pion-rtc/go.sum)
+# Pinned modules with a fix of ours (tools/pion-rtc/patches, README there) are assembled by patched.sh in
+# build/pion-mod and built with its go.mod (-modfile): upstream code with our files written over it.
+pion_src=(tools/pion-rtc/*.go tools/pion-rtc/go.mod tools/pion-rtc/go.sum tools/pion-rtc/patched.sh
+          $(find tools/pion-rtc/patches -type f))
 if [ -n "$go_bin" ]; then
     stale=0
     [ -x build/pion-rtc ] || stale=1
     for f in "${pion_src[@]}"; do [ "$f" -nt build/pion-rtc ] && stale=1; done
     if [ "$stale" = 1 ]; then
-        (cd tools/pion-rtc && GOFLAGS=-mod=readonly CGO_ENABLED=0 "$go_bin" build -trimpath -o ../../build/pion-rtc .)
+        (cd tools/pion-rtc && modfile=$(./patched.sh "$go_bin" ../../build/pion-mod) &&
+         GOFLAGS=-mod=readonly CGO_ENABLED=0 "$go_bin" build -modfile "$modfile" -trimpath -o ../../build/pion-rtc .)
     fi
 else
     echo "build_native: Go (1.24 or newer) missing: build/pion-rtc not built ([webrtc] stack = \"pion\" unavailable;" \

@@ -33,10 +33,9 @@ from .leftovers import Lease
 from .switches import (KERNEL_QDISCS, Bmv2Switch, KernelSwitch, ModelSwitch, Switch, TuneSpec, bmv2_available,
                        toolchain_versions)
 from .topology import ROOT, RWND_LOADER, RWND_OBJECT, AccessNet, kernel_qdisc_error
-from .workloads import Lab, Workload, merge_tcp_logs, plan_of, run_limit_s, workloads_for
+from .workloads import STARTUP_BUDGET_S, Lab, Workload, merge_tcp_logs, plan_of, run_limit_s, workloads_for
 
 LOG = logging.getLogger("iwlab.run")
-STARTUP_BUDGET_S = 10.0  # switch + pipeline + controller + captures, before the audio starts
 
 
 class Interrupted(Exception):
@@ -177,12 +176,20 @@ def start_lab(sc: scen.Scenario, case: scen.Case, net: AccessNet, switch: Switch
     return lab
 
 
+def t0_monotonic(t0_ns: int) -> float:
+    """The monotonic-clock time of ``t0_ns`` (CLOCK_REALTIME): the audio's start, which start_lab sets up to
+    STARTUP_BUDGET_S after the lab came up. The run's limit and audio_only_s count from it, not from the
+    moment the workloads were started (which cut every run short by the start-up's slack: issue 35's Pion
+    sender was stopped at t = 24 of its 31 s)."""
+    return time.monotonic() + (t0_ns - time.time_ns()) / 1e9
+
+
 def wait_for_end(lab: Lab, switch: Switch, loads: list[Workload], audio_only_s: float) -> None:
     """Until the workloads that end a run are done (+ tail), or audio alone ran its time, or the limit; a
     dead switch or host shell fails the replication."""
     enders = [w for w in loads if w.ends_run()]
-    deadline = time.monotonic() + 1.0 + lab.duration_s
-    begin, done_at = time.monotonic(), None
+    begin = t0_monotonic(lab.t0_ns)  # the times count from the audio's start, up to STARTUP_BUDGET_S ahead
+    deadline, done_at = begin + 1.0 + lab.duration_s, None
     while time.monotonic() < deadline:
         if not switch.alive():
             raise RuntimeError("the switch process died during the run")

@@ -34,6 +34,7 @@ from .webrtc import PION_BINARY, STACK
 AUDIO_PORT, RTC_PORT = 5004, 5006
 QUIC_PORT = 4433  # UDP
 QUIC_READY_S = 15.0  # the QUIC server imports aioquic and makes its certificate before it listens
+STARTUP_BUDGET_S = 10.0  # switch + pipeline + controller + captures, before the audio starts (t0)
 WEBRTC_SIGNAL_PORT = 5008  # TCP, the offer/answer (flow k: + k); the media's UDP ports are ICE's own (ephemeral)
 PY = sys.executable
 # The audio endpoints run at a real-time priority (10: below the switch, 20, and the delay lines, 30) so
@@ -82,6 +83,13 @@ class Lab:
 
     def at(self, s: float) -> int:
         return self.t0_ns + int(s * 1e9)
+
+    def listen_s(self) -> float:
+        """A receiver's --duration (counted from its own start, up to STARTUP_BUDGET_S before t0): to 5 s past
+        the run's limit whatever the start-up's slack; finish() stops it sooner. Constant, so two AQMs of a
+        replication start the same command lines. (duration_s + 5 alone ended the receivers at t ~ 28 of a
+        32 s run on the model switch: issue 35.)"""
+        return self.duration_s + 5 + STARTUP_BUDGET_S
 
 
 class Workload:
@@ -144,7 +152,7 @@ class Audio(Workload):
     def start(self, lab: Lab) -> None:
         a = self.cfg
         lab.spawn(lab.net.cli, ["accessnet.audio", "recv", "--port", str(AUDIO_PORT), "--log",
-                                str(lab.out / "audio_rx.csv"), "--duration", str(lab.duration_s + 5)], "audio_rx",
+                                str(lab.out / "audio_rx.csv"), "--duration", str(lab.listen_s())], "audio_rx",
                   realtime=True)
         self.sender = lab.spawn(lab.net.srv, [
             "accessnet.audio", "send", "--dst", lab.client_ip, "--port", str(AUDIO_PORT),
@@ -297,7 +305,7 @@ class Rtc(Workload):
         r = self.cfg
         rstart = float(r.get("start_s", 0.0))
         lab.spawn(lab.net.cli, ["accessnet.rtc", "recv", "--port", str(RTC_PORT), "--log", str(lab.out / "rtc_rx.csv"),
-                                "--duration", str(lab.duration_s + 5)], "rtc_rx", realtime=True)
+                                "--duration", str(lab.listen_s())], "rtc_rx", realtime=True)
         self.sender = lab.spawn(lab.net.srv, [
             "accessnet.rtc", "send", "--dst", lab.client_ip, "--port", str(RTC_PORT),
             "--size", str(int(r.get("size", 1200))),
@@ -338,7 +346,7 @@ class WebRtc(Workload):
                 ["--diag-rtt-ms", str(float(r["diag_rtt_ms"]))] if "diag_rtt_ms" in r else [])]
             lab.spawn(lab.net.cli, [*prog, "recv", "--local-ip", lab.client_ip,
                                     "--signal-port", port,
-                                    "--max-burst-ms", str(float(r["max_burst_ms"])), "--duration", str(lab.duration_s + 5),
+                                    "--max-burst-ms", str(float(r["max_burst_ms"])), "--duration", str(lab.listen_s()),
                                     "--log", str(lab.out / f"rtc_rx{sfx}.csv"),
                                     "--stats", str(lab.out / f"webrtc_rx_stats{sfx}.csv"), *diag], f"webrtc_rx{sfx}",
                       realtime=True, exe=exe)
