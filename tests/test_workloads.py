@@ -209,7 +209,7 @@ def test_the_runs_limit_counts_from_the_audios_start_not_from_the_workloads_star
     begin = time.monotonic()
     wait_for_end(lab, _Alive(), [_NeverDone()], audio_only_s=15.0)
     took = time.monotonic() - begin
-    assert slack_s + duration_s + 1.0 - 0.05 <= took <= slack_s + duration_s + 1.0 + 0.5, took
+    assert slack_s + duration_s + 1.0 - 0.05 <= took <= slack_s + duration_s + 1.0 + 3.0, took  # not early; late: load
 
 
 def test_the_receivers_listen_past_the_runs_end_whatever_the_start_ups_slack(tmp_path):
