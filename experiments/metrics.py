@@ -561,6 +561,46 @@ def read_rtc(rep: Path, suffix: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
     return tx, rx
 
 
+# The delay-based over-use detector's over-use state as each WebRTC stack's per-second stats write it (the usage
+# column): aiortc's receiver (webrtc_rx_stats.csv, aiortc's BandwidthUsage names) and Pion's sender
+# (webrtc_tx_stats.csv with GCC's columns, pion/interceptor's usage.String()).
+OVERUSE_STATE = {"pion": "overuse", "aiortc": "overusing"}
+OVERUSE_STATS = {"pion": "webrtc_tx_stats", "aiortc": "webrtc_rx_stats"}  # where each stack's detector logs
+
+
+def overuse_seconds(rep: Path, suffix: str = "") -> dict | None:
+    """Over-use seconds of one [webrtc] flow: in how many of its per-second stats rows the delay-based detector
+    was in over-use, from the stack's own log (docs/data-formats.md): Pion's sender, whose
+    webrtc_tx_stats{suffix}.csv holds GCC's ``usage`` ("overuse"), else aiortc's receiver,
+    webrtc_rx_stats{suffix}.csv ("overusing"; aiortc's sender stats have no usage column). Each row is written
+    once a second and its usage is the detector's state at that moment: a sample per second, the same for both
+    stacks, not whether the detector fired at any time in the second (aiortc's per-packet webrtc_rx_trace.csv
+    says that, and counts more: docs/seeds.md). Rows without a usage value (aiortc's receiver before its first
+    packet) are not seconds of the count.
+
+    Returns {"stack", "overuse_s": rows in over-use, "usage_s": rows with a usage value, "overuse_share":
+    overuse_s / usage_s}, or None where the flow logs no detector state: no stats file (the [rtc] flow, whose
+    controller has no such detector), or no usage value in it."""
+    rep = Path(rep)
+    for stack, name in OVERUSE_STATS.items():
+        path = rep / f"{name}{suffix}.csv"
+        if not path.exists():
+            continue
+        try:
+            df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as e:
+            raise MetricsError(f"{path}: empty or unreadable: {e}".rstrip()) from None
+        if "usage" not in df.columns:
+            continue
+        usage = df["usage"].str.strip()
+        usage = usage[usage != ""]
+        if not len(usage):
+            continue
+        over = int((usage == OVERUSE_STATE[stack]).sum())
+        return {"stack": stack, "overuse_s": over, "usage_s": int(len(usage)), "overuse_share": over / len(usage)}
+    return None
+
+
 def rtc_metrics(rep: Path, flows: pd.DataFrame | None, n_flows: int, suffix: str = "",
                 other_rtc_bytes: int = 0, logs: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> dict:
     """One adaptive real-time flow (rtc_tx{suffix}.csv / rtc_rx{suffix}.csv) and the seeds' TFS.
@@ -569,8 +609,9 @@ def rtc_metrics(rep: Path, flows: pd.DataFrame | None, n_flows: int, suffix: str
     TFS = TCP throughput / (total throughput / number of flows), as in 002: TCP throughput is the mean
     per-download goodput while downloading (bytes x 8 / elapsed, completed downloads), total throughput
     the bytes of the real-time flows (this one and ``other_rtc_bytes`` received of the others) and all
-    downloads over this flow's span, number of flows the web users plus the real-time flows. ``logs``: the
-    flow's read_rtc, when the caller has read them already."""
+    downloads over this flow's span, number of flows the web users plus the real-time flows. "overuse": a
+    [webrtc] flow's ``overuse_seconds`` (None for a flow that logs no detector state). ``logs``: the flow's
+    read_rtc, when the caller has read them already."""
     tx, rx = logs if logs is not None else read_rtc(rep, suffix)
     span_ns = int(tx["send_ns"].max() - tx["send_ns"].min()) or 1
     owd = (rx["recv_ns"] - rx["send_ns"]).to_numpy(dtype=float) / NS
@@ -579,7 +620,7 @@ def rtc_metrics(rep: Path, flows: pd.DataFrame | None, n_flows: int, suffix: str
                  "goodput_bps": rtc_bytes * 8 * NS / span_ns,
                  "owd_median_s": float(np.median(owd)) if owd.size else None,
                  "owd_p95_s": float(np.percentile(owd, 95)) if owd.size else None,
-                 "mean_rate_bps": float(tx["rate_bps"].mean())}
+                 "mean_rate_bps": float(tx["rate_bps"].mean()), "overuse": overuse_seconds(rep, suffix)}
     if flows is not None and len(flows):
         t = tcp_metrics(flows)
         gp = np.array([g for g in t["flow_goodput_bps"] if g is not None], float)

@@ -43,8 +43,20 @@ computed from the replications the report loaded, with the same definitions (``e
 * Seed 002's table: one RRTCC flow against 5 web users on 5 Mbit/s with 50 and 100 ms link delay, a
   50-packet drop-tail queue, 30 ns-2 runs: the real-time flow's goodput and loss, the web users' throughput
   while downloading and TFS (mean and sigma). The lab's rows: every case whose replications have the
-  real-time flow's logs (``summarize_rep``'s ``rtc``), by the link's delay and the case's scenario (which
-  names the flow: ``rtc5`` the lab's own controller, ``webrtc5`` aiortc's) and AQM, mean ± 95 % CI.
+  real-time flow's logs (``summarize_rep``'s ``rtc``), by the link's delay, the case's scenario (``rtc5``
+  the lab's own controller, ``webrtc5`` a real WebRTC stack), AQM and stack (``rtc_stack``: aiortc or Pion
+  for [webrtc], "accessnet.rtc" for [rtc]), mean ± 95 % CI; the two-flow table (2 RRTCC + 10 web users)
+  likewise, per flow.
+* Over-use seconds (both tables): per replication, the number of seconds at whose once-a-second stats sample
+  the flow's delay-based over-use detector was in over-use (``metrics.overuse_seconds``: aiortc's receiver
+  stats, Pion's sender GCC stats; the same sampling for both), mean ± 95 % CI over replications, and in
+  brackets the mean share of the sampled seconds. "-" where the flow logs no detector state: the seed (ns-2
+  gives no such number) and the lab's own [rtc] controller (it has no delay-gradient detector: its over-use
+  is a queuing delay above 50 ms or loss above 10 %, and it does not log it).
+* Seed 002's stacks paired (``seed002_stacks_md``): where a case (delay, scenario, AQM) ran on both stacks,
+  Pion − aiortc per replication pair (the same replication number and meta.json seed: ``Case.draw_key``
+  gives both stacks of a case the same draws), mean ± 95 % CI of the differences; with two flows each side's
+  value is the mean over its flows.
 
 Each ordering is marked "holds" when the lab orders the two numbers as the seed does, "differs" when it
 orders them the other way, "-" when the lab has no data for one side. Where it differs the report's other
@@ -58,7 +70,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cases import Case, kept, pooled_ipdv_ns
+from .cases import AQM_ORDER, Case, kept, pooled_ipdv_ns
 from .markdown import fmt_ci, md_table
 from .metrics import NS, _jb_key, ipdv_table, mean_ci95
 
@@ -431,55 +443,173 @@ def pam13_fig_orderings(cases: Sequence[Case]) -> list[Ordering]:
     return out
 
 
-def rtc_units(cases: Sequence[Case], n_rtc: int = 1) -> dict[tuple[int, str, str], list]:
-    """Replications with ``n_rtc`` real-time flows, by (link delay ms, scenario, AQM): per replication the
-    first flow's metrics (with ``n_rtc`` > 1: the list of every flow's, ``summarize_rep``'s ``rtc_flows``)."""
-    out: dict[tuple[int, str, str], list] = {}
+SEED002_SOURCE = ("seed 002 (ns-2 RRTCC, mean σ)", "RRTCC (ns-2)")  # the seed's rows: source and stack cells
+RTC_OWN = "accessnet.rtc"  # the stack cell of the lab's own [rtc] controller
+STACK_ORDER = ("aiortc", "pion", RTC_OWN)  # a case's stacks side by side, in this order
+
+
+def rtc_stack(r, per: dict | None = None) -> str:
+    """The real-time flow's stack of a replication: meta.json's plan.workloads.webrtc.stack (aiortc where the
+    key is absent: runs from before it existed), RTC_OWN for an [rtc] flow; for a replication whose meta.json
+    holds no workloads plan, the stack its stats name (``metrics.overuse_seconds``), else by its scenario
+    (webrtc*: aiortc)."""
+    workloads = (r.meta.get("plan") or {}).get("workloads") or {}
+    if "webrtc" in workloads:
+        return str((workloads["webrtc"] or {}).get("stack") or "aiortc")
+    if "rtc" in workloads:
+        return RTC_OWN
+    if per and per.get("overuse"):
+        return str(per["overuse"]["stack"])
+    return "aiortc" if str(r.meta.get("scenario", "")).startswith("webrtc") else RTC_OWN
+
+
+def _rtc_reps(cases: Sequence[Case], n_rtc: int):
+    """(unit, replication, per-flow metrics) for every replication with ``n_rtc`` real-time flows and a link
+    delay in meta.json; unit = (link delay ms, scenario, AQM, stack)."""
     for c in cases:
         for r in c.reps:
             per = r.summary.get("rtc_flows") or ([r.summary["rtc"]] if r.summary.get("rtc") else [])
             prof = r.meta.get("profile")
             if len(per) != n_rtc or not isinstance(prof, dict) or prof.get("delay_ms") is None:
                 continue
-            out.setdefault((round(float(prof["delay_ms"])), _scenario(c), str(c.aqm)), []).append(
-                per[0] if n_rtc == 1 else per)
-    return out
+            yield (round(float(prof["delay_ms"])), _scenario(c), str(c.aqm), rtc_stack(r, per[0])), r, per
+
+
+def _unit_order(u: tuple) -> tuple:
+    """Rows of a delay: by scenario, AQM (the report's order), then stack (aiortc, Pion, the lab's own)."""
+    d, sc, aqm, stack = u
+    return (d, sc, AQM_ORDER.index(aqm) if aqm in AQM_ORDER else len(AQM_ORDER), aqm,
+            STACK_ORDER.index(stack) if stack in STACK_ORDER else len(STACK_ORDER), stack)
+
+
+def rtc_units(cases: Sequence[Case], n_rtc: int = 1) -> dict[tuple[int, str, str, str], list]:
+    """Replications with ``n_rtc`` real-time flows, by (link delay ms, scenario, AQM, stack), in the tables'
+    order: per replication the first flow's metrics (with ``n_rtc`` > 1: the list of every flow's,
+    ``summarize_rep``'s ``rtc_flows``)."""
+    out: dict[tuple[int, str, str, str], list] = {}
+    for unit, _, per in _rtc_reps(cases, n_rtc):
+        out.setdefault(unit, []).append(per[0] if n_rtc == 1 else per)
+    return dict(sorted(out.items(), key=lambda kv: _unit_order(kv[0])))
+
+
+def overuse_cell(flows: Sequence[dict]) -> str:
+    """Over-use seconds of one flow over replications (module docstring): mean ± 95 % CI of the seconds and,
+    in brackets, the mean share of the sampled seconds; "-" when no replication's flow logs its detector's
+    state (the seed, the [rtc] controller), replications without it counted as missing."""
+    ou = [f.get("overuse") for f in flows]
+    if not any(ou):
+        return "-"
+    share = mean_ci95(o["overuse_share"] if o else None for o in ou)["mean"]
+    return f"{fmt_ci(mean_ci95(o['overuse_s'] if o else None for o in ou), 1, 1)} ({100 * share:.0f} %)"
+
+
+OVERUSE_LABEL = "over-use seconds (share)"
 
 
 def seed002_md(cases: Sequence[Case]) -> list[str]:
-    """Seed 002's "1 RRTCC and 5 TCP flows" table, the lab's rows under each link delay."""
+    """Seed 002's "1 RRTCC and 5 TCP flows" table, the lab's rows under each link delay: per scenario and AQM
+    each stack's row, with its over-use seconds (module docstring)."""
     units = rtc_units(cases)
-    header = ["source", "delay (ms)", "reps", *(label for *_, label in SEED002_KEYS)]
+    header = ["source", "stack", "delay (ms)", "reps", *(label for *_, label in SEED002_KEYS), OVERUSE_LABEL]
     rows = []
     for delay, seed in SEED002_1RTC_5TCP.items():
-        rows.append(["seed 002 (ns-2 RRTCC, mean σ)", str(delay), "30",
-                     *(f"{seed[k][0]:g} (σ {seed[k][1]:g})" for k, *_ in SEED002_KEYS)])
-        for (d, sc, aqm), reps in sorted(units.items()):
+        rows.append([*SEED002_SOURCE, str(delay), "30",
+                     *(f"{seed[k][0]:g} (σ {seed[k][1]:g})" for k, *_ in SEED002_KEYS), "-"])
+        for (d, sc, aqm, stack), reps in units.items():
             if d != delay:
                 continue
-            rows.append([f"lab {sc} {aqm}", str(d), str(len(reps)),
-                         *(fmt_ci(mean_ci95(r.get(key) for r in reps), scale, 1) for _, key, scale, _ in SEED002_KEYS)])
+            rows.append([f"lab {sc} {aqm}", stack, str(d), str(len(reps)),
+                         *(fmt_ci(mean_ci95(r.get(key) for r in reps), scale, 1) for _, key, scale, _ in SEED002_KEYS),
+                         overuse_cell(reps)])
     return md_table(header, rows)
 
 
 def seed002_two_md(cases: Sequence[Case]) -> list[str]:
     """Seed 002's "2 RRTCC with 10 TCP flows" table: each real-time flow's goodput and loss, the web flows'
-    throughput and TFS (from the first flow's record: TFS counts every flow), the lab's rows per delay."""
+    throughput and TFS (from the first flow's record: TFS counts every flow) and each flow's over-use seconds,
+    the lab's rows per delay, scenario, AQM and stack."""
     units = rtc_units(cases, 2)
     cols = (("goodput1", 0, "goodput_bps", 1e-3), ("goodput2", 1, "goodput_bps", 1e-3),
             ("loss1", 0, "loss_rate", 100), ("loss2", 1, "loss_rate", 100),
             ("tcp", 0, "tcp_throughput_bps", 1e-3), ("tfs", 0, "tfs", 100))
-    header = ["source", "delay (ms)", "reps", "flow 1 goodput (kbit/s)", "flow 2 goodput (kbit/s)",
-              "flow 1 loss (%)", "flow 2 loss (%)", "TCP throughput, ON time (kbit/s)", "TFS (%)"]
+    header = ["source", "stack", "delay (ms)", "reps", "flow 1 goodput (kbit/s)", "flow 2 goodput (kbit/s)",
+              "flow 1 loss (%)", "flow 2 loss (%)", "TCP throughput, ON time (kbit/s)", "TFS (%)",
+              f"flow 1 {OVERUSE_LABEL}", f"flow 2 {OVERUSE_LABEL}"]
     rows = []
     for delay, seed in SEED002_2RTC_10TCP.items():
-        rows.append(["seed 002 (ns-2 RRTCC, mean σ)", str(delay), "30",
-                     *(f"{seed[k][0]:g} (σ {seed[k][1]:g})" for k, *_ in cols)])
-        for (d, sc, aqm), reps in sorted(units.items()):
+        rows.append([*SEED002_SOURCE, str(delay), "30", *(f"{seed[k][0]:g} (σ {seed[k][1]:g})" for k, *_ in cols),
+                     "-", "-"])
+        for (d, sc, aqm, stack), reps in units.items():
             if d == delay:
-                rows.append([f"lab {sc} {aqm}", str(d), str(len(reps)),
-                             *(fmt_ci(mean_ci95(r[i].get(key) for r in reps), scale, 1) for _, i, key, scale in cols)])
+                rows.append([f"lab {sc} {aqm}", stack, str(d), str(len(reps)),
+                             *(fmt_ci(mean_ci95(r[i].get(key) for r in reps), scale, 1) for _, i, key, scale in cols),
+                             *(overuse_cell([r[i] for r in reps]) for i in (0, 1))])
     return md_table(header, rows)
+
+
+# Seed 002's stacks paired: (label, per-flow key or a function of the flows, scale, digits)
+def _flow_mean(key: str):
+    def f(per: list[dict]) -> float | None:
+        xs = [p.get(key) for p in per]
+        return None if any(x is None for x in xs) else float(np.mean(xs))
+    return f
+
+
+def _flow_overuse(per: list[dict]) -> float | None:
+    xs = [p.get("overuse") for p in per]
+    return None if not all(xs) else float(np.mean([x["overuse_s"] for x in xs]))
+
+
+STACKS_PAIRED = (("Δ RTC goodput (kbit/s)", _flow_mean("goodput_bps"), 1e-3, 1),
+                 ("Δ RTC loss (% points)", _flow_mean("loss_rate"), 100, 2),
+                 ("Δ TCP throughput, ON time (kbit/s)", lambda per: per[0].get("tcp_throughput_bps"), 1e-3, 1),
+                 ("Δ TFS (% points)", lambda per: per[0].get("tfs"), 100, 1),
+                 ("Δ over-use seconds", _flow_overuse, 1, 1))
+
+
+def _signed(ci: dict, scale: float, digits: int) -> str:
+    if ci["mean"] is None:
+        return "–" + (f" ({ci['n_missing']} missing)" if ci["n_missing"] else "")
+    out = f"{ci['mean'] * scale:+.{digits}f}"
+    if ci["ci95"] is not None:
+        out += f" ± {ci['ci95'] * scale:.{digits}f}"
+    return out + (f" ({ci['n_missing']} missing)" if ci["n_missing"] else "")
+
+
+def stack_pairs(cases: Sequence[Case], n_rtc: int, a: str = "pion", b: str = "aiortc"
+                ) -> dict[tuple[int, str, str], list[tuple[list, list]]]:
+    """Per (link delay ms, scenario, AQM) run on both stacks: the pairs (``a``'s flows, ``b``'s flows) of
+    replications with the same replication number and meta.json seed (each replication in one pair at most)."""
+    sides: dict[tuple, dict[str, list]] = {}
+    for (d, sc, aqm, stack), r, per in _rtc_reps(cases, n_rtc):
+        if stack in (a, b):
+            sides.setdefault((d, sc, aqm), {a: [], b: []})[stack].append((r, per))
+    out = {}
+    for unit, side in sides.items():
+        pairs, free = [], list(side[b])
+        for r, per in side[a]:
+            key = (r.meta.get("rep"), r.meta.get("seed"))
+            k = next((i for i, (rb, _) in enumerate(free) if key[1] is not None
+                      and (rb.meta.get("rep"), rb.meta.get("seed")) == key), None)
+            if k is not None:
+                pairs.append((per, free.pop(k)[1]))
+        if pairs:
+            out[unit] = pairs
+    return dict(sorted(out.items(), key=lambda kv: _unit_order((*kv[0], ""))))
+
+
+def seed002_stacks_md(cases: Sequence[Case]) -> list[str]:
+    """Pion − aiortc per case run on both stacks, paired by replication (module docstring); one- and two-flow
+    cases (with two flows, each side's goodput, loss and over-use seconds are the mean over its flows)."""
+    rows = []
+    for n_rtc in (1, 2):
+        for (d, sc, aqm), pairs in stack_pairs(cases, n_rtc).items():
+            rows.append([f"lab {sc} {aqm}", str(d), str(len(pairs)),
+                         *(_signed(mean_ci95(None if f(x) is None or f(y) is None else f(x) - f(y) for x, y in pairs),
+                                   scale, digits) for _, f, scale, digits in STACKS_PAIRED)])
+    if not rows:
+        return ["(no case ran on both stacks with paired replications)"]
+    return md_table(["case", "delay (ms)", "pairs", *(h for h, *_ in STACKS_PAIRED)], rows)
 
 
 def seeds_md(cases: Sequence[Case]) -> list[str]:
@@ -505,6 +635,16 @@ def seeds_md(cases: Sequence[Case]) -> list[str]:
             *orderings_md([*pam13_orderings(cases), *pam13_fig_orderings(cases), *ietf79_orderings(cases),
                            *ietf79_statements(cases)]), "",
             "### Seed 002: one real-time flow against five web users", "",
-            "Seed 002's ns-2 runs (RRTCC) beside the lab's replications with a real-time flow (mean ± 95 % CI); "
-            "TFS = TCP throughput / (total throughput / number of flows).", "", *seed002_md(cases), "",
-            "### Seed 002: two real-time flows against ten web users", "", *seed002_two_md(cases), ""]
+            "Seed 002's ns-2 runs (RRTCC) beside the lab's replications with a real-time flow (mean ± 95 % CI), "
+            "one row per scenario, AQM and stack (aiortc: receiver-side delay-based estimate and REMB; pion: "
+            "Pion's send-side GCC; accessnet.rtc: the lab's own controller); TFS = TCP throughput / (total "
+            "throughput / number of flows). Over-use seconds: per replication, the seconds at whose "
+            "once-a-second stats sample the flow's delay-based detector was in over-use (aiortc: its "
+            "receiver's stats; Pion: its sender's GCC stats), mean ± 95 % CI, in brackets the share of the "
+            "sampled seconds; \"-\" where the flow logs no such detector (the seed; the lab's own controller).",
+            "", *seed002_md(cases), "",
+            "### Seed 002: two real-time flows against ten web users", "", *seed002_two_md(cases), "",
+            "### Seed 002: Pion − aiortc, paired by replication", "",
+            "Where a case ran on both stacks: replication k of Pion minus replication k of aiortc (the same "
+            "seed: both met the same web users), mean ± 95 % CI of the differences; with two real-time flows, "
+            "each side's mean over its flows.", "", *seed002_stacks_md(cases), ""]

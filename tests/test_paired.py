@@ -53,3 +53,26 @@ def test_every_aqm_of_an_ipv6_replication_pairs_and_ipv6_draws_apart_from_ipv4()
         (key6, seed6, _), = {(k, s, "") for k, s, _ in six.values()}
         (key4, seed4, _), = {(k, s, "") for k, s, _ in plans(v4, rep).values()}
         assert key6 == key4 + "-ip6" and seed6 != seed4
+
+
+def test_both_webrtc_stacks_of_a_case_draw_the_same_plan(tmp_path, monkeypatch):
+    """[webrtc] stack names a case (-pion) and its own pairing unit (each stack's AQMs pair with its FIFO), but
+    not its draws: aiortc and Pion meet the same web users in replication k (issue 35 item 3)."""
+    fake = tmp_path / "pion-rtc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(scen, "PION_BINARY", fake)
+    aio = scen.load("webrtc5", {"aqms": ["fifo", "iwa"]})
+    pion = scen.load("webrtc5", {"aqms": ["fifo", "iwa"]}, "pion")
+    assert [c.name for c in pion.cases] == ["webrtc5-rtc50-50p-fifo-iw10-pion", "webrtc5-rtc50-50p-iwa-iw10-pion"]
+    assert [c.name for c in aio.cases] == ["webrtc5-rtc50-50p-fifo-iw10", "webrtc5-rtc50-50p-iwa-iw10"]
+    for rep in range(3):
+        a, p = plans(aio, rep), plans(pion, rep)
+        assert {k for k, _, _ in a.values()} == {"webrtc5-rtc50-50p-iw10"}
+        assert {k for k, _, _ in p.values()} == {"webrtc5-rtc50-50p-iw10-pion"}
+        (seed_a,), (seed_p,) = {s for _, s, _ in a.values()}, {s for _, s, _ in p.values()}
+        assert seed_a == seed_p
+        plan_a = next(iter(a.values()))[2]
+        plan_p = next(iter(p.values()))[2]
+        assert plan_a["workloads"]["webrtc"]["stack"] == "aiortc" and plan_p["workloads"]["webrtc"]["stack"] == "pion"
+        assert plan_a["workloads"]["users"] == plan_p["workloads"]["users"] and plan_a["bursts"] == plan_p["bursts"]

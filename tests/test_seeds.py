@@ -83,7 +83,8 @@ def test_lab_rows_and_verdicts_from_runs(tmp_path: Path):
 
 def test_seed002_table_with_the_labs_real_time_flow(tmp_path: Path):
     """A replication with the real-time flow's logs: 100 packets of 1000 B over 0.99 s, 90 received -> goodput
-    90 kB x 8 / 0.99 s, loss 10 %; its row sits under the seed's 50 ms row, named by scenario and AQM."""
+    90 kB x 8 / 0.99 s, loss 10 %; its row sits under the seed's 50 ms row, named by scenario and AQM, its
+    stack the lab's own controller, which logs no over-use detector ("-")."""
     run = tmp_path / "run"
     r = write_rep(run, "rtc5-rtc50-50p-fifo-iw10", 0, [float(BASE_MS)] * N_PKTS, aqm="fifo", meta_extra={
         "scenario": "rtc5", "profile": {"name": "rtc50", "rate_bps": 5e6, "delay_ms": 50.0}})
@@ -93,8 +94,9 @@ def test_seed002_table_with_the_labs_real_time_flow(tmp_path: Path):
     rows = [x for x in lines if x.startswith("| ")]
     i = next(k for k, x in enumerate(rows) if x.startswith("| seed 002") and "| 50 |" in x)
     lab = [c.strip() for c in rows[i + 1].strip("|").split("|")]
-    assert lab[:3] == ["lab rtc5 fifo", "50", "1"]
-    assert lab[3] == f"{90_000 * 8 / 0.99 / 1e3:.1f}" and lab[4] == "10.0"
+    assert lab[:4] == ["lab rtc5 fifo", "accessnet.rtc", "50", "1"]
+    assert lab[4] == f"{90_000 * 8 / 0.99 / 1e3:.1f}" and lab[5] == "10.0" and lab[8] == "-"
+    assert [c.strip() for c in rows[i].strip("|").split("|")][-1] == "-"  # the seed gives no over-use seconds
     assert not any(x.startswith("| lab") for x in rows[i + 2:])  # nothing under the 100 ms row
 
 
@@ -130,14 +132,92 @@ def test_seed002_two_flow_table_reads_each_flow(tmp_path: Path):
     run = tmp_path / "run"
     r = write_rep(run, "webrtc10-rtc50-50p-fifo-iw10", 0, [float(BASE_MS)] * N_PKTS, aqm="fifo", meta_extra={
         "scenario": "webrtc10", "profile": {"name": "rtc50", "rate_bps": 5e6, "delay_ms": 50.0}})
-    for sfx, got in (("", 100), ("_1", 80)):
+    for sfx, got, usage in (("", 100, ["", "overusing", "normal", "overusing", "normal"]),
+                            ("_1", 80, ["normal", "underusing", "overusing", "normal"])):
         write_rtc_logs(r, sfx, got)
+        write_aiortc_stats(r, usage, sfx)
     cases = report.load_cases([run])[0]
     assert seeds.rtc_units(cases, 1) == {}  # two flows: not a row of the one-flow table
     rows = [x for x in seeds.seed002_two_md(cases) if x.startswith("| lab")]
     assert len(rows) == 1
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
-    assert cells[:3] == ["lab webrtc10 fifo", "50", "1"] and (cells[5], cells[6]) == ("0.0", "20.0")
+    assert cells[:4] == ["lab webrtc10 fifo", "aiortc", "50", "1"] and (cells[6], cells[7]) == ("0.0", "20.0")
+    assert cells[10:] == ["2.0 (50 %)", "1.0 (25 %)"]  # flow 1: 2 of 4 sampled seconds, flow 2: 1 of 4
+
+
+def write_aiortc_stats(rep: Path, usage: list[str], suffix: str = "") -> None:
+    """aiortc's per-second stats as its flow writes them: the receiver's usage column (empty before the first
+    packet), the sender's without one."""
+    from accessnet.webrtc import RX_STATS, TX_STATS
+    rx = [dict.fromkeys(RX_STATS, "") | {"t_ns": str(10**18 + i * 10**9), "usage": u} for i, u in enumerate(usage)]
+    tx = [dict.fromkeys(TX_STATS, "") | {"t_ns": str(10**18 + i * 10**9), "target_bps": "50000"} for i in range(4)]
+    for name, cols, rows in (("webrtc_rx_stats", RX_STATS, rx), ("webrtc_tx_stats", TX_STATS, tx)):
+        (rep / f"{name}{suffix}.csv").write_text(",".join(cols) + "\n" + "".join(
+            ",".join(row[c] for c in cols) + "\n" for row in rows))
+
+
+def write_pion_stats(rep: Path, usage: list[str], suffix: str = "") -> None:
+    """Pion's per-second stats: GCC's usage in the sender's, the receiver's usage column empty."""
+    from accessnet.webrtc import PION_RX_STATS, PION_TX_STATS
+    tx = [dict.fromkeys(PION_TX_STATS, "") | {"t_ns": str(10**18 + i * 10**9), "usage": u, "state": "hold"}
+          for i, u in enumerate(usage)]
+    rx = [dict.fromkeys(PION_RX_STATS, "") | {"t_ns": str(10**18 + i * 10**9), "received": "90"} for i in range(3)]
+    for name, cols, rows in (("webrtc_tx_stats", PION_TX_STATS, tx), ("webrtc_rx_stats", PION_RX_STATS, rx)):
+        (rep / f"{name}{suffix}.csv").write_text(",".join(cols) + "\n" + "".join(
+            ",".join(row[c] for c in cols) + "\n" for row in rows))
+
+
+def _usage(over: int, n: int, state: str = "overusing", other: str = "normal", lead: int = 0) -> list[str]:
+    """``lead`` empty samples, then ``n``: ``over`` of them in ``state``, every other one while they last."""
+    assert 0 <= over <= n
+    out = [other] * n
+    for i in [*range(0, n, 2), *range(1, n, 2)][:over]:
+        out[i] = state
+    return [""] * lead + out
+
+
+def test_seed002_shows_both_stacks_side_by_side_with_over_use_seconds_and_pairs_them(tmp_path: Path):
+    """The 1 + 5 case at 50 ms on aiortc (reps 0-2) and Pion (reps 0-2, rep 2 with another seed): one row each,
+    aiortc first; over-use seconds from each stack's own stats (aiortc's receiver: 3, 5 and 4 of 8 sampled
+    seconds after two empty ones; Pion's sender: 1, 2 and 3 of 10); the paired table takes reps 0 and 1 only."""
+    from experiments.metrics import overuse_seconds
+    run = tmp_path / "run"
+    plan = lambda stack: {"bursts": [{"burst": 0, "start_s": 3.0, "flows": 2, "bytes": 62000}],  # noqa: E731
+                          "workloads": {"webrtc": {"stack": stack}}}
+    for stack, sfx, got, over, n, state in (("aiortc", "", (90, 90, 90), (3, 5, 4), 8, "overusing"),
+                                            ("pion", "-pion", (100, 96, 92), (1, 2, 3), 10, "overuse")):
+        for k in range(3):
+            r = write_rep(run, f"webrtc5-rtc50-50p-fifo-iw10{sfx}", k, [float(BASE_MS)] * N_PKTS, aqm="fifo",
+                          seed=99 if (stack, k) == ("pion", 2) else None, meta_extra={
+                              "scenario": "webrtc5", "plan": plan(stack),
+                              "profile": {"name": "rtc50", "rate_bps": 5e6, "delay_ms": 50.0}})
+            write_rtc_logs(r, received=got[k])
+            if stack == "aiortc":
+                write_aiortc_stats(r, _usage(over[k], n, lead=2))
+            else:
+                write_pion_stats(r, _usage(over[k], n, "overuse", "underuse"))
+    first = run / "webrtc5-rtc50-50p-fifo-iw10" / "rep0"
+    assert overuse_seconds(first) == {"stack": "aiortc", "overuse_s": 3, "usage_s": 8, "overuse_share": 3 / 8}
+    assert overuse_seconds(run / "webrtc5-rtc50-50p-fifo-iw10-pion" / "rep1") == {
+        "stack": "pion", "overuse_s": 2, "usage_s": 10, "overuse_share": 0.2}
+    cases = report.load_cases([run])[0]
+    rows = [[c.strip() for c in x.strip("|").split("|")] for x in seeds.seed002_md(cases) if x.startswith("| lab")]
+    assert [r[:4] for r in rows] == [["lab webrtc5 fifo", "aiortc", "50", "3"], ["lab webrtc5 fifo", "pion", "50", "3"]]
+    t2 = 4.302653  # t(0.975, 2)
+    assert rows[0][4] == f"{90 * 8 / 0.99:.1f} ± 0.0" and rows[0][5] == "10.0 ± 0.0"
+    assert rows[1][4].startswith(f"{96 * 8 / 0.99:.1f} ± {t2 * 4 * 8 / 0.99 / 3 ** 0.5:.1f}")  # sd 4 packets
+    # over-use: aiortc 3, 5, 4 s (sd 1) of 8 sampled: 50 %; Pion 1, 2, 3 s (sd 1) of 10: 20 %
+    assert rows[0][-1] == f"4.0 ± {t2 / 3 ** 0.5:.1f} (50 %)" and rows[1][-1] == f"2.0 ± {t2 / 3 ** 0.5:.1f} (20 %)"
+    paired = [[c.strip() for c in x.strip("|").split("|")] for x in seeds.seed002_stacks_md(cases)
+              if x.startswith("| lab")]
+    t1 = 12.706205  # t(0.975, 1); two pairs: Pion - aiortc = (10, 6) packets, (0 - 10, 4 - 10) % loss, (1 - 3, 2 - 5) s
+    assert len(paired) == 1 and paired[0][:3] == ["lab webrtc5 fifo", "50", "2"]
+    sd = lambda a, b: abs(a - b) / 2 ** 0.5  # noqa: E731
+    assert paired[0][3] == f"{8 * 8 / 0.99:+.1f} ± {t1 * sd(10, 6) * 8 / 0.99 / 2 ** 0.5:.1f}"
+    assert paired[0][4] == f"{-8:+.2f} ± {t1 * sd(-10, -6) / 2 ** 0.5:.2f}"
+    assert paired[0][7] == f"{-2.5:+.1f} ± {t1 * sd(-2, -3) / 2 ** 0.5:.1f}"
+    text = "\n".join(seeds.seeds_md(cases))
+    assert "### Seed 002: Pion − aiortc, paired by replication" in text
 
 
 def burst_of(ms: float, at: int, n: int) -> list[float]:

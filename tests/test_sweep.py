@@ -132,6 +132,72 @@ def test_the_seed002_sweeps_run_the_webrtc_flow_at_both_delays_under_every_aqm()
             ("webrtc5", 1, 5), ("webrtc10", 2, 10)}  # the seed's two cases
 
 
+@pytest.fixture
+def fake_pion(tmp_path, monkeypatch):
+    """A stand-in for build/pion-rtc (the scenario only checks that it is executable)."""
+    from accessnet import scenario as scen
+    fake = tmp_path / "pion-rtc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(scen, "PION_BINARY", fake)
+    return fake
+
+
+SEED002_AQMS = ("fifo", "red", "redok", "codel", "pie", "iwa")
+
+
+def test_the_seed002_stacks_sweeps_run_both_stacks_paired(fake_pion):
+    """Issue 35 item 3: the seed's four cases under FIFO and the 1 + 5 case at 50 ms under every P4 AQM, each
+    with aiortc and Pion; 10 (quick: 3) replications of 18 cases; aiortc's cases keep seed002's names (and
+    seeds), Pion's end in -pion; each stack's AQMs pair with its own FIFO, and both stacks of a case draw the
+    same seed in replication k."""
+    want = {f"{sc}-{d}-50p-fifo-iw10{s}" for sc in ("webrtc5", "webrtc10") for d in ("rtc50", "rtc100")
+            for s in ("", "-pion")}
+    want |= {f"webrtc5-rtc50-{'100p' if a == 'redok' else '50p'}-{a}-iw10{s}" for a in SEED002_AQMS
+             for s in ("", "-pion")}
+    _, seed002 = sweep.load_sweep("seed002")
+    old_names = {u.case.name for u in seed002}
+    for name, reps in (("seed002-stacks", 10), ("seed002-stacks-quick", 3)):
+        _, units = sweep.load_sweep(name)
+        cases = {u.case.name: u.case for u in units}
+        assert set(cases) == want and len(cases) == 18
+        assert len(units) == 18 * reps and {u.rep for u in units} == set(range(reps))
+        assert {c.stack for c in cases.values()} == {"aiortc", "pion"}
+        assert all(c.spec["webrtc"].get("stack", "aiortc") == c.stack for c in cases.values())
+        assert {n for n, c in cases.items() if c.stack == "aiortc"} <= old_names  # seed002's cases, unchanged
+        units_by = {(u.case.name, u.rep): u for u in units}
+        for n, c in cases.items():
+            if c.stack != "pion":
+                continue
+            twin = cases[n.removesuffix("-pion")]
+            assert c.pair_key == twin.pair_key + "-pion" and c.draw_key == twin.draw_key == twin.pair_key
+            for k in range(reps):  # paired across stacks: the same seed in every replication
+                a, b = units_by[(n, k)], units_by[(twin.name, k)]
+                assert a.case.rep_seed(a.sc.seed, k) == b.case.rep_seed(b.sc.seed, k)
+        fifo = {c.pair_key for c in cases.values() if c.aqm == "fifo"}
+        assert all(c.pair_key in fifo for c in cases.values())  # every AQM has its stack's FIFO to pair with
+        assert {c.pair_key for c in cases.values() if c.aqm != "fifo"} == {"webrtc5-rtc50-50p-iw10",
+                                                                          "webrtc5-rtc50-50p-iw10-pion"}
+        seeds = {c.rep_seed(1, 0) for c in cases.values()}
+        assert len(seeds) == 4  # one draw per seed case (delay x users), shared by its AQMs and stacks
+
+
+def test_stacks_is_a_matrix_key_for_webrtc_scenarios_only(tmp_path, fake_pion):
+    p = tmp_path / "st.toml"
+    p.write_text('scenarios = ["webrtc5"]\naqms = ["fifo"]\nreps = 1\nstacks = ["pion"]\n')
+    _, units = sweep.load_sweep(str(p))
+    assert [u.key for u in units] == ["webrtc5-rtc50-50p-fifo-iw10-pion/rep0"]
+    assert units[0].case.spec["webrtc"]["stack"] == "pion"
+    p.write_text('scenarios = ["webrtc5", "web6"]\nstacks = ["aiortc", "pion"]\n')
+    with pytest.raises(ConfigError, match="web6.toml: a WebRTC stack .* without \\[webrtc\\]"):
+        sweep.load_sweep(str(p))
+    for bad, says in (('[]', "stacks = \\[\\]: must be a non-empty list"), ('"pion"', "stacks = 'pion'"),
+                      ('["libwebrtc"]', "stack = 'libwebrtc': must be one of 'aiortc', 'pion'")):
+        p.write_text(f'scenarios = ["webrtc5"]\nstacks = {bad}\n')
+        with pytest.raises(ConfigError, match=says):
+            sweep.load_sweep(str(p))
+
+
 def test_a_sweep_of_sweeps_runs_the_included_matrices_in_order_and_refuses_anything_else(tmp_path):
     _, quick = sweep.load_sweep("paper-quick")
     parts = [sweep.load_sweep(n)[1] for n in ("pam13-quick", "ietf79-quick")]

@@ -252,12 +252,24 @@ class Case:
     # the audio's jitter budget ([run] jitter_budget_ms): the switch's install-time IWA target (switch_cfg) and the
     # tuner's (both read switch_cfg's [aqm.iwa] budget_s), recorded in meta.json
     jitter_budget_ms: float = JITTER_BUDGET_MS
+    # the real-time flow's WebRTC stack ([webrtc] stack, default aiortc); None without a [webrtc] section
+    stack: str | None = None
+
+    @property
+    def _draw_suffix(self) -> str:
+        """What the case's name, pairing unit and draws carry beyond the defaults: the initial RTO when set, and
+        ``-ip6`` for IPv6 (IPv4 names are what they were before the key existed, so older runs resume)."""
+        return ("" if self.irto_s is None else f"-irto{self.irto_s:g}") + ("" if self.ip == 4 else f"-ip{self.ip}")
+
+    @property
+    def _stack_suffix(self) -> str:
+        """``-pion`` for a [webrtc] flow on the Pion stack; aiortc, the default, adds nothing (its cases keep the
+        names they had before the stack was a case's)."""
+        return "" if self.stack in (None, STACK) else f"-{self.stack}"
 
     @property
     def _suffix(self) -> str:
-        """What the case's name and pairing unit carry beyond the defaults: the initial RTO when set, and
-        ``-ip6`` for IPv6 (IPv4 names are what they were before the key existed, so older runs resume)."""
-        return ("" if self.irto_s is None else f"-irto{self.irto_s:g}") + ("" if self.ip == 4 else f"-ip{self.ip}")
+        return self._draw_suffix + self._stack_suffix
 
     @property
     def name(self) -> str:
@@ -270,15 +282,25 @@ class Case:
         """The pairing unit: everything of the case except the AQM. Cases with the same key see the same
         random draws in a replication number (paired comparisons, BRIEF); profiles, buffers, IWs and IP
         families are different designs and draw independently. redok's own buffer does not unpair it from
-        the others."""
+        the others. The WebRTC stack is part of the unit (each stack's AQMs pair with its own FIFO) but not of
+        the draws (``draw_key``)."""
+        return self.draw_key + self._stack_suffix
+
+    @property
+    def draw_key(self) -> str:
+        """What the replication's random draws hash (``rep_seed``): the pairing unit without the WebRTC stack,
+        so both stacks of a case meet the same web users, start times and switch seed in replication k (the
+        stacks pair as the AQMs do; experiments.seeds pairs them by meta.json's seed). Without a Pion stack it
+        is ``pair_key`` itself, so every seed is what it was before the stack was part of the name."""
         return (f"{self.scenario}-{self.profile.name}-{_buf_name(self.nominal_buffer or self.buffer)}-iw{self.iw}"
-                f"{self._suffix}")
+                f"{self._draw_suffix}")
 
     def rep_seed(self, base_seed: int, rep: int) -> int:
-        """The seed of replication ``rep``: a stable hash of the scenario's seed, the pairing unit and the
-        replication number (never of the AQM), so every AQM of a scenario gets the same start times, sizes,
-        traffic-tool seeds and switch seed in the same replication number."""
-        h = hashlib.sha256(f"{int(base_seed)}/{self.pair_key}/{int(rep)}".encode()).digest()
+        """The seed of replication ``rep``: a stable hash of the scenario's seed, the draw unit (``draw_key``:
+        the pairing unit without the WebRTC stack) and the replication number (never of the AQM or the stack),
+        so every AQM and both stacks of a scenario get the same start times, sizes, traffic-tool seeds and
+        switch seed in the same replication number."""
+        h = hashlib.sha256(f"{int(base_seed)}/{self.draw_key}/{int(rep)}".encode()).digest()
         return int.from_bytes(h[:6], "big")
 
 
@@ -326,19 +348,21 @@ def find(name_or_path: str) -> Path:
     return path
 
 
-def load(name_or_path: str, overrides: dict | None = None) -> Scenario:
-    """Read a scenario; ``overrides`` replace keys of its [run] table (a sweep's matrix does this)."""
+def load(name_or_path: str, overrides: dict | None = None, stack: str | None = None) -> Scenario:
+    """Read a scenario; ``overrides`` replace keys of its [run] table and ``stack`` its [webrtc] stack (a
+    sweep's matrix does this)."""
     path = find(name_or_path)
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{path}: {e}") from None
-    return build(path, data, overrides)
+    return build(path, data, overrides, stack)
 
 
-def _sections(path: Path, data: dict, overrides: dict | None) -> tuple[dict, dict]:
-    """The scenario's sections with ``overrides`` laid over [run], and its [run] table: every section and key
-    name known, every traffic section's values in range (raises ConfigError)."""
+def _sections(path: Path, data: dict, overrides: dict | None, stack: str | None = None) -> tuple[dict, dict]:
+    """The scenario's sections with ``overrides`` laid over [run] and ``stack`` over [webrtc] stack (a scenario
+    without [webrtc] refuses it: the key would add a flow), and its [run] table: every section and key name
+    known, every traffic section's values in range (raises ConfigError)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{path.name}: not a table of sections")
     unknown = set(data) - TOP_KEYS
@@ -346,6 +370,11 @@ def _sections(path: Path, data: dict, overrides: dict | None) -> tuple[dict, dic
         raise ConfigError(f"{path.name}: unknown section(s) {sorted(unknown)}; allowed {sorted(TOP_KEYS)}")
     if overrides:
         data = {**data, "run": {**data.get("run", {}), **overrides}}
+    if stack is not None:
+        if not isinstance(data.get("webrtc"), dict):
+            raise ConfigError(f"{path.name}: a WebRTC stack ({stack!r}, a sweep's stacks) for a scenario without "
+                              "[webrtc]: it has no real-time flow to run on it")
+        data = {**data, "webrtc": {**data["webrtc"], "stack": stack}}
     run = data.get("run", {})
     if not isinstance(run, dict):
         raise ConfigError(f"{path.name}: [run] must be a table")
@@ -427,13 +456,13 @@ def _switch(run: dict, aqms: list[str], label: str) -> str:
     return switch
 
 
-def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
+def build(path: Path, data: dict, overrides: dict | None = None, stack: str | None = None) -> Scenario:
     """A scenario from its data (a file's, or the copy a run directory's run.json keeps); named by
-    ``path``'s stem. The checks run in a fixed order: a scenario with several faults is refused for the
-    first one."""
+    ``path``'s stem; ``overrides`` and ``stack`` as ``load``'s. The checks run in a fixed order: a scenario
+    with several faults is refused for the first one."""
     path = Path(path)
     check_name("scenario", path.stem)
-    data, run = _sections(path, data, overrides)
+    data, run = _sections(path, data, overrides, stack)
     prof, buf = _link(run, path.name)
     aqms, iws = _aqms_and_iws(run, path.name)
     knobs = _aqm_knobs(data, path.name)
@@ -441,10 +470,12 @@ def build(path: Path, data: dict, overrides: dict | None = None) -> Scenario:
     ip = int(run.get("ip", 4))  # checked with [run]'s RANGES
     budget_ms = float(run.get("jitter_budget_ms", JITTER_BUDGET_MS))  # checked with [run]'s RANGES
     telemetry = run.get("telemetry", "all")  # checked with [run]'s RANGES
+    rtc_stack = data["webrtc"].get("stack", STACK) if "webrtc" in data else None  # checked with [webrtc]'s RANGES
     cases = []
     for aqm, iw in itertools.product(aqms, iws):
         cfg, real_buf = _case_switch_cfg(path.name, prof, buf, aqm, knobs, budget_ms, telemetry)
-        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf), irto_s, ip, budget_ms))
+        cases.append(Case(path.stem, prof, real_buf, aqm, iw, cfg, data, dict(buf), irto_s, ip, budget_ms,
+                          rtc_stack))
     switch = _switch(run, aqms, path.name)
     cc = check_cc(run.get("cc", "cubic"), path.name)
     return Scenario(path.stem, path, data, cases, int(run.get("reps", 3)), int(run.get("seed", 1)),

@@ -1,5 +1,5 @@
-"""Sweeps: a matrix of scenario x profile x buffer x initial RTO x IP family x AQM x IW x replications, run by one
-runner.
+"""Sweeps: a matrix of scenario x profile x buffer x initial RTO x IP family x WebRTC stack x AQM x IW x
+replications, run by one runner.
 
 ``python -m accessnet.sweep experiments/sweeps/<name>.toml [--jobs N] [--resume RUN_DIR]``
 (``make sweep SWEEP=<name>``). The sweep file is data::
@@ -15,6 +15,9 @@ runner.
     irtos = [1, 3]                         # optional: each replaces [run] irto_s (the hosts' initial RTO, s)
     ips = [4, 6]                           # optional: each replaces [run] ip (the IP family the workloads use)
     cc = "reno"                            # optional: replaces [run] cc
+    stacks = ["aiortc", "pion"]            # optional: each replaces [webrtc] stack (scenarios with [webrtc]
+                                           # only); a Pion case's name ends in -pion, and both stacks of a case
+                                           # get the same draws in replication k (scenario.Case.draw_key)
 
     [[part]]                               # optional: several matrices in one sweep; each part takes the
     scenarios = ["web6"]                   # keys above, and the top level's where it names none
@@ -62,7 +65,8 @@ from .switches import ensure_p4_build
 from .topology import ROOT
 
 SWEEP_DIR = ROOT / "experiments" / "sweeps"
-MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch", "irtos", "ips", "cc", "telemetry"}
+MATRIX_KEYS = {"scenarios", "profiles", "buffers", "aqms", "iws", "reps", "switch", "irtos", "ips", "cc", "telemetry",
+               "stacks"}
 KEYS = MATRIX_KEYS | {"description", "part", "included"}  # included: what include named (the record)
 
 
@@ -136,7 +140,8 @@ def matrices(data: dict) -> list[dict]:
 
 
 def expand(data: dict, scenarios: dict | None = None) -> list[Unit]:
-    """The matrix, in a stable order (scenario, profile, buffer, then the scenario's AQM x IW, then reps).
+    """The matrix, in a stable order (scenario, profile, buffer, initial RTO, IP family, stack, then the
+    scenario's AQM x IW, then reps).
     ``scenarios`` (name -> {"path", "file"}, as a sweep's run.json keeps them) replaces the files on disk."""
     units = []
     irtos = data.get("irtos", [None])
@@ -145,15 +150,19 @@ def expand(data: dict, scenarios: dict | None = None) -> list[Unit]:
     ips = data.get("ips", [None])
     if not isinstance(ips, list) or not ips:
         raise ConfigError(f"sweep: ips = {ips!r}: must be a non-empty list of IP families (4, 6)")
-    for name, prof, buf, irto, ip in itertools.product(data["scenarios"], data.get("profiles", [None]),
-                                                       data.get("buffers", [None]), irtos, ips):
+    stacks = data.get("stacks", [None])
+    if not isinstance(stacks, list) or not stacks:
+        raise ConfigError(f"sweep: stacks = {stacks!r}: must be a non-empty list of WebRTC stacks "
+                          f"({', '.join(scen.STACKS)})")
+    for name, prof, buf, irto, ip, stack in itertools.product(data["scenarios"], data.get("profiles", [None]),
+                                                              data.get("buffers", [None]), irtos, ips, stacks):
         over = {k: v for k, v in (("profile", prof), ("buffer", buf), ("aqms", data.get("aqms")),
                                    ("iws", data.get("iws")), ("reps", data.get("reps")),
                                    ("switch", data.get("switch")), ("irto_s", irto), ("ip", ip),
                                    ("cc", data.get("cc")), ("telemetry", data.get("telemetry")))
                 if v is not None}
         kept = (scenarios or {}).get(name)
-        sc = scen.build(Path(kept["path"]), kept["file"], over) if kept else scen.load(name, over)
+        sc = scen.build(Path(kept["path"]), kept["file"], over, stack) if kept else scen.load(name, over, stack)
         for case in sc.cases:
             units += [Unit(sc, case, r, case.name) for r in range(sc.reps)]
     return units
