@@ -146,6 +146,8 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
     IwaScaleDown() new_window;    // the field the ACK leaves with << scale (pass 1)
     IwaScaleUp() round_up;        // the field that covers want - ack
     IwaShare() share_of;
+    IwaSynRecord() syn_record;
+#include "iwa_steps.p4"
     Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash_dn;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash_up;
     Counter<bit<32>, bit<8>>(256, CounterType_t.PACKETS) iwa_events;   // op bits of the second passes

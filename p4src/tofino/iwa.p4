@@ -90,7 +90,7 @@ struct iwa_tpair_t {
     }; \
     Register<bit<32>, flow_slot_t>(IWA_FLOW_SLOTS, 0) flow_start; \
     RegisterAction<bit<32>, flow_slot_t, bit<32>>(flow_start) start_set = { \
-        void apply(inout bit<32> v) { v = (bit<32>)md.now; } \
+        void apply(inout bit<32> v) { v = (bit<32>)md.iwa.now; } \
     }; \
     RegisterAction<bit<32>, flow_slot_t, bit<32>>(flow_start) start_read = { \
         void apply(inout bit<32> v, out bit<32> r) { r = v; } \
@@ -98,7 +98,7 @@ struct iwa_tpair_t {
     /* ---- the start shaper: per flow ---- */ \
     Register<iwa_pair_t, flow_slot_t>(IWA_FLOW_SLOTS, {0, 0}) flow_syn; \
     RegisterAction<iwa_pair_t, flow_slot_t, bit<32>>(flow_syn) syn_write = { \
-        void apply(inout iwa_pair_t v) { v.lo = md.iwa.syn_rec; v.hi = (bit<32>)md.now; } \
+        void apply(inout iwa_pair_t v) { v.lo = md.iwa.syn_rec; v.hi = (bit<32>)md.iwa.now; } \
     }; \
     RegisterAction<iwa_pair_t, flow_slot_t, bit<32>>(flow_syn) syn_read = { \
         void apply(inout iwa_pair_t v, out bit<32> r, out bit<32> r2) { r = v.lo; r2 = v.hi; } \
@@ -223,7 +223,7 @@ struct iwa_tpair_t {
         void apply(inout iwa_pair_t v, out bit<32> r, out bit<32> r2) { r = v.lo; r2 = v.hi; } \
     }; \
     RegisterAction<iwa_pair_t, flow_slot_t, bit<32>>(flow_mark) mark_write = { \
-        void apply(inout iwa_pair_t v) { v.lo = md.iwa.edge_in; v.hi = (bit<32>)md.now; } \
+        void apply(inout iwa_pair_t v) { v.lo = md.iwa.edge_in; v.hi = (bit<32>)md.iwa.now; } \
     }; \
     /* ---- the start shaper: per link ---- */ \
     Register<int<32>, link_id_t>(N_LINKS, 0) iwa_epoch_t; \
@@ -231,7 +231,7 @@ struct iwa_tpair_t {
         void apply(inout int<32> v, out int<32> r) { \
             r = v; \
             if (v - md.iwa.epoch_ago1 < 0) { \
-                v = md.now; \
+                v = md.iwa.now; \
             } \
         } \
     }; \
@@ -296,19 +296,18 @@ struct iwa_tpair_t {
     RegisterAction<int<32>, link_id_t, int<32>>(iwa_vq) vq_read = { \
         void apply(inout int<32> v, out int<32> r) { r = v; } \
     }; \
+    /* max(vq, now) + vq_ns would read three packet words (now, now + vq_ns, vq_ns) and a stateful ALU reads \
+     * two: pass 1 adds the gap max(now - vq, 0) it saw to vq_ns (iwa_grant.p4), pass 2 adds that. It differs \
+     * from the twin's max(vq, now2) + vq_ns by at most the resubmission's delay, when the queue had drained. */ \
     RegisterAction<int<32>, link_id_t, int<32>>(iwa_vq) vq_add = { \
         void apply(inout int<32> v) { \
-            if (v - md.now < 0) { \
-                v = md.iwa.vq_from_now; \
-            } else { \
-                v = v + (int<32>)md.iwa.vq_ns; \
-            } \
+            v = v + (int<32>)md.iwa.vq_ns; \
         } \
     }; \
     RegisterAction<int<32>, link_id_t, int<32>>(iwa_vq) vq_tick = { \
         void apply(inout int<32> v) { \
-            if (v - md.now < 0) { \
-                v = md.now; \
+            if (v - md.iwa.now < 0) { \
+                v = md.iwa.now; \
             } \
         } \
     }; \
@@ -492,6 +491,47 @@ control IwaCfg(inout tna_metadata_t md) {
         size = N_LINKS;
     }
     apply { iwa_cfg.apply(); }
+}
+
+
+/* ---- the client's SYN (iwa_upstream.p4): its window-scale shift from the header the parser named (ws_where),
+ * clamped to 14, and the record's low byte; tables, not if-chains on the option headers (bf-p4c 9.13.4 crashed
+ * on those: "width_bits() on type with unknown size") ---- */
+control IwaSynRecord(in tna_headers_t hdr, inout tna_metadata_t md) {
+    bit<8> shift;
+    action ws_none() { shift = 0; }
+    action ws_b12() { shift = hdr.opt12.b_shift; }
+    action ws_c12() { shift = hdr.opt12.c_shift; }
+    action ws_e20() { shift = hdr.opt20.e_shift; }
+    action ws_b24() { shift = hdr.opt24.b_shift; }
+    table ws_pick {
+        key = { md.iwa.ws_where : exact @name("ws_where"); }
+        actions = { ws_none; ws_b12; ws_c12; ws_e20; ws_b24; }
+        const default_action = ws_none();
+        size = 8;
+        const entries = { 1 : ws_b12(); 2 : ws_c12(); 3 : ws_e20(); 4 : ws_b24(); }
+    }
+    action low_seen() { md.iwa.syn_low = (bit<8>)SYN_SEEN; }
+    action low_ws(bit<8> s) { md.iwa.syn_low = (bit<8>)(SYN_SEEN | SYN_WS) | s; }
+    action low_ws_max() { md.iwa.syn_low = (bit<8>)(SYN_SEEN | SYN_WS) | WS_MAX; }
+    table ws_low {
+        // ws_seen, shift: the clamp (shift > 14 -> 14) as rows
+        key = { md.iwa.ws_seen : exact @name("ws_seen"); shift : range @name("shift"); }
+        actions = { low_seen; low_ws; low_ws_max; }
+        const default_action = low_seen();
+        size = 32;
+        const entries = {
+            (1, 0 .. 0) : low_ws(0); (1, 1 .. 1) : low_ws(1); (1, 2 .. 2) : low_ws(2); (1, 3 .. 3) : low_ws(3);
+            (1, 4 .. 4) : low_ws(4); (1, 5 .. 5) : low_ws(5); (1, 6 .. 6) : low_ws(6); (1, 7 .. 7) : low_ws(7);
+            (1, 8 .. 8) : low_ws(8); (1, 9 .. 9) : low_ws(9); (1, 10 .. 10) : low_ws(10);
+            (1, 11 .. 11) : low_ws(11); (1, 12 .. 12) : low_ws(12); (1, 13 .. 13) : low_ws(13);
+            (1, 14 .. 255) : low_ws_max();
+        }
+    }
+    apply {
+        ws_pick.apply();
+        ws_low.apply();
+    }
 }
 
 #endif

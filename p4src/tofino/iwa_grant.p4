@@ -5,7 +5,7 @@ md.iwa.new_edge = md.iwa.edge;
 if ((int<32>)(md.iwa.own - md.iwa.edge) > 0) {
     md.iwa.new_edge = md.iwa.own;
 }
-md.iwa.fld = (bit<32>)hdr.tcp.window;
+md.iwa.fld = md.iwa.win32;
 bit<32> waiting = 0;
 bit<32> wavg_word = 0;
 bit<12> wavg_op = 0;
@@ -18,21 +18,20 @@ if (md.iwa.counting == 1 && md.iwa.nflows == md.iwa.act_b) {
 if (md.iwa.shaping == 1) {
     // the room (shaper.room_of): the target (and a first ACK's own frame) less the grants' virtual queue or
     // the queue if more, less the reserve
-    md.iwa.vq_ahead = (int<32>)md.iwa.vq - md.now;
-    md.iwa.granted = (bit<32>)max(md.iwa.vq_ahead, (int<32>)md.iwa.backlog);
-    md.iwa.granted = (bit<32>)max((int<32>)md.iwa.granted, 0);
+    iwa_room_1();
+    iwa_room_2();
+    iwa_room_3();
     md.iwa.avail = md.iwa.cfg.target_ns;
     if (released == 1) {
         if (mine_cur == 1 && md.iwa.res_cur != 0) {
-            md.iwa.avail = md.iwa.cfg.target_ns + md.cfg.mtu_ns;
+            md.iwa.avail = md.iwa.cfg.target_ns + md.iwa.mtu_ns;
         } else if (mine_cur == 0 && md.iwa.res_old != 0) {
-            md.iwa.avail = md.iwa.cfg.target_ns + md.cfg.mtu_ns;
+            md.iwa.avail = md.iwa.cfg.target_ns + md.iwa.mtu_ns;
         }
     }
-    md.iwa.used = md.iwa.res_cur + md.iwa.res_old + md.iwa.granted;
-    int<32> slack = (int<32>)(md.iwa.avail - md.iwa.used);
-    md.iwa.room = (bit<32>)max(slack, 0);
-    md.iwa.deficit = (bit<32>)max(-slack, 0);
+    iwa_room_4();
+    iwa_room_5();
+    iwa_room_6();
     room_bytes.apply(md.cfg.rate_class, md.iwa.room, md.iwa.room_b);
     deficit_bytes.apply(md.cfg.rate_class, md.iwa.deficit, md.iwa.deficit_b);
     md.iwa.w = 0;
@@ -53,8 +52,9 @@ if (md.iwa.shaping == 1) {
         // the server left its window unused: no opening
     } else if (md.iwa.deficit != 0) {
         // above target: replace at most half less than left
-        md.iwa.half_acked = md.iwa.acked >> 1;
-        md.iwa.grant = md.iwa.acked - min(md.iwa.half_acked, md.iwa.deficit_b);
+        iwa_cut_1();
+        iwa_cut_2();
+        iwa_cut_3();
         md.iwa.cutting = 1;
     } else {
         // replacement and growth (shaper.growth), and the average window's step (wavg_step)
@@ -67,9 +67,13 @@ if (md.iwa.shaping == 1) {
         }
         md.iwa.grant = md.iwa.acked + inc;
         if (md.iwa.w > md.iwa.wavg) {
-            md.iwa.wstep = (md.iwa.w - md.iwa.wavg) >> 3;
+            iwa_wstep_up_1();
+            iwa_wstep_2();
+            iwa_wstep_up_3();
         } else {
-            md.iwa.wstep = -((md.iwa.wavg - md.iwa.w) >> 3);
+            iwa_wstep_dn_1();
+            iwa_wstep_2();
+            iwa_wstep_dn_3();
         }
         if (forget == 1) {
             wavg_word = md.iwa.wavg + md.iwa.wstep;
@@ -107,8 +111,8 @@ if (md.iwa.shaping == 1) {
     }
     md.iwa.fld_up = md.iwa.want - hdr.tcp.ackNo;
     round_up.apply(md.iwa.scale, md.iwa.fld_up, md.iwa.fld);
-    if (md.iwa.fld > (bit<32>)hdr.tcp.window) {
-        md.iwa.fld = (bit<32>)hdr.tcp.window;
+    if (md.iwa.fld > md.iwa.win32) {
+        md.iwa.fld = md.iwa.win32;
     }
     new_window.apply(md.iwa.scale, md.iwa.fld, md.iwa.win_bytes);
     md.iwa.new_edge = hdr.tcp.ackNo + md.iwa.win_bytes;
@@ -127,16 +131,17 @@ md.iwa.vq_ns = 0;
 md.iwa.vq_bytes = md.iwa.advance + waiting;
 if (md.iwa.shaping == 1 && md.iwa.vq_bytes != 0) {
     vq_time.apply(md.cfg.rate_class, md.iwa.vq_bytes, md.iwa.vq_ns);
+    iwa_vq_plus_gap();
     md.iwa.op = md.iwa.op | IWA_OP_VQ;
 }
 // the second pass (TnaShaper._resubmit): the 96-bit header, op 12, field 16, scale 4, vq 32, wavg 32, in the
 // queue's pass2_h's byte-sized fields (iwa_types.p4)
 bit<12> op = md.iwa.op | wavg_op;
-bit<16> fld16 = (bit<16>)md.iwa.fld;
 md.pass2.setValid();
-md.pass2.op = op[11:4];
-md.pass2.reason = op[3:0] ++ fld16[15:12];
-md.pass2.count = fld16[11:0] ++ md.iwa.scale[3:0];
-md.pass2.base = md.iwa.vq_ns;
-md.pass2.step = wavg_word;
+// (through the hash unit: the slices, written as ALU moves, split every field their PHV group touches at bits
+// 12 and 16, and the actions that write them need more sources than an ALU has)
+iwa_pack_1(op);
+iwa_pack_2();
+@in_hash { md.pass2.base = md.iwa.vq_ns; }
+@in_hash { md.pass2.step = wavg_word; }
 ig_dprsr_md.resubmit_type = RESUBMIT_PASS2;

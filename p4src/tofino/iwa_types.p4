@@ -130,6 +130,12 @@ struct iwa_md_t {
     bit<32>   state;             // flow_state before this ACK (a SYN-ACK: the state it writes)
     bit<32>   st_or;             // what state_or sets
     bit<32>   syn_rec;
+    bit<8>    syn_low;
+    int<32>   now;               // IWA's copies of the clock and of the link's MTU time, through the hash unit:
+    bit<32>   mtu_ns;            // md.now would join IWA's arithmetic to the queue's in one PHV group
+    bit<32>   win32;             // the packet's window field, 32 bits, through the hash unit (ties no PHV group)
+    bit<32>   field32;           // pass 2's window field, 32 bits
+    bit<1>    payload;           // the segment carries data (iwa_payload)           // the SYN record's low byte: SYN_SEEN, SYN_WS, the shift (IwaSynRecord)
     bit<32>   syn_t;
     bit<32>   lead;              // flow_srtt
     bit<32>   mark;

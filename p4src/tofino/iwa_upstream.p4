@@ -8,6 +8,10 @@ md.iwa.h = flow_hash_up.get({hdr.ipv4.dstAddr, hdr.ipv4.srcAddr, hdr.tcp.dstPort
 md.iwa.slot = (flow_slot_t)md.iwa.h;
 @in_hash { md.iwa.now_c = (int<32>)ig_prsr_md.global_tstamp[47:16]; }
 md.iwa.closing = 0;
+@in_hash { md.iwa.win32 = (bit<32>)hdr.tcp.window; }
+@in_hash { md.iwa.now = (int<32>)ig_prsr_md.global_tstamp[31:0]; }
+@in_hash { md.iwa.mtu_ns = md.cfg.mtu_ns; }
+iwa_payload.apply();
 if (hdr.tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
     md.iwa.closing = 1;
 }
@@ -16,13 +20,14 @@ if (md.second == 1) {
     // ---- pass 2 (TnaShaper._pass2): what depends on the room, from the header pass 1 left. The parser
     // took its 96 bits as the queue's pass2_h (8, 8, 16, 32, 32: bf-p4c's PHV wants the parser's fields
     // byte-aligned); they are iwa_pass2_h's (12, 16, 4, 32, 32) ----
-    md.iwa2.op = md.pass2.op ++ md.pass2.reason[7:4];
-    md.iwa2.field = md.pass2.reason[3:0] ++ md.pass2.count[15:4];
-    md.iwa2.scale = md.pass2.count[3:0];
-    md.iwa2.vq_ns = md.pass2.base;
-    md.iwa2.wavg = md.pass2.step;
-    md.iwa.scale = (bit<8>)md.iwa2.scale;
-    p2_window.apply(md.iwa.scale, (bit<32>)md.iwa2.field, md.iwa.win_bytes);
+    // (through the hash unit, as pass 1 packs them: iwa_grant.p4)
+    // (one action each: a stage's actions take at most 32 bits from the hash unit)
+    iwa_unpack_1();
+    iwa_unpack_2();
+    iwa_unpack_3();
+    @in_hash { md.iwa2.vq_ns = md.pass2.base; }
+    @in_hash { md.iwa2.wavg = md.pass2.step; }
+    p2_window.apply(md.iwa.scale, md.iwa.field32, md.iwa.win_bytes);
     md.iwa.edge_in = hdr.tcp.ackNo + md.iwa.win_bytes;
     if (md.iwa2.op & IWA_OP_RETRACT != 0) {
         edge_set.execute(md.iwa.slot);
@@ -36,16 +41,13 @@ if (md.second == 1) {
         md.iwa.end_in = hdr.tcp.ackNo;
         md.iwa.end = end_set.execute(md.iwa.slot);
     }
+    // SHUT and HELD from the op in one lookup, before the branch: flow_state's actions share a stage, so
+    // what state_or writes must not be worked out under the gateway that also picks state_open (bf-p4c: "no
+    // more tables are placeable")
+    iwa_st_or.apply();
     if (md.iwa2.op & IWA_OP_OPEN != 0) {
         state_open.execute(md.iwa.slot);
     } else if (md.iwa2.op & (IWA_OP_SHUT | IWA_OP_HELD) != 0) {
-        md.iwa.st_or = 0;
-        if (md.iwa2.op & IWA_OP_SHUT != 0) {
-            md.iwa.st_or = FLOW_SHUT;
-        }
-        if (md.iwa2.op & IWA_OP_HELD != 0) {
-            md.iwa.st_or = md.iwa.st_or | FLOW_HELD;
-        }
         state_or.execute(md.iwa.slot);
     }
     if (md.iwa2.op & IWA_OP_PAUSE != 0) {
@@ -53,7 +55,6 @@ if (md.second == 1) {
     }
     if (md.iwa2.op & IWA_OP_VQ != 0) {
         md.iwa.vq_ns = md.iwa2.vq_ns;
-        md.iwa.vq_from_now = md.now + (int<32>)md.iwa2.vq_ns;
         vq_add.execute(md.link);
     }
     if (md.iwa2.op & IWA_OP_WAVG_SET != 0) {
@@ -72,22 +73,8 @@ if (md.second == 1) {
     // remembered, so the flow is never shaped and its data is the standing-queue control's) ----
 #ifndef IWA_OMIT_SYN
     if (md.iwa.opts_known == 1) {
-        if (md.iwa.ws_where == 1) {
-            md.iwa.ws_shift = hdr.opt12.b_shift;
-        } else if (md.iwa.ws_where == 2) {
-            md.iwa.ws_shift = hdr.opt12.c_shift;
-        } else if (md.iwa.ws_where == 3) {
-            md.iwa.ws_shift = hdr.opt20.e_shift;
-        } else if (md.iwa.ws_where == 4) {
-            md.iwa.ws_shift = hdr.opt24.b_shift;
-        }
-        md.iwa.syn_rec = (md.iwa.h & 0xFFFFFF00) | SYN_SEEN;
-        if (md.iwa.ws_seen == 1) {
-            if (md.iwa.ws_shift > WS_MAX) {
-                md.iwa.ws_shift = WS_MAX;
-            }
-            md.iwa.syn_rec = md.iwa.syn_rec | SYN_WS | (bit<32>)md.iwa.ws_shift;
-        }
+        syn_record.apply(hdr, md);
+        md.iwa.syn_rec = md.iwa.h[31:8] ++ md.iwa.syn_low;
         syn_write.execute(md.iwa.slot);
     }
 #endif
@@ -109,10 +96,10 @@ if (md.second == 1) {
         } else {
             md.iwa.link_w = link_read.execute(md.iwa.slot);
         }
-        md.iwa.scale = (bit<8>)md.iwa.link_w[23:20];
-        md.iwa.shape = md.iwa.link_w[16:16];
-        md.iwa.closed = md.iwa.link_w[24:24];
-        own_window.apply(md.iwa.scale, (bit<32>)hdr.tcp.window, md.iwa.win_bytes);
+        md.iwa.scale = iwa_link_scale.get({4w0, md.iwa.link_w[23:20]});
+        @in_hash { md.iwa.shape = md.iwa.link_w[16:16]; }
+        @in_hash { md.iwa.closed = md.iwa.link_w[24:24]; }
+        own_window.apply(md.iwa.scale, md.iwa.win32, md.iwa.win_bytes);
         md.iwa.own = hdr.tcp.ackNo + md.iwa.win_bytes;
         md.iwa.edge_in = md.iwa.own;
         if (md.iwa.closed == 1) {
@@ -127,7 +114,7 @@ if (md.second == 1) {
                 md.iwa.stamp = count_clear.execute(md.iwa.slot, md.iwa.count_hi);
             }
         } else if (hdr.tcp.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK) == TCP_FLAG_ACK) {
-            md.iwa.counting = md.iwa.cfg.on & md.iwa.shape;
+            iwa_counting.apply();   // cfg.on and SHAPE (a table: as an expression bf-p4c folds it into every gateway)
             md.iwa.lead = srtt_read.execute(md.iwa.slot);
             md.iwa.mark = mark_read.execute(md.iwa.slot, md.iwa.mark_t);
             md.iwa.edge = edge_read.execute(md.iwa.slot);
@@ -135,17 +122,17 @@ if (md.second == 1) {
             md.iwa.seqhi = seqhi_read.execute(md.iwa.slot);
             md.iwa.isn = isn_read.execute(md.iwa.slot);
             md.iwa.start = start_read.execute(md.iwa.slot);
-            int<32> dack = (int<32>)(hdr.tcp.ackNo - md.iwa.last_ack);
-            md.iwa.acked = (bit<32>)max(dack, 0);
-            // the epoch's roll (iwa_epoch_t, then iwa_epoch with the step between)
-            md.iwa.epoch_ago1 = md.now - md.iwa.cfg.hold_ns;
-            md.iwa.epoch_ago2 = md.iwa.epoch_ago1 - md.iwa.cfg.hold_ns;
+            // what it acknowledged, and the epoch's roll times (iwa_epoch_t, then iwa_epoch with the step between)
+            iwa_acked_1();
+            iwa_acked_2();
             md.iwa.step = 0;
             if (md.iwa.counting == 1) {
-                int<32> t_old = epoch_t_roll.execute(md.link);
-                if (t_old - md.iwa.epoch_ago2 < 0) {
+                iwa_t_old = epoch_t_roll.execute(md.link);
+                iwa_roll_1();      // t_old - (now - 2 hold), t_old - (now - hold)
+                iwa_roll_2();      // their min with 0: a gateway tests for zero only
+                if (iwa_roll2 != 0) {
                     md.iwa.step = 2;
-                } else if (t_old - md.iwa.epoch_ago1 < 0) {
+                } else if (iwa_roll1 != 0) {
                     md.iwa.step = 1;
                 }
                 md.iwa.epoch = epoch_step.execute(md.link);
@@ -154,8 +141,12 @@ if (md.second == 1) {
             }
             md.iwa.epoch_prev = md.iwa.epoch - 1;
             md.iwa.shaping = 0;
-            if (md.iwa.counting == 1 && (int<32>)(md.iwa.own - md.iwa.edge) >= 0) {
-                md.iwa.shaping = 1;
+            iwa_oe_1();            // own - edge
+            iwa_oe_2();            // its min and max with 0
+            if (md.iwa.counting == 1) {
+                if (iwa_oe_neg == 0) {
+                    md.iwa.shaping = 1;
+                }
             }
             md.iwa.st_or = FLOW_ACKED;
             md.iwa.state = state_or.execute(md.iwa.slot);
@@ -170,19 +161,24 @@ if (md.second == 1) {
             }
             // the server left its window unused? (shaper.app_limited) and what flow_idle does with it
             md.iwa.app_limited = 0;
-            if ((int<32>)(md.iwa.seqhi + md.iwa.cfg.mss - md.iwa.mark) < 0 &&
-                    (int<32>)((bit<32>)md.now - md.iwa.mark_t - (md.iwa.lead << 1)) > 0) {
-                md.iwa.app_limited = 1;
+            iwa_app_1();           // seqhi + mss, now - mark_t, 2 lead, ack - seqhi
+            iwa_app_2();           // seqhi + mss - mark, now - mark_t - 2 lead
+            iwa_app_3();           // their min / max with 0
+            if (iwa_short != 0) {
+                if (iwa_late != 0) {
+                    md.iwa.app_limited = 1;
+                }
             }
             md.iwa.active = 0;
             md.iwa.retract_cond = 0;
             if (md.iwa.shaping == 1 && md.iwa.first_ack == 0) {
-                if (hdr.ipv4.totalLen > 40 + ((bit<16>)hdr.tcp.dataOffset << 2) - 20 || md.iwa.acked != 0) {
+                if (md.iwa.payload == 1 || md.iwa.acked != 0) {
                     md.iwa.active = 1;
                 }
-                if (md.iwa.app_limited == 1 && md.iwa.acked != 0 &&
-                        (int<32>)(hdr.tcp.ackNo - md.iwa.seqhi) >= 0) {
-                    md.iwa.retract_cond = 1;
+                if (md.iwa.app_limited == 1 && iwa_caught == 0) {
+                    if (md.iwa.acked != 0) {
+                        md.iwa.retract_cond = 1;
+                    }
                 }
             }
             md.iwa.idle_old = idle_ack.execute(md.iwa.slot);
@@ -225,8 +221,8 @@ if (md.second == 1) {
             // the reserve: rolled, and a first ACK's own frame given back to the generation it was reserved in
             // its frame is in the current generation: the parity it was reserved with is the epoch's
             bit<1> mine_cur = 0;
-            bit<32> parity = (md.iwa.state >> 7) ^ md.iwa.epoch;   // FLOW_EPOCH is 0x80
-            if (parity & 1 == 0) {
+            iwa_parity();          // FLOW_EPOCH (0x80) ^ the epoch's low bit
+            if (iwa_par == 0) {
                 mine_cur = 1;
             }
             md.iwa.res_a = 0;
@@ -238,9 +234,9 @@ if (md.second == 1) {
             if (md.iwa.cfg.on == 1) {
                 if (released == 1) {
                     if (mine_cur == 1) {
-                        md.iwa.res_a = md.cfg.mtu_ns;
+                        md.iwa.res_a = md.iwa.mtu_ns;
                     } else {
-                        md.iwa.res_b = md.cfg.mtu_ns;
+                        md.iwa.res_b = md.iwa.mtu_ns;
                     }
                 }
                 if (md.iwa.step == 1) {
@@ -255,7 +251,8 @@ if (md.second == 1) {
             }
             // the start phase (flow_span, flow_end)
             if (md.iwa.first_ack == 1) {
-                md.iwa.span_ns = (bit<32>)md.now - md.iwa.start + md.iwa.lead + md.iwa.cfg.target_ns;
+                iwa_span_1();
+                iwa_span_2();
                 span_bytes.apply(md.cfg.rate_class, md.iwa.span_ns, md.iwa.span_in);
                 md.iwa.span = span_set.execute(md.iwa.slot);
                 md.iwa.end_in = md.iwa.isn + md.iwa.span;
