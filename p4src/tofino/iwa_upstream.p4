@@ -1,4 +1,4 @@
-/* (-DIWA_OMIT_SYN, _PASS1, _PASS2, _GRANT leave a part out: how the compile was bisected, docs/tofino.md.)
+/* (-DIWA_OMIT_SYN, _PASS1, _PASS2, _GRANT, _P1_TAIL leave a part out: how the compile was bisected, docs/tofino.md.)
  * IWA's upstream packet (client -> server), included in TnaIngress's apply (bottleneck_tna.p4), where the
  * register actions of IWA_STATE (iwa.p4) are declared. refmodel/tofino_iwa.py: TnaShaper.upstream (pass 1:
  * _read and _grant; pass 2: _pass2), in the same order, each register once a pass. */
@@ -191,6 +191,7 @@ if (md.second == 1) {
                 md.iwa.idle_branch = 1;
                 md.iwa.retract = md.iwa.retract_cond;
             }
+#ifndef IWA_OMIT_P1_TAIL
             // the link's counts (iwa_act_cur, iwa_act)
             md.iwa.nflows = 0;
             md.iwa.act_b = 0;
@@ -274,6 +275,7 @@ if (md.second == 1) {
 #ifndef IWA_OMIT_GRANT
 #include "iwa_grant.p4"
 #endif
+#endif  // IWA_OMIT_P1_TAIL (the counts, the reserve, the start phase, the link's reads and the grant)
         }
     }
 #endif
