@@ -23,6 +23,7 @@ help:
 	@echo "make build     compile p4src/ with p4c into build/ (BMv2 JSON + P4Info)"
 	@echo "make build TARGET=tofino|tofino2   the TNA program (p4src/tofino/) with bf-p4c into build/<target>/"
 	@echo "make build TARGET=tofino2-red      the same for Tofino 2 with RED instead of CoDel and PIE"
+	@echo "make build TARGET=tofino2-iwa      the same for Tofino 2 with IWA (and CoDel) instead of PIE"
 	@echo "make test      run the test suite (runs setup first when needed)"
 	@echo "make bench     benchmarks: BMv2 forwarding rate per AQM vs plain forwarding, model speed"
 	@echo "make mininet SCENARIO=web6 [REPS=n]   the main job: run a scenario, keep raw data in results/ (RESUME=results/<run> continues one)"
@@ -58,12 +59,12 @@ TNA_SRC := $(wildcard p4src/tofino/*.p4) p4src/include/constants.p4 p4src/includ
 
 ifeq ($(TARGET),bmv2)
 build: $(BUILD)/bottleneck.json $(BUILD)/plain_forward.json
-else ifneq ($(filter $(TARGET),tofino tofino2 tofino2-red),)
+else ifneq ($(filter $(TARGET),tofino tofino2 tofino2-red tofino2-iwa),)
 build:
 	@$(P4ENV); bash tools/build_tofino.sh $(TARGET)
 else
 build:
-	@echo "make build: TARGET=$(TARGET) is not a target here: bmv2 (default), tofino, tofino2 or tofino2-red" >&2; exit 2
+	@echo "make build: TARGET=$(TARGET) is not a target here: bmv2 (default), tofino, tofino2, tofino2-red or tofino2-iwa" >&2; exit 2
 endif
 
 test: .setup-stamp

@@ -17,6 +17,9 @@ here, with that file's field numbers, and the message reads and re-encodes lossl
                        message Field { uint32 id = 1; string name = 2; int32 bitwidth = 3; }
                        repeated Field fields = 3; }
     message ValueSet { p4.config.v1.P4DataTypeSpec type_spec = 1; int32 size = 2; }
+    message DynHash { p4.config.v1.P4DataTypeSpec type_spec = 1;
+                      message field_info { string field_name = 1; bool is_constant = 2; }
+                      repeated field_info field_infos = 2; int32 hash_width = 3; }
 
 A type not declared here makes ``load`` fail with protobuf's "not found in descriptor pool",
 naming it: declare it from that file.
@@ -43,7 +46,8 @@ def _declare() -> None:
     F = descriptor_pb2.FieldDescriptorProto
     f = descriptor_pb2.FileDescriptorProto(name=_FILE, package="barefoot", syntax="proto3",
                                            dependency=["p4/config/v1/p4types.proto"])
-    kinds = {"string": F.TYPE_STRING, "int64": F.TYPE_INT64, "int32": F.TYPE_INT32, "uint32": F.TYPE_UINT32}
+    kinds = {"string": F.TYPE_STRING, "int64": F.TYPE_INT64, "int32": F.TYPE_INT32, "uint32": F.TYPE_UINT32,
+             "bool": F.TYPE_BOOL}
 
     def fields(msg, *spec) -> None:
         for name, number, typ, *repeated in spec:
@@ -74,6 +78,10 @@ def _declare() -> None:
            ("fields", 3, ".barefoot.Snapshot.Field", "repeated"))
     fields(f.message_type.add(name="ValueSet"), ("type_spec", 1, ".p4.config.v1.P4DataTypeSpec"),
            ("size", 2, "int32"))
+    dyn = f.message_type.add(name="DynHash")   # the Hash externs (tofino2-iwa's flow hashes and packing)
+    fields(dyn.nested_type.add(name="field_info"), ("field_name", 1, "string"), ("is_constant", 2, "bool"))
+    fields(dyn, ("type_spec", 1, ".p4.config.v1.P4DataTypeSpec"),
+           ("field_infos", 2, ".barefoot.DynHash.field_info", "repeated"), ("hash_width", 3, "int32"))
     pool.Add(f)
 
 

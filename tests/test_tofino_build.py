@@ -35,7 +35,9 @@ def test_without_bf_p4c_the_build_is_skipped_with_its_reason(tmp_path):
                     "is not compiled here; its committed P4Info is still checked by test_tofino_controller.py")
 @pytest.mark.parametrize("target,chip,arch,defines", [
     ("tofino", "tofino", "tna", []), ("tofino2", "tofino2", "t2na", []),
-    ("tofino2-red", "tofino2", "t2na", ["-DWITH_RED=1", "-DWITH_CODEL=0", "-DWITH_PIE=0"])])
+    ("tofino2-red", "tofino2", "t2na", ["-DWITH_RED=1", "-DWITH_CODEL=0", "-DWITH_PIE=0"]),
+    ("tofino2-iwa", "tofino2", "t2na", ["-DWITH_IWA=1", "-DWITH_CODEL=1", "-DWITH_PIE=0", "-DIWA_OMIT_P1_TAIL",
+                                        "-DIWA_SLOT_BITS=15"])])
 def test_the_tna_program_compiles_to_the_committed_p4info(tmp_path, target, chip, arch, defines):
     out = tmp_path / target  # the flags of tools/build_tofino.sh (-g adds snapshot externs to the P4Info)
     r = subprocess.run([bf_p4c(), "--target", chip, "--arch", arch, *defines, "-g", "-o", str(out),

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "p4src" / "tofino" / "bottleneck_tna.p4"
 CAPACITY = ROOT / "docs" / "tofino-capacity.json"
 TARGETS = {"tofino": "tna", "tofino2": "t2na"}
-REPORTED = {**TARGETS, "tofino2-red": "t2na"}   # the builds the resource table shows (make build TARGET=...)
+REPORTED = {**TARGETS, "tofino2-red": "t2na", "tofino2-iwa": "t2na"}   # the builds the resource table shows (make build TARGET=...)
 BEGIN = "<!-- tools/tofino_report.py writes what follows, from the compiler's reports -->"
 END = "<!-- end of tools/tofino_report.py's part -->"
 

@@ -67,6 +67,12 @@
 #ifndef WITH_RED
 #define WITH_RED 0
 #endif
+/* IWA (iwa.p4): the flow tracker, the start shaper in two passes (upstream ACKs are resubmitted) and CoDel
+ * for what no window holds. `make build TARGET=tofino2-iwa` passes -DWITH_IWA=1 -DWITH_CODEL=1 -DWITH_PIE=0
+ * (docs/tofino.md: what fits). */
+#ifndef WITH_IWA
+#define WITH_IWA 0
+#endif
 #ifndef RED_REST_ENTRIES
 #define RED_REST_ENTRIES 32768   /* red.p4's red_rest: Log2(count1 p_b) >> 2 below 2^15 */
 #endif
@@ -94,6 +100,9 @@
 #endif
 #if WITH_RED
 #include "red.p4"
+#endif
+#if WITH_IWA
+#include "iwa.p4"
 #endif
 #include "telemetry.p4"
 
@@ -124,6 +133,24 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
     RedFirstPass() red_first;
     RedDecide() red_decide;
     RedSecondPass() red_second;
+#endif
+#if WITH_IWA
+    IWA_STATE(md)
+    IwaCfg() iwa_knobs;
+    IwaProduct() span_bytes;      // ns_to_bytes(age + lead + target)
+    IwaProduct() room_bytes;      // ns_to_bytes(room)
+    IwaProduct() deficit_bytes;   // ns_to_bytes(deficit)
+    IwaProduct() vq_time;         // bytes_to_ns(advance + waiting)
+    IwaScaleDown() own_window;    // window << scale (pass 1)
+    IwaScaleDown() p2_window;     // field << scale (pass 2)
+    IwaScaleDown() new_window;    // the field the ACK leaves with << scale (pass 1)
+    IwaScaleUp() round_up;        // the field that covers want - ack
+    IwaShare() share_of;
+    IwaSynRecord() syn_record;
+#include "iwa_steps.p4"
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash_dn;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash_up;
+    Counter<bit<32>, bit<8>>(256, CounterType_t.PACKETS) iwa_events;   // op bits of the second passes
 #endif
     TelemetryMirror() telemetry;
     Random<bit<32>>() rng;
@@ -233,6 +260,13 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
             hdr.bridge.setValid();
             hdr.bridge.kind = BRIDGE_NORMAL;
 
+#if WITH_IWA
+            if (md.downstream == 0 && md.cfg.configured == 1 && hdr.tcp.isValid()) {
+#ifndef IWA_OMIT_UPSTREAM
+#include "iwa_upstream.p4"
+#endif
+            } else
+#endif
             if (md.downstream == 1 && md.cfg.configured == 1 && hdr.ipv4.isValid()) {
                 if (md.second == 1) {
                     // second pass (queue.p4): add the idle link's frame, or refund a drop

@@ -37,6 +37,16 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
         size = LINKS_TABLE_SIZE;
     }
 
+#if WITH_IWA
+    // IWA's upstream packets: the client is the source (its ACKs are shaped by its own link's room)
+    table link_of_up {
+        key = { hdr.ipv4.srcAddr : exact @name("client"); }
+        actions = { set_link; }
+        default_action = set_link(0, 0);
+        size = LINKS_TABLE_SIZE;
+    }
+#endif
+
     action unconfigured() {
         md.cfg.configured = 0;
         md.cfg.aqm = AQM_FIFO;
@@ -145,7 +155,15 @@ control LinkMap(in tna_headers_t hdr, in PortId_t ingress_port, inout tna_metada
         forward.apply();
         if (hdr.ipv4.isValid()) {
             md.length = hdr.ipv4.totalLen + 14;
+#if WITH_IWA
+            if (md.downstream == 1) {
+                link_of.apply();
+            } else {
+                link_of_up.apply();
+            }
+#else
             link_of.apply();
+#endif
         }
         link_cfg.apply();
 #if WITH_CODEL

@@ -9,11 +9,27 @@
 #ifndef _TNA_PARSER_P4_
 #define _TNA_PARSER_P4_
 
+#if WITH_IWA
+// the SYN's option headers in PHV, not CLOTs (bf-asm crashed on their CLOTs: "No length for clot")
+@do_not_use_clot("ingress", "hdr.opt12")
+@do_not_use_clot("ingress", "hdr.opt20")
+@do_not_use_clot("ingress", "hdr.opt24")
+#endif
 parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_metadata_t md,
                         out ingress_intrinsic_metadata_t ig_intr_md) {
+#if WITH_IWA
+    Checksum() tcp_csum;   // the TCP checksum's residual without the window field (iwa.p4 rewrites it)
+#endif
     state start {
         pkt.extract(ig_intr_md);
         md.pass2.setInvalid();
+#if WITH_IWA
+        md.iwa.ws_shift = 0;
+        md.iwa.ws_where = 0;
+        md.iwa.ws_seen = 0;
+        md.iwa.opts_known = 0;
+        md.iwa.csum_res = 0;
+#endif
         md.tmirror.setInvalid();
         md.tick = 0;
         md.second = 0;
@@ -24,6 +40,7 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_metadata_t
     }
 
     state parse_pass2 {
+        // (with IWA, an upstream ACK's second pass reads the same 96 bits as iwa_pass2_h: iwa_upstream.p4)
         pkt.extract(md.pass2);
         md.second = 1;
         transition select(ig_intr_md.ingress_port[6:0]) {
@@ -66,8 +83,82 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_metadata_t
 
     state parse_tcp {
         pkt.extract(hdr.tcp);
+#if WITH_IWA
+        tcp_csum.subtract({hdr.tcp.checksum});
+        tcp_csum.subtract({hdr.tcp.window});
+        tcp_csum.subtract_all_and_deposit(md.iwa.csum_res);
+        // a SYN's options: the layouts iwa_types.p4 lists, each a fixed state; no options: no window scale
+        transition select(hdr.tcp.flags[1:1], hdr.tcp.dataOffset) {
+            (1, 5): syn_no_options;
+            (1, 8): syn_opt12;
+            (1, 10): syn_opt20;
+            (1, 11): syn_opt24;
+            default: accept;
+        }
+#else
+        transition accept;
+#endif
+    }
+
+#if WITH_IWA
+    state syn_no_options {
+        md.iwa.opts_known = 1;
         transition accept;
     }
+
+    state syn_opt12 {
+        pkt.extract(hdr.opt12);
+        transition select(hdr.opt12.b_kind, hdr.opt12.b_len, hdr.opt12.c_kind, hdr.opt12.c_len) {
+            (3, 3, _, _): syn_ws12b;      // Windows
+            (_, _, 3, 3): syn_ws12c;      // Linux without timestamps
+            default: accept;
+        }
+    }
+
+    state syn_ws12b {
+        md.iwa.opts_known = 1;
+        md.iwa.ws_seen = 1;
+        md.iwa.ws_where = 1;   // ingress takes the shift from hdr.opt12.b_shift (no historic data here)
+        transition accept;
+    }
+
+    state syn_ws12c {
+        md.iwa.opts_known = 1;
+        md.iwa.ws_seen = 1;
+        md.iwa.ws_where = 2;   // ingress takes the shift from hdr.opt12.c_shift (no historic data here)
+        transition accept;
+    }
+
+    state syn_opt20 {
+        pkt.extract(hdr.opt20);
+        transition select(hdr.opt20.e_kind, hdr.opt20.e_len) {
+            (3, 3): syn_ws20;            // Linux
+            default: accept;
+        }
+    }
+
+    state syn_ws20 {
+        md.iwa.opts_known = 1;
+        md.iwa.ws_seen = 1;
+        md.iwa.ws_where = 3;   // ingress takes the shift from hdr.opt20.e_shift (no historic data here)
+        transition accept;
+    }
+
+    state syn_opt24 {
+        pkt.extract(hdr.opt24);
+        transition select(hdr.opt24.b_kind, hdr.opt24.b_len) {
+            (3, 3): syn_ws24;            // macOS
+            default: accept;
+        }
+    }
+
+    state syn_ws24 {
+        md.iwa.opts_known = 1;
+        md.iwa.ws_seen = 1;
+        md.iwa.ws_where = 4;   // ingress takes the shift from hdr.opt24.b_shift (no historic data here)
+        transition accept;
+    }
+#endif
 
     state parse_udp {
         pkt.extract(hdr.udp);
@@ -80,8 +171,16 @@ control TnaIngressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_metad
     Mirror() telemetry_mirror;
     Resubmit() pass2;
     Checksum() ipv4_checksum;   // an ECN mark changed the header
+#if WITH_IWA
+    Checksum() tcp_checksum;    // IWA rewrote an upstream ACK's window: the parser's residual and the new window
+#endif
 
     apply {
+#if WITH_IWA
+        if (md.iwa.rewrite == 1) {
+            hdr.tcp.checksum = tcp_checksum.update({hdr.tcp.window, md.iwa.csum_res});
+        }
+#endif
         if (hdr.ipv4.isValid()) {
             hdr.ipv4.hdrChecksum = ipv4_checksum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.totalLen,
@@ -94,10 +193,16 @@ control TnaIngressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_metad
         if (ig_dprsr_md.resubmit_type == RESUBMIT_PASS2) {
             pass2.emit<pass2_h>(md.pass2);
         }
+
         pkt.emit(hdr.bridge);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.tcp);
+#if WITH_IWA
+        pkt.emit(hdr.opt12);
+        pkt.emit(hdr.opt20);
+        pkt.emit(hdr.opt24);
+#endif
         pkt.emit(hdr.udp);
     }
 }

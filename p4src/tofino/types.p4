@@ -57,7 +57,7 @@ header pass2_h {
     bit<16> count;               // CoDel's count (saturated): the control law's key; PIE's flags
     bit<32> base;                // the backlog the first pass saw (the second pass's sojourn, the record);
                                  // PIE's new p
-#if WITH_RED
+#if WITH_RED || WITH_IWA
     bit<32> step;                // RED's step of the average (red.p4); count holds RED's flags
 #endif
 }
@@ -83,6 +83,10 @@ header tick_h {
     bit<16> packet_id;           // the link, for batch 0
 }
 
+#if WITH_IWA
+#include "iwa_types.p4"
+#endif
+
 /* Ingress and egress see different headers: only egress builds the record. */
 struct tna_headers_t {
     bridge_h   bridge;
@@ -90,6 +94,11 @@ struct tna_headers_t {
     ethernet_t ethernet;
     ipv4_t     ipv4;
     tcp_t      tcp;
+#if WITH_IWA
+    tcp_opt12_h opt12;           // a SYN's options in the layouts iwa.p4's parser knows
+    tcp_opt20_h opt20;
+    tcp_opt24_h opt24;
+#endif
     udp_t      udp;
 }
 
@@ -240,6 +249,10 @@ struct tna_metadata_t {
     bit<32>    pie_gate;         // what a data packet read: the probability its draw is tested against
 #if WITH_RED
     red_md_t   red;
+#endif
+#if WITH_IWA
+    iwa_md_t   iwa;
+    iwa_pass2_t iwa2;            // an upstream ACK's second pass (iwa.p4): the same 96 bits as pass2
 #endif
     /* the record's AQM state (telemetry.p4) */
     bit<32>    s1;

@@ -1,0 +1,147 @@
+/* The grant of an upstream ACK's pass 1 (refmodel/tofino_iwa.py: TnaShaper._grant and _opening, shaper.py's
+ * room_of, growth, bounded, wavg_step), included in iwa_upstream.p4. Its result is the pass-2 header. */
+md.iwa.op = IWA_OP_EDGE;
+md.iwa.new_edge = md.iwa.edge;
+if ((int<32>)(md.iwa.own - md.iwa.edge) > 0) {
+    md.iwa.new_edge = md.iwa.own;
+}
+md.iwa.fld = md.iwa.win32;
+bit<32> waiting = 0;
+bit<32> wavg_word = 0;
+bit<12> wavg_op = 0;
+bit<1> forget = 0;
+if (md.iwa.counting == 1 && md.iwa.nflows == md.iwa.act_b) {
+    forget = 1;                        // none was counted before this ACK: the average is nobody's
+    wavg_op = IWA_OP_WAVG_SET;
+    md.iwa.wavg = 0;
+}
+if (md.iwa.shaping == 1) {
+    // the room (shaper.room_of): the target (and a first ACK's own frame) less the grants' virtual queue or
+    // the queue if more, less the reserve
+    iwa_room_1();
+    iwa_room_2();
+    iwa_room_3();
+    md.iwa.avail = md.iwa.cfg.target_ns;
+    if (released == 1) {
+        if (mine_cur == 1 && md.iwa.res_cur != 0) {
+            md.iwa.avail = md.iwa.cfg.target_ns + md.iwa.mtu_ns;
+        } else if (mine_cur == 0 && md.iwa.res_old != 0) {
+            md.iwa.avail = md.iwa.cfg.target_ns + md.iwa.mtu_ns;
+        }
+    }
+    iwa_room_4();
+    iwa_room_5();
+    iwa_room_6();
+    room_bytes.apply(md.cfg.rate_class, md.iwa.room, md.iwa.room_b);
+    deficit_bytes.apply(md.cfg.rate_class, md.iwa.deficit, md.iwa.deficit_b);
+    md.iwa.w = 0;
+    if ((int<32>)(md.iwa.edge - hdr.tcp.ackNo) > 0) {
+        md.iwa.w = md.iwa.edge - hdr.tcp.ackNo;
+    }
+    bit<32> nm1 = md.iwa.nflows |-| 1;
+    share_of.apply(nm1, md.iwa.span, md.iwa.share);
+    md.iwa.cutting = 0;
+    md.iwa.base = md.iwa.edge;
+    md.iwa.grant = 0;
+    if (md.iwa.first_ack == 1) {
+        md.iwa.base = hdr.tcp.ackNo;   // a first window: the room
+        md.iwa.grant = md.iwa.room_b;
+    } else if (md.iwa.restart == 1) {
+        waiting = md.iwa.w;            // a restart's window: queue to come
+    } else if (md.iwa.idle_branch == 1) {
+        // the server left its window unused: no opening
+    } else if (md.iwa.deficit != 0) {
+        // above target: replace at most half less than left
+        iwa_cut_1();
+        iwa_cut_2();
+        iwa_cut_3();
+        md.iwa.cutting = 1;
+    } else {
+        // replacement and growth (shaper.growth), and the average window's step (wavg_step)
+        bit<32> inc = min(md.iwa.room_b, md.iwa.acked);
+        if (md.iwa.w > md.iwa.share) {
+            inc = 0;
+        } else if (md.iwa.w > md.iwa.wavg && md.iwa.room_b < (md.iwa.acked << 1) &&
+                   md.iwa.room < md.iwa.cfg.target_ns) {
+            inc = 0;                   // the margin (shaper.margin_holds)
+        }
+        md.iwa.grant = md.iwa.acked + inc;
+        if (md.iwa.w > md.iwa.wavg) {
+            iwa_wstep_up_1();
+            iwa_wstep_2();
+            iwa_wstep_up_3();
+        } else {
+            iwa_wstep_dn_1();
+            iwa_wstep_2();
+            iwa_wstep_dn_3();
+        }
+        if (forget == 1) {
+            wavg_word = md.iwa.wavg + md.iwa.wstep;
+        } else {
+            wavg_op = IWA_OP_WAVG_ADD;
+            wavg_word = md.iwa.wstep;
+        }
+    }
+    // the bounds (shaper.bounded): never beyond the client's own edge, never below one MSS beyond the ACK
+    md.iwa.want = md.iwa.base + md.iwa.grant;
+    if ((int<32>)(md.iwa.own - md.iwa.want) < 0) {
+        md.iwa.want = md.iwa.own;
+    }
+    md.iwa.floor = hdr.tcp.ackNo + md.iwa.cfg.mss;
+    if ((int<32>)(md.iwa.own - md.iwa.floor) < 0) {
+        md.iwa.floor = md.iwa.own;
+    }
+    md.iwa.floored = 0;
+    if ((int<32>)(md.iwa.want - md.iwa.floor) < 0) {
+        md.iwa.want = md.iwa.floor;
+        md.iwa.floored = 1;
+        if (md.iwa.cutting == 1 && (int<32>)(hdr.tcp.ackNo - md.iwa.end) < 0) {
+            md.iwa.op = md.iwa.op | IWA_OP_END_AT_ACK;   // the floor limit: its data is CoDel's from now
+        }
+    }
+    // (shaper.at_floor's pause and shut window are not in this build: a window at its floor is open)
+    if (md.iwa.state & (FLOW_SHUT | FLOW_HELD) != 0) {
+        md.iwa.op = md.iwa.op | IWA_OP_OPEN;
+    }
+    if (md.iwa.retract == 1) {
+        md.iwa.want = md.iwa.floor;    // the edge moves left: set, not max
+        md.iwa.op = md.iwa.op | IWA_OP_RETRACT;
+    } else if ((int<32>)(md.iwa.want - md.iwa.edge) < 0) {
+        md.iwa.want = md.iwa.edge;     // never moves the right edge left
+    }
+    md.iwa.fld_up = md.iwa.want - hdr.tcp.ackNo;
+    round_up.apply(md.iwa.scale, md.iwa.fld_up, md.iwa.fld);
+    if (md.iwa.fld > md.iwa.win32) {
+        md.iwa.fld = md.iwa.win32;
+    }
+    new_window.apply(md.iwa.scale, md.iwa.fld, md.iwa.win_bytes);
+    md.iwa.new_edge = hdr.tcp.ackNo + md.iwa.win_bytes;
+    if (md.iwa.first_ack == 1 || md.iwa.restart == 1 ||
+            (int<32>)(md.iwa.seqhi + md.iwa.cfg.mss - md.iwa.mark) >= 0) {
+        md.iwa.op = md.iwa.op | IWA_OP_MARK;   // a new start, or the server reached its checkpoint
+    }
+} else if (md.iwa.state & (FLOW_SHUT | FLOW_HELD) != 0) {
+    md.iwa.op = md.iwa.op | IWA_OP_OPEN;       // it leaves with the client's own window: open
+}
+md.iwa.advance = 0;
+if ((int<32>)(md.iwa.new_edge - md.iwa.edge) > 0) {
+    md.iwa.advance = md.iwa.new_edge - md.iwa.edge;
+}
+md.iwa.vq_ns = 0;
+md.iwa.vq_bytes = md.iwa.advance + waiting;
+if (md.iwa.shaping == 1 && md.iwa.vq_bytes != 0) {
+    vq_time.apply(md.cfg.rate_class, md.iwa.vq_bytes, md.iwa.vq_ns);
+    iwa_vq_plus_gap();
+    md.iwa.op = md.iwa.op | IWA_OP_VQ;
+}
+// the second pass (TnaShaper._resubmit): the 96-bit header, op 12, field 16, scale 4, vq 32, wavg 32, in the
+// queue's pass2_h's byte-sized fields (iwa_types.p4)
+bit<12> op = md.iwa.op | wavg_op;
+md.pass2.setValid();
+// (through the hash unit: the slices, written as ALU moves, split every field their PHV group touches at bits
+// 12 and 16, and the actions that write them need more sources than an ALU has)
+iwa_pack_1(op);
+iwa_pack_2();
+@in_hash { md.pass2.base = md.iwa.vq_ns; }
+@in_hash { md.pass2.step = wavg_word; }
+ig_dprsr_md.resubmit_type = RESUBMIT_PASS2;

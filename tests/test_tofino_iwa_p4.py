@@ -1,0 +1,77 @@
+"""The TNA program's IWA (p4src/tofino/iwa.p4, iwa_types.p4) against its twin (refmodel/tofino_iwa.py), without a
+Tofino: the pass-2 header's layout and the op bits in the P4 are the twin's, and the parser's SYN option layouts
+are the three the P4 documents. The compile itself is docs/tofino.md's ("IWA on Tofino 2: where the P4 stands")."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from refmodel.tofino_iwa import PASS2_BITS, Op
+
+ROOT = Path(__file__).resolve().parent.parent
+TYPES = (ROOT / "p4src/tofino/iwa_types.p4").read_text()
+GRANT = (ROOT / "p4src/tofino/iwa_grant.p4").read_text()
+UPSTREAM = (ROOT / "p4src/tofino/iwa_upstream.p4").read_text()
+STEPS = (ROOT / "p4src/tofino/iwa_steps.p4").read_text()
+
+
+def _struct(name: str, kind: str = "header") -> list[tuple[str, int]]:
+    body = re.search(rf"{kind} {name} {{(.*?)}}", TYPES, re.S)
+    assert body, name
+    return [(f, int(w)) for w, f in re.findall(r"bit<(\d+)>\s+(\w+);", body.group(1))]
+
+
+def test_pass2_header_is_the_twins():
+    fields = _struct("iwa_pass2_h")
+    assert fields == [("op", 12), ("field", 16), ("scale", 4), ("vq_ns", 32), ("wavg", 32)]
+    assert sum(w for _, w in fields) == PASS2_BITS
+    assert _struct("iwa_pass2_t", "struct") == fields
+
+
+def test_op_bits_are_the_twins():
+    p4 = {m.group(1): int(m.group(2)) for m in re.finditer(r"const bit<12> IWA_OP_(\w+)\s*=\s*(\d+);", TYPES)}
+    assert p4 == {op.name: int(op.value) for op in Op}
+
+
+def test_the_wire_packs_the_twins_layout_into_pass2_h():
+    """pass 1 packs op 12, field 16, scale 4 into pass2_h's 8, 8, 16 bits; pass 2 unpacks them the same way
+    (through identity hashes, iwa_steps.p4: as ALU moves the slices split the PHV groups they touch)."""
+    pack = {
+        "op": "iwa_pack_op.get({op[11:4]})", "reason": "iwa_pack_reason.get({op[3:0], md.iwa.fld[15:12]})",
+        "count": "iwa_pack_count.get({md.iwa.fld[11:0], md.iwa.scale[3:0]})",
+    }
+    for f, expr in pack.items():
+        assert f"md.pass2.{f} = {expr};" in STEPS
+    assert "iwa_pack_1(op);" in GRANT and "iwa_pack_2();" in GRANT
+    for line in ("md.iwa2.op = iwa_unpack_op.get({md.pass2.op, md.pass2.reason[7:4]});",
+                 "md.iwa2.field = iwa_unpack_field.get({md.pass2.reason[3:0], md.pass2.count[15:4]});",
+                 "md.iwa.field32 = iwa_unpack_field32.get({16w0, md.pass2.reason[3:0], md.pass2.count[15:4]});",
+                 "md.iwa.scale = iwa_unpack_scale8.get({4w0, md.pass2.count[3:0]});"):
+        assert line in STEPS
+    assert all(f"iwa_unpack_{i}();" in UPSTREAM for i in (1, 2, 3))
+    for h in ("iwa_pack_op", "iwa_pack_reason", "iwa_pack_count", "iwa_unpack_op", "iwa_unpack_field",
+              "iwa_unpack_field32", "iwa_unpack_scale8"):
+        assert re.search(rf"Hash<bit<\d+>>\(HashAlgorithm_t\.IDENTITY\) {h};", STEPS), h
+    # and a round trip of the bits, as Python
+    for op, fld, scale in ((0xFFF, 0xFFFF, 0xF), (0x801, 0x1234, 7), (1, 0, 0)):
+        p_op, p_reason, p_count = op >> 4, ((op & 0xF) << 4) | (fld >> 12), ((fld & 0xFFF) << 4) | scale
+        assert (p_op << 4 | p_reason >> 4, (p_reason & 0xF) << 12 | p_count >> 4, p_count & 0xF) == (op, fld, scale)
+
+
+def test_syn_layouts_have_the_window_scale_where_the_parser_looks():
+    """The option bytes Linux, Windows and macOS send, and the byte each parser state takes the shift from."""
+    linux = bytes.fromhex("020405b4 0402 080a 00000001 00000000 01 030307".replace(" ", ""))
+    linux_nots = bytes.fromhex("020405b4 0101 0402 01 030307".replace(" ", ""))
+    windows = bytes.fromhex("020405b4 01 030308 0101 0402".replace(" ", ""))
+    macos = bytes.fromhex("020405b4 01 030306 0101 080a 00000001 00000000 0402 0000".replace(" ", ""))
+    for opts, where, n in ((windows, 4, 12), (linux_nots, 8, 12), (linux, 16, 20), (macos, 4, 24)):
+        assert len(opts) == n
+        assert opts[where:where + 3] == b"\x01\x03\x03"
+    for name, off in (("tcp_opt12_h", (4, 8)), ("tcp_opt20_h", (16,)), ("tcp_opt24_h", (4,))):
+        fields, pos, at = _struct(name), 0, {}
+        for f, w in fields:
+            at[f] = pos
+            pos += w // 8
+        nops = [at[f] for f, _ in fields if f.endswith("_nop")]
+        assert tuple(nops) == off
