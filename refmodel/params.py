@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import arith
 from .constants import (
@@ -49,7 +49,7 @@ FIELD_BITS = {
     "log_wq": 32, "thmin_ns": 32, "thmax_ns": 32, "log_slope": 32, "mean_pktsize": 16, "log_mps": 32,
     "log_factor": 32,
     "target_ns": 32, "interval_ns": 32, "step_ns": 32,
-    "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32, "product": 48,
+    "floor_cap_ns": 32, "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32, "product": 48,
     "mss_bytes": 16, "payload_ns_q16": 40, "bytes_per_ns_q32": 32, "hold_ns": 32, "age_ns": 48,
 }
 
@@ -124,6 +124,7 @@ class IwaParams:
     bytes_per_ns_q32: int = 1_035_444  # its inverse: payload bytes per ns, Q32
     hold_ns: int = 1_000_000_000  # the reserve is forgotten this long after the last SYN-ACK
     age_ns: int = 10_000_000_000  # a flow slot is free this long after its latest downstream packet
+    floor_cap_ns: int = 0  # the most grants a floor may join (the floors' share of the buffer); 0: no limit
 
 
 @dataclass(frozen=True)
@@ -433,6 +434,17 @@ def iwa_params(
     )
 
 
+def floor_cap_ns(q: QueueParams, p: IwaParams) -> int:
+    """The most queue a window at its floor may join without a loss (docs/iwa.md, "At the floor"): a floor is
+    one MSS, which Linux sends as two half-size segments while the window it was offered never exceeded two
+    MSS (``tcp_bound_to_half_wnd``), so a buffer of N packets holds N / 2 floors; half of that, because the
+    grants' virtual queue assumes their data comes at the pace it was granted, and a round of first windows
+    can come compressed by the servers' response times, beside the other traffic. A byte limit: half of it.
+    Never below the target and a frame (where ``at_floor`` finds no room anyway); 0 without a limit."""
+    cap = q.limit_pkts * q.mtu_ns // 4 if q.limit_pkts else q.limit_ns // 2
+    return check_field("floor_cap_ns", max(cap, p.target_ns + q.mtu_ns) if cap else 0, where="iwa: ")
+
+
 def bytes_to_ns(p: IwaParams, nbytes: int) -> int:
     """Drain time of ``nbytes`` (< 2^32) of TCP payload (its frames' headers included), as the data plane
     computes it: the rate class's product table (``arith.mul``: at most 1/64 below the exact product)."""
@@ -455,6 +467,7 @@ def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: i
                      mtu_bytes=mtu, aqm=aqm, ecn=ecn, telemetry=telemetry)
     red_cfg = red_params(rate_bps, **red) if red else RedParams()
     iwa_cfg = iwa_params(rate_bps, **(iwa or {}))
+    iwa_cfg = replace(iwa_cfg, floor_cap_ns=floor_cap_ns(q, iwa_cfg))
     if codel is None and q.aqm == Aqm.IWA:
         # Under IWA, CoDel holds the queue of the flows no window holds (docs/iwa.md) at the queue the audio's
         # budget allows: IWA's own target. A lower one (RFC 8289's 5 ms) would drop from shaped flows whose

@@ -224,11 +224,12 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
     Any other window at its floor is open: ``FLOW_SHUT`` and ``FLOW_HELD`` cleared."""
     opened = state & ~(FLOW_SHUT | FLOW_HELD)
     full = granted > p.target_ns + mtu_ns and beyond_floor_limit(p, span, nflows)
+    over = 0 < p.floor_cap_ns < granted  # a floor more would overflow the buffer
     if state & FLOW_SHUT and acked == 0:
-        if not full or (payload == 0 and state & FLOW_HELD):
+        if not over and (not full or (payload == 0 and state & FLOW_HELD)):
             return Floor(None, opened)
         return Floor(ack, state | (FLOW_HELD if payload == 0 else 0))
-    if first and full:
+    if first and (full or over):
         return Floor(ack, state | FLOW_SHUT)
     if pauses(p, state, cutting, acked, queue_ns, mtu_ns, span, nflows):
         if not seq_before(ack, seqhi):

@@ -379,3 +379,31 @@ def test_first_windows_beyond_the_floor_limit_wait_for_their_probe_like_the_mode
     want = [(tcp_fields(f).sport, r.record.s1 & 0xFFFFFFFF) for (port, f), r in zip(items, res)
             if port == 2 and tcp_fields(f).sport in ports and r.record is not None]
     assert got == want
+
+
+CAPPED = pipeline_params(2e6, "iwa", limit_bytes=20_000)  # 80 ms of buffer: floors may join 40 ms of queue
+
+
+def test_first_windows_that_would_overflow_the_buffer_wait_below_the_floor_limit_like_the_model(sw):
+    """Two connections open behind a standing queue that fills a 20 kB buffer (80 ms): below the floor limit,
+    but their floors would join more queue than the floors' share of the buffer (the floor cap, half of it:
+    docs/iwa.md, "At the floor"), so both first windows are shut, and a probe's answer keeps a window shut,
+    the second too (the cap overrides the hold-once) until the queue has drained; then the next reopens one
+    MSS; on BMv2 as in the model."""
+    assert CAPPED.iwa.floor_cap_ns == CAPPED.queue.limit_ns // 2
+    ports = [40200, 40201]
+    items = standing_queue() + [it for k, port in enumerate(ports) for it in handshake(port, isn=1_000_000 * (k + 1))]
+    probe = [(2, client_ack(1_000_000 * len(ports) + 1, seq=5121, sport=ports[-1]))]
+    items += probe * 2 + [("sleep", 0.3)] + probe
+    res = replay(CAPPED, items, step_ns=PAUSE_STEP_NS)
+    scale = dict(LINUX_SYN)["WScale"]
+    windows = [w for _, w in upstream_windows(items, res, ports[-1])[1:]]  # first ACK, request, three answers
+    assert windows[:4] == [0, 0, 0, 0], windows
+    assert CAPPED.iwa.mss_bytes <= windows[4] < CAPPED.iwa.mss_bytes + (1 << scale), windows
+    assert upstream_windows(items, res, ports[0])[1][1] == 0  # the first one's first window too
+    records, _ = run_mixed(sw, CAPPED, items, gap_s=PAUSE_STEP_NS / 1e9)
+    got = [(r.sport, r.s1 & 0xFFFFFFFF) for r in records if r.decision == 3 and r.sport in ports]
+    want = [(tcp_fields(f).sport, r.record.s1 & 0xFFFFFFFF) for (port, f), r in
+            zip([it for it in items if it[0] != "sleep"], res) if port == 2 and tcp_fields(f).sport in ports
+            and r.record is not None]
+    assert got == want

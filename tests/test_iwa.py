@@ -812,6 +812,32 @@ def test_a_request_on_a_shut_window_reopens_it_once_there_is_room_but_never_hold
     assert floor_case(state=shut, payload=120, beyond=False) == Floor(None, FLOW_SHAPE)
 
 
+def test_a_floor_that_would_overflow_the_buffer_waits_even_below_the_floor_limit():
+    """The floor cap (``IwaParams.floor_cap_ns``, 48 packets here: a quarter of them as frames): a first
+    window whose floor would join more grants than that is shut, and a shut window stays shut (its probe's
+    answer holds it, the next too) until the grants are back within it, whatever the floor limit says."""
+    p = params()
+    cap, shut = p.iwa.floor_cap_ns, FLOW_SHAPE | FLOW_SHUT
+    assert cap == 48 * p.queue.mtu_ns // 4
+    assert floor_case(first=True, beyond=False, granted=cap + 1) == Floor(1000, shut)
+    assert floor_case(first=True, beyond=False, granted=cap).want is None
+    assert floor_case(state=shut | FLOW_HELD, granted=cap + 1) == Floor(1000, shut | FLOW_HELD)  # not reopened
+    assert floor_case(state=shut | FLOW_HELD, granted=cap) == Floor(None, FLOW_SHAPE)
+    assert floor_case(state=shut, payload=120, beyond=False, granted=cap + 1) == Floor(1000, shut)
+    assert floor_case(state=shut, beyond=False, granted=cap + 1) == Floor(1000, shut | FLOW_HELD)
+
+
+def test_the_floor_cap_is_a_quarter_of_a_packet_buffer_half_of_a_byte_buffer_never_below_the_room():
+    from refmodel.params import pipeline_params
+    pkts = pipeline_params(2e6, "iwa", limit_pkts=48)
+    assert pkts.iwa.floor_cap_ns == 12 * pkts.queue.mtu_ns  # 24 floors of two half-size segments, halved
+    byte = pipeline_params(2e6, "iwa", limit_bytes=72_000)
+    assert byte.iwa.floor_cap_ns == byte.queue.limit_ns // 2
+    tiny = pipeline_params(2e6, "iwa", limit_pkts=6)  # pam13radio's 2 BDP: the cap would be below the room
+    assert tiny.iwa.floor_cap_ns == tiny.iwa.target_ns + tiny.queue.mtu_ns
+    assert pipeline_params(2e6, "iwa").iwa.floor_cap_ns == 0  # no buffer limit: no cap
+
+
 def test_a_pause_keeps_the_edge_and_shuts_the_window_once_all_sent_is_acknowledged():
     p = params()
     above = dict(cutting=True, acked=MSS, queue_ns=p.iwa.target_ns + 2 * p.queue.mtu_ns, beyond=False)

@@ -54,6 +54,7 @@ struct iwa_cfg_t {
     bit<16> mss_bytes;         // the smallest window IWA advertises
     bit<32> hold_ns;           // the reserve is forgotten this long after the last SYN-ACK
     bit<48> age_ns;            // a new flow may take a slot this long after its flow's latest downstream data
+    bit<32> floor_cap_ns;      // the most queue a window at its floor may join (the floors' share of the buffer)
 }
 
 /* The queue model's prediction for this packet (queue_model.p4). */

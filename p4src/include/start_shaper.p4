@@ -471,20 +471,23 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bool beyond = share < (bit<32>)cfg.mss_bytes;   // the floor limit: each flow's share below one MSS
             // no room: beyond the floor limit, and what was granted (or the real queue) more than a frame above target
             bool full = beyond && queued > (bit<64>)cfg.target_ns + (bit<64>)mtu_ns;
+            // a floor more would overflow the buffer: what was granted beyond the floors' share of it (the
+            // floor cap: refmodel/params.py floor_cap_ns; 0: no cap)
+            bool over = cfg.floor_cap_ns != 0 && queued > (bit<64>)cfg.floor_cap_ns;
             if (floored && state & FLOW_SHUT != 0 && acked == 0) {
                 // a shut window reopens to the MSS on an ACK of nothing new (a probe's answer, a request) once
                 // there is room; while there is none it stays shut, but a probe's answer (no data) holds it only
-                // once: the next reopens it
-                if (full && (tcp_payload > 0 || state & FLOW_HELD == 0)) {
+                // once: the next reopens it, unless a floor more would overflow the buffer
+                if (over || (full && (tcp_payload > 0 || state & FLOW_HELD == 0))) {
                     if (tcp_payload == 0) { state = state | FLOW_HELD; }
                     want = ack;
                     shut = true;
                 } else {
                     want = floor;
                 }
-            } else if (floored && first && full) {
-                // a first window that finds no room: shut, so its server waits for its probe instead of adding
-                // its MSS to a full queue
+            } else if (floored && first && (full || over)) {
+                // a first window that finds no room, or would overflow the buffer: shut, so its server waits
+                // for its probe instead of adding its MSS to a full queue
                 want = ack;
                 shut = true;
             } else if (floored) {
