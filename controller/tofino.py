@@ -182,6 +182,9 @@ def link_entries(lk: AccessLink, rate_class: int, n_links: int, law: int | None 
                     limit_ns)
     supported = ((Aqm.FIFO,) + ((Aqm.RED,) if red else ()) + ((Aqm.CODEL,) if law is not None else ())
                  + ((Aqm.PIE,) if pie is not None else ()))
+    if q.aqm == Aqm.IWA:  # p4src/tofino/iwa.p4 compiles only with pass 1's tail (the grant) cut
+        raise ConfigError(f"link {link}: iwa cannot be installed on a Tofino yet: the tofino2-iwa build compiles "
+                          "without its grant, so it shapes no window (docs/tofino.md, \"IWA on Tofino 2\")")
     if q.aqm not in supported:
         raise ConfigError(f"link {link}: {q.aqm.name.lower()} is not in this TNA program (it has "
                           f"{', '.join(a.name.lower() for a in supported)}; docs/tofino.md)")

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 import finsy as fy
@@ -20,6 +21,7 @@ import pytest
 
 from accessnet.bmv2_veth import ROUTES, Bmv2, build_p4, missing_toolchain
 from controller import entries
+from controller.config import params_from_dict
 from controller.switch import BottleneckSwitch, DesiredState, _insert_or_modify
 from refmodel.constants import Aqm, TrafficClass
 from tests.frames import audio, tcp
@@ -90,8 +92,11 @@ def test_install_then_set_each_aqm_at_run_time(sw, tmp_path):
         assert f"aqm={name}" in r.stdout
         assert aqm_seen(sw) == {Aqm[name.upper()]}, name
     iwa = read_default(sw, "iwa_cfg")
-    assert set(iwa) == {"target_ns", "mss_bytes", "hold_ns", "age_ns"}  # the rate conversions: rate class tables
+    # the rate conversions: rate class tables
+    assert set(iwa) == {"target_ns", "mss_bytes", "hold_ns", "age_ns", "floor_cap_ns"}
     assert (iwa["target_ns"], iwa["mss_bytes"], iwa["hold_ns"]) == (10_000_000, 1460, 1_000_000_000)
+    p = params_from_dict(tomllib.loads(write_cfg(tmp_path, "iwa").read_text()))
+    assert iwa["floor_cap_ns"] == p.iwa.floor_cap_ns == p.queue.limit_pkts * p.queue.mtu_ns // 4  # its buffer's
     assert read_default(sw, "codel_cfg")["target_ns"] == 10_000_000  # iwa's CoDel: IWA's own target
 
 

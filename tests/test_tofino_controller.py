@@ -102,6 +102,12 @@ def test_a_link_reports_every_packet_or_none_and_datagrams_only_is_refused(telem
         tofino.link_entries(lk, 0, 8)
 
 
+def test_iwa_is_refused_while_the_tna_program_cannot_shape():
+    lk = tofino.AccessLink(2, "10.0.1.3", pipeline_params(2e6, Aqm.IWA, limit_bytes=50_000))
+    with pytest.raises(ConfigError, match="link 2: iwa cannot be installed on a Tofino yet: .* shapes no window"):
+        tofino.link_entries(lk, 0, 8, law=0)
+
+
 def test_links_of_one_rate_share_a_rate_class_and_its_tables():
     links = two_links()
     classes = tofino.rate_classes(links)
@@ -260,7 +266,7 @@ def test_the_switch_refuses_what_its_program_lacks_before_connecting():
     with pytest.raises(ConfigError, match="link 0: codel is not in this TNA program"):
         tofino.TnaBottleneckSwitch(target("tofino2-red"), state)   # ... without CoDel
     iwa = DesiredState(pipeline_params(2e6, Aqm.IWA, limit_bytes=50_000), ROUTES, None)
-    with pytest.raises(ConfigError, match="link 0: iwa is not in this TNA program"):
+    with pytest.raises(ConfigError, match="link 0: iwa cannot be installed on a Tofino yet"):
         tofino.TnaBottleneckSwitch(target("tofino2-red"), iwa)
 
 
