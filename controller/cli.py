@@ -158,7 +158,7 @@ async def cmd_tune(args) -> int:
         loop = loops.default
         state = DesiredState(loop.params, parse_routes(args.routes), args.monitor_port,
                              {lk: lp.params for lk, lp in loops.links.items()}, clients)
-        dev = args.shaper_dev
+        drain = shaper.from_args(args.shaper_dev, args.drain_control)
 
         def ready() -> None:
             print(f"installed: aqm={loop.params.queue.aqm.name.lower()}{own_links(links)} on {args.address}; tuning",
@@ -166,7 +166,7 @@ async def cmd_tune(args) -> int:
 
         return await tuner.run_bmv2(BottleneckSwitch(target_from(args), state), loops, args.monitor_if,
                                     connect_timeout_s=5.0 * args.attempts,
-                                    shaper=(lambda r: shaper.set_rate(dev, r)) if dev else None,
+                                    shaper=drain.set_rate if drain else None,
                                     duration_s=args.duration, ready=ready)
     finally:
         for log in logs:
@@ -223,6 +223,7 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...]: change the link rate AT_S seconds after --t0-ns")
     p.add_argument("--t0-ns", type=int, help="time origin of --rate-schedule (default: now)")
     p.add_argument("--shaper-dev", help="interface whose tbf drain shaper follows rate changes")
+    p.add_argument("--drain-control", help="the drain's delay line's control FIFO: it follows rate changes")
     p.add_argument("--log", type=Path, help="tuning time series (CSV); a [links.N] link with parameters of its own "
                    "writes its rows beside it (tuning-linkN.csv)")
     p.add_argument("--duration", type=float, help="stop after this many seconds (default: until signalled)")

@@ -12,8 +12,9 @@ arrival time" of GCRA). For a frame of L bytes arriving at ``now``:
 
 With ``bucket = 0`` the release is the instant its last bit leaves a pure-rate
 link. With ``bucket = B`` it is exactly when a token bucket of depth B bytes
-at rate R (Linux ``tbf burst B``) releases the frame, which is what really
-delays packets here, so prediction and reality agree.
+at rate R releases the frame: the lab's drain (the access link's delay line,
+``controller/shaper.py``) releases each frame by this very formula, which is
+what really delays packets here, so prediction and reality agree.
 
 Buffer limits follow Linux: in packets like ``pfifo`` (drop when ``limit``
 packets are still queued), in bytes like ``bfifo`` (drop when the backlog plus

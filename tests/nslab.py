@@ -92,7 +92,8 @@ def lab_switch(kind: str, ns: str, ports: Ports, cfg: dict, logdir: Path, regist
     veth_up(ns, ports.monitor, f"{ports.monitor}p")
     switch = {"model": ModelSwitch, "bmv2": Bmv2Switch}[kind]()
     try:
-        switch.start(types.SimpleNamespace(sw=NsNode(ns), ports=ports), cfg, logdir, TuneSpec(time.time_ns()))
+        switch.start(types.SimpleNamespace(sw=NsNode(ns), ports=ports, drain_args=lambda: []), cfg, logdir,
+                     TuneSpec(time.time_ns()))
         for pid in switch.pids():
             registry.process(pid)
         yield switch

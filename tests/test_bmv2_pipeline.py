@@ -126,7 +126,7 @@ def test_audio_behind_ten_segments(sw):
     frames = [tcp(seq=1 + k * MSS) for k in range(10)] + [audio()]
     records, _ = run_differential(sw, params, frames)
     a, first = records[-1], records[0]
-    # 54.88 ms behind ten 1514 B frames at 2 Mbit/s (tbf bucket 1514), minus the time the frames took to arrive
+    # 54.88 ms behind ten 1514 B frames at 2 Mbit/s (drain bucket 1514), minus the time the frames took to arrive
     assert a.sojourn_ns == pytest.approx(54_880_000 - (a.ts_ns - first.ts_ns), abs=20_000)
 
 

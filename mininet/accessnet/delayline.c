@@ -1,14 +1,25 @@
-/* delayline: a pure propagation delay between two interfaces (for kernels without netem).
+/* delayline: a propagation delay between two interfaces (for kernels without netem), and optionally the
+ * access link's drain: the rate at which the link sends what the switch queued.
  *
- *   delayline IF_A IF_B DELAY_US_A2B DELAY_US_B2A
+ *   delayline [-r RATE_BPS -b BUCKET_BYTES [-c CONTROL_FIFO]] IF_A IF_B DELAY_US_A2B DELAY_US_B2A
  *
- * Every frame read on one interface is written to the other DELAY us after it
- * was read. A delay line has no rate: frames are never held back by each other,
- * only by time, so it adds no queue of its own. Per direction the order is kept
- * (FIFO, and a fixed delay cannot reorder). One thread: ppoll() on both raw
- * sockets with a nanosecond timeout until the next frame is due; timer slack 1
- * ns; SCHED_FIFO when permitted. Prints counts and the worst lateness on exit
- * (SIGTERM/SIGINT). The accuracy is measured by tests/test_delayline.py.
+ * Every frame read on one interface is written to the other DELAY us after it arrived (the kernel's
+ * receive timestamp, so a line that was itself late to read a frame still sends it on time). Per direction
+ * the order is kept (FIFO, and a fixed delay cannot reorder). One thread: ppoll() on both raw sockets with a
+ * nanosecond timeout until the next frame is due; timer slack 1 ns; SCHED_FIFO when permitted. Prints
+ * counts and the worst lateness on exit (SIGTERM/SIGINT). The accuracy is measured by tests/test_delayline.py.
+ *
+ * With -r, A->B is also a link of RATE_BPS whose sender may send BUCKET_BYTES ahead: the switch's queue
+ * model (refmodel/queue.py) to the letter. Each frame of L bytes arriving at t is released at
+ *
+ *     tat = max(tat, t) + L * 8e9 / RATE       release = max(t, tat - BUCKET * 8e9 / RATE)
+ *
+ * and leaves after the delay. The release times are absolute: when the line is late (the host stalled it)
+ * the frames behind go out at once until the schedule is caught up, so a stall delays frames but never the
+ * link's service, as on a real link and in the switch's model. (Linux's tbf, the drain this replaces for
+ * the P4 switches, earns tokens only up to its bucket while its timer is late, and loses the rest of the
+ * stall's service for good: the real queue then stays behind the model.) A rate change takes effect for the
+ * frames that arrive after it, as in the model; it comes as a decimal rate in bit/s per line on CONTROL_FIFO.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -26,6 +37,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #ifndef PACKET_IGNORE_OUTGOING
@@ -37,7 +50,16 @@
 
 struct frame { int64_t due; uint32_t len; unsigned char *data; };
 struct fifo { struct frame *f; uint32_t head, tail; };
-struct dir { int in, out; int64_t delay; struct fifo q; uint64_t frames, dropped, late; int64_t max_late; };
+struct dir {
+    int in, out;
+    int64_t delay;
+    double rate;            /* bit/s; 0: no drain, a pure delay */
+    int64_t bucket_bytes;
+    double tat;             /* ns, CLOCK_MONOTONIC: when the link will have sent all it released so far */
+    struct fifo q;
+    uint64_t frames, dropped, late;
+    int64_t max_late;
+};
 
 static volatile sig_atomic_t running = 1;
 static void on_signal(int s) { (void)s; running = 0; }
@@ -61,15 +83,45 @@ static int open_port(const char *ifname) {
     setsockopt(s, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
     setsockopt(s, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
     setsockopt(s, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    setsockopt(s, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     return s;
 }
 
-/* Read everything waiting on d->in and stamp it due at now + delay. */
+/* The kernel's receive time of a frame, on CLOCK_MONOTONIC (SO_TIMESTAMPNS gives CLOCK_REALTIME: the
+   offset between the two clocks is read beside it), or now when the kernel gave none. */
+static int64_t arrival_ns(struct msghdr *m) {
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec ts, real, mono;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            clock_gettime(CLOCK_REALTIME, &real);
+            clock_gettime(CLOCK_MONOTONIC, &mono);
+            int64_t stamp = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+            int64_t off = ((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
+            int64_t t = stamp - off, now = (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec;
+            return t < now ? t : now;
+        }
+    }
+    return now_ns();
+}
+
+/* When a frame of len bytes that arrived at t leaves this line: after the drain (if any), then the delay. */
+static int64_t due_ns(struct dir *d, int64_t t, uint32_t len) {
+    if (d->rate <= 0) return t + d->delay;
+    double tx = len * 8e9 / d->rate, bucket = d->bucket_bytes * 8e9 / d->rate;
+    d->tat = (d->tat > t ? d->tat : (double)t) + tx;
+    double release = d->tat - bucket > t ? d->tat - bucket : (double)t;
+    return (int64_t)release + d->delay;
+}
+
+/* Read everything waiting on d->in and stamp it with when it is due. */
 static void receive(struct dir *d, unsigned char *buf) {
     for (;;) {
         struct sockaddr_ll from;
-        socklen_t fl = sizeof from;
-        ssize_t n = recvfrom(d->in, buf, MAX_FRAME, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+        char ctrl[256];
+        struct iovec iov = {buf, MAX_FRAME};
+        struct msghdr m = {&from, sizeof from, &iov, 1, ctrl, sizeof ctrl, 0};
+        ssize_t n = recvmsg(d->in, &m, MSG_DONTWAIT);
         if (n < 0) {
             if (errno != EAGAIN && errno != EINTR) running = 0; /* interface gone: stop */
             return;
@@ -78,10 +130,30 @@ static void receive(struct dir *d, unsigned char *buf) {
         /* Full (never at these rates) or larger than a slot (impossible with offloads off, MTU 1500). */
         if (d->q.tail - d->q.head >= QCAP || n > SLOT) { d->dropped++; continue; }
         struct frame *f = &d->q.f[d->q.tail % QCAP];
-        f->due = now_ns() + d->delay;
+        f->due = due_ns(d, arrival_ns(&m), (uint32_t)n);
         f->len = (uint32_t)n;
         memcpy(f->data, buf, (size_t)n);
         d->q.tail++;
+    }
+}
+
+/* A rate change from the control FIFO: one decimal rate in bit/s per line (a partial line waits). */
+static void control(int fd, struct dir *d, char *line, size_t *have) {
+    for (;;) {
+        ssize_t n = read(fd, line + *have, 127 - *have);
+        if (n <= 0) return;
+        *have += (size_t)n;
+        line[*have] = 0;
+        char *nl;
+        while ((nl = strchr(line, '\n'))) {
+            *nl = 0;
+            double r = atof(line);
+            if (r > 0) d->rate = r;
+            else fprintf(stderr, "delayline: ignored control line '%s' (want a rate in bit/s)\n", line);
+            *have -= (size_t)(nl + 1 - line);
+            memmove(line, nl + 1, *have + 1);
+        }
+        if (*have >= 127) *have = 0; /* a line too long for a rate: dropped */
     }
 }
 
@@ -100,16 +172,34 @@ static int64_t transmit(struct dir *d) {
     return INT64_MAX;
 }
 
+static void usage(void) {
+    fprintf(stderr, "usage: delayline [-r RATE_BPS -b BUCKET_BYTES [-c CONTROL_FIFO]] IF_A IF_B DELAY_US_A2B "
+                    "DELAY_US_B2A\n");
+    exit(2);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: delayline IF_A IF_B DELAY_US_A2B DELAY_US_B2A\n");
-        return 2;
+    double rate = 0;
+    long long bucket = -1;
+    const char *ctl_path = NULL;
+    for (int o; (o = getopt(argc, argv, "r:b:c:")) != -1;) {
+        if (o == 'r') rate = atof(optarg);
+        else if (o == 'b') bucket = atoll(optarg);
+        else if (o == 'c') ctl_path = optarg;
+        else usage();
     }
-    int a = open_port(argv[1]), b = open_port(argv[2]);
+    if (argc - optind != 4 || (rate > 0) != (bucket >= 0) || (ctl_path && rate <= 0) || rate < 0) usage();
+    char **arg = argv + optind;
+    int a = open_port(arg[0]), b = open_port(arg[1]);
     struct dir dirs[2] = {
-        {a, b, atoll(argv[3]) * 1000, {0}, 0, 0, 0, 0},
-        {b, a, atoll(argv[4]) * 1000, {0}, 0, 0, 0, 0},
+        {.in = a, .out = b, .delay = atoll(arg[2]) * 1000, .rate = rate, .bucket_bytes = bucket},
+        {.in = b, .out = a, .delay = atoll(arg[3]) * 1000},
     };
+    /* O_RDWR: the FIFO never reads as closed between its writers (open before anything forwards) */
+    int ctl = ctl_path ? open(ctl_path, O_RDWR | O_NONBLOCK) : -1;
+    if (ctl_path && ctl < 0) { perror(ctl_path); return 1; }
+    char line[128] = {0};
+    size_t have = 0;
     for (int i = 0; i < 2; i++) {
         dirs[i].q.f = calloc(QCAP, sizeof(struct frame));
         unsigned char *pool = malloc((size_t)QCAP * SLOT);
@@ -126,7 +216,7 @@ int main(int argc, char **argv) {
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
 
-    struct pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    struct pollfd fds[3] = {{a, POLLIN, 0}, {b, POLLIN, 0}, {ctl, POLLIN, 0}};
     while (running) {
         int64_t next = transmit(&dirs[0]);
         int64_t n2 = transmit(&dirs[1]);
@@ -134,18 +224,19 @@ int main(int argc, char **argv) {
         int64_t wait = next == INT64_MAX ? 200000000 : next - now_ns();
         if (wait < 0) wait = 0;
         struct timespec ts = {wait / 1000000000, wait % 1000000000};
-        int r = ppoll(fds, 2, &ts, NULL);
+        int r = ppoll(fds, ctl >= 0 ? 3 : 2, &ts, NULL);
         if (r > 0) {
             /* an interface that disappeared (its namespace was removed) ends the line,
                rather than spinning at real-time priority */
             if ((fds[0].revents | fds[1].revents) & (POLLERR | POLLHUP | POLLNVAL)) break;
             if (fds[0].revents & POLLIN) receive(&dirs[0], buf);
             if (fds[1].revents & POLLIN) receive(&dirs[1], buf);
+            if (ctl >= 0 && (fds[2].revents & POLLIN)) control(ctl, &dirs[0], line, &have);
         }
     }
     for (int i = 0; i < 2; i++)
         fprintf(stderr, "delayline %s->%s: %llu frames, %llu later than 0.5 ms, max late %.3f ms, dropped %llu\n",
-                argv[1 + i], argv[2 - i], (unsigned long long)dirs[i].frames, (unsigned long long)dirs[i].late,
+                arg[i], arg[1 - i], (unsigned long long)dirs[i].frames, (unsigned long long)dirs[i].late,
                 dirs[i].max_late / 1e6, (unsigned long long)dirs[i].dropped);
     return 0;
 }

@@ -5,7 +5,7 @@
 It reads frames from raw sockets on the switch ports, runs each through
 ``refmodel.Pipeline`` (the same decisions, sojourn and telemetry the P4
 program computes), sends admitted frames out of their egress port (where the
-tbf drain shaper does the waiting) and each telemetry record to the monitor
+drain does the waiting) and each telemetry record to the monitor
 port. The configuration's ``[links.N]`` sections give access links their
 clients and parameters, as the controller writes them to BMv2. With
 ``--tune-log`` it also runs the controller's closed loops
@@ -58,7 +58,7 @@ def make_pipeline(routes: dict[int, Route], cfg: dict, seed: int) -> Pipeline:
     return Pipeline(routes, params_from_dict(cfg), seed=seed, links=clients, link_params=links)
 
 
-def apply_tuning(pipeline: Pipeline, loops: LinkLoops, now_ns: int, shaper_dev: str | None = None) -> int:
+def apply_tuning(pipeline: Pipeline, loops: LinkLoops, now_ns: int, drain: shaper.Drain | None = None) -> int:
     """One turn of the closed loops: what changed goes to the model's defaults (a rate change also to the drain
     shaper) or to a link's own parameters. Returns how many loops wrote."""
     acts = loops.tick(now_ns)
@@ -66,14 +66,14 @@ def apply_tuning(pipeline: Pipeline, loops: LinkLoops, now_ns: int, shaper_dev: 
         if link is not None:
             pipeline.configure_link(link, act.params)
             continue
-        if act.rate_changed and shaper_dev:
-            shaper.set_rate(shaper_dev, act.rate_bps)
+        if act.rate_changed and drain is not None:
+            drain.set_rate(act.rate_bps)
         pipeline.configure(act.params)
     return len(acts)
 
 
 def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: str | None, seed: int,
-          loop: LinkLoops | None = None, shaper_dev: str | None = None) -> int:
+          loop: LinkLoops | None = None, drain: shaper.Drain | None = None) -> int:
     pipeline = make_pipeline(routes, cfg, seed)
     socks = {port: open_port(name) for port, name in ifaces.items()}
     mon = open_port(monitor) if monitor else None
@@ -91,7 +91,7 @@ def serve(ifaces: dict[int, str], routes: dict[int, Route], cfg: dict, monitor: 
     n_in = n_out = errors = 0
     while running:
         if loop is not None:
-            apply_tuning(pipeline, loop, time.time_ns(), shaper_dev)
+            apply_tuning(pipeline, loop, time.time_ns(), drain)
         for key, _ in sel.select(timeout=0.01):
             s = key.fileobj
             while True:
@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...] after --t0-ns")
     ap.add_argument("--t0-ns", type=int)
     ap.add_argument("--shaper-dev", help="interface whose tbf follows rate changes")
+    ap.add_argument("--drain-control", help="the drain's delay line's control FIFO: it follows rate changes")
     a = ap.parse_args(argv)
     ifaces = {int(k): v for k, v in (s.split("=", 1) for s in a.ifs)}
     routes = {}
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.tune_log is not None:
             loop = LinkLoops(cfg, log_for=log_for, t0_ns=a.t0_ns,
                              rate_schedule=parse_rate_schedule(a.rate_schedule))
-        return serve(ifaces, routes, cfg, a.monitor, a.seed, loop, a.shaper_dev)
+        return serve(ifaces, routes, cfg, a.monitor, a.seed, loop, shaper.from_args(a.shaper_dev, a.drain_control))
     finally:
         for log in logs:
             log.close()

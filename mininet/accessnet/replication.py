@@ -139,6 +139,7 @@ def start_lab(sc: scen.Scenario, case: scen.Case, net: AccessNet, switch: Switch
     run_cfg = case.spec.get("run", {})
     net.start()
     meta["delay"] = "netem" if net.netem else "delayline"
+    meta["drain"] = net.drain  # "delayline": the access link's delay line releases on the model's times; "tbf"
     net.set_tcp(sc.cc)
     net.set_iw(case.iw)
     if case.profile.client_window_bytes is not None:
@@ -230,7 +231,8 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             LOG.warning("removed what a dead run left in lab slot %s: %s", lease.prefix, ", ".join(lease.removed))
         meta["lab"] = lease.prefix
         try:
-            net = AccessNet(lease.prefix, case.profile, logdir=tmp, registry=lease.registry)
+            net = AccessNet(lease.prefix, case.profile, logdir=tmp, registry=lease.registry,
+                            drain="tbf" if switch.kind == "kernel" else "delayline")
             if sc.irto_s is not None:
                 irto = InitialRto(sc.irto_s, lease.prefix, lease.registry, tmp)
             lab = start_lab(sc, case, net, switch, loads, tmp, meta, irto)

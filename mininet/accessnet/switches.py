@@ -1,10 +1,10 @@
-"""The bottleneck switch of a run, in one of three kinds (same ports, same drain shaper):
+"""The bottleneck switch of a run, in one of three kinds (same ports; the drain: AccessNet.drain):
 
 * ``Bmv2Switch``: ``simple_switch_grpc`` running ``p4src/bottleneck.p4``,
   configured by the P4Runtime controller (``python -m controller``);
 * ``ModelSwitch``: the reference model as a userspace forwarder
   (``python -m accessnet.modelswitch``), for machines without BMv2;
-* ``KernelSwitch``: a Linux bridge with a kernel qdisc under the tbf, for the
+* ``KernelSwitch``: a Linux bridge with a kernel qdisc under a tbf drain, for the
   kernel AQM peers on identical traffic.
 """
 
@@ -223,7 +223,7 @@ class Bmv2Switch(Switch):
         self.controller = net.sw.popen(
             [sys.executable, "-m", "controller", "-v", "tune", "--config", str(cfg_path),
              "--address", f"127.0.0.1:{self.grpc_port}", "--monitor-port", "3", "--monitor-if", net.ports.monitor,
-             "--shaper-dev", net.ports.client, "--log", str(rundir / "tuning.csv"), *tune.args(),
+             *net.drain_args(), "--log", str(rundir / "tuning.csv"), *tune.args(),
              "--p4info", str(ROOT / "build" / "bottleneck.p4info.txtpb"),
              "--p4blob", str(ROOT / "build" / "bottleneck.json")],
             stdout=open(clog_path, "ab"), stderr=subprocess.STDOUT, cwd=ROOT)
@@ -300,7 +300,7 @@ class ModelSwitch(Switch):
         self.proc = net.sw.popen(
             [*REALTIME, sys.executable, "-m", "accessnet.modelswitch", "--if", f"1={net.ports.server}",
              "--if", f"2={net.ports.client}", "--monitor", net.ports.monitor, "--config", str(cfg_path),
-             "--seed", str(self.seed), "--tune-log", str(rundir / "tuning.csv"), "--shaper-dev", net.ports.client,
+             "--seed", str(self.seed), "--tune-log", str(rundir / "tuning.csv"), *net.drain_args(),
              *tune.args()], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         time.sleep(0.5)
         if not self.alive():

@@ -1,20 +1,24 @@
 """The emulated access network, built with Mininet's Node and Link classes.
 
-    srv ── d1 ── [sw port 1]  switch  [port 2]══tbf══ d2 ── cli
-  server   11 ms                 [port 3] ── mon           70 ms   phone
+    srv ── d1 ── [sw port 1]  switch  [port 2] ══ d2 ── cli
+  server   11 ms                 [port 3] ── mon   drain, 70 ms   phone
                                   telemetry
 
 * ``srv``: the server side (web server, the far end of the audio call).
 * ``d1``, ``d2``: delay nodes adding the propagation delay (netem where the
   kernel has it, else the project's userspace delay line ``build/delayline``).
-  A delay line has no rate and no queue of its own.
+  ``d1`` has no rate and no queue of its own. ``d2``'s downstream direction is
+  also the *drain* of the P4 switches: the delay line releases each frame when
+  the switch's queue model says the link sends it (``controller/shaper.py``),
+  so it is the only place packets wait, its buffer is larger than the modelled
+  one (the switch's decisions are the only losses), and a stall of the host
+  delays frames but never the link's service.
 * ``sw``: the switch's own network namespace, holding the switch ports; the
   switch process (BMv2 and its controller, the reference-model forwarder, or a
   Linux bridge) runs inside it, so its control sockets (P4Runtime gRPC, BMv2's
   Thrift, which cannot bind to one address) are reachable only from inside
-  the lab. Port 2's ``tbf`` at the link rate is the drain shaper: it is the
-  only place packets wait, and its buffer is larger than the modelled one, so
-  the switch's decisions are the only losses.
+  the lab. With the kernel backend (a Linux bridge whose AQM is a qdisc) the
+  drain is a ``tbf`` at the link rate on port 2 instead, the qdisc its child.
 * ``cli``: the phone. ``mon`` receives the telemetry clones.
 
 ``srv`` and ``cli`` are dual-stack in every run (``accessnet.addresses``: 10.0.0.1/24 and fd00::1/64, 10.0.0.2/24
@@ -51,7 +55,7 @@ from controller import shaper
 
 from .addresses import NO_IPV6, QUIET_IPV6, V4, V6, Hosts, ipv6_missing, sysctl_args
 from .keepawake import KeepAwake
-from .leftovers import Registry
+from .leftovers import STATE_DIR, Registry
 from .profiles import Profile
 
 LOG = logging.getLogger("iwlab.net")
@@ -123,10 +127,17 @@ class Ports:
         return ["-i", f"1@{self.server}", "-i", f"2@{self.client}", "-i", f"3@{self.monitor}"]
 
 
+DRAINS = ("delayline", "tbf")  # the P4 switches' drain (d2's delay line), the kernel backend's (a tbf)
+
+
 class AccessNet:
     def __init__(self, prefix: str, prof: Profile, netem: bool | None = None, logdir: Path | None = None,
-                 registry: Registry | None = None) -> None:
+                 registry: Registry | None = None, drain: str = "delayline") -> None:
+        if drain not in DRAINS:
+            raise ValueError(f"drain {drain!r}: one of {', '.join(DRAINS)}")
         self.prefix = prefix
+        self.drain = drain
+        self.drain_control = STATE_DIR / f"{prefix}drain.ctl"  # the delay line's FIFO (drain = "delayline")
         self.logdir = logdir
         self.prof = prof
         self.netem = has_netem() if netem is None else netem
@@ -220,11 +231,13 @@ class AccessNet:
                check=True)
 
     def _delays(self) -> None:
-        """d1: server-side delay both ways; d2: the access link's delay both ways."""
+        """d1: server-side delay both ways; d2: the access link's delay both ways, and its drain downstream
+        (always the delay line, netem or not: only it releases frames on the model's schedule)."""
         for node, ms in ((self.d1, self.prof.server_delay_ms), (self.d2, self.prof.delay_ms)):
             a, b = f"{node.name}-eth0", f"{node.name}-eth1"
             us = int(round(ms * 1000))
-            if self.netem:
+            drain = node is self.d2 and self.drain == "delayline"
+            if self.netem and not drain:
                 sh(node, f"ip link add br0 type {QUIET_BRIDGE} && ip link set {a} master br0 && "
                          f"ip link set {b} master br0 && ip link set br0 up", check=True)
                 for intf in (a, b):
@@ -234,16 +247,31 @@ class AccessNet:
                     raise RuntimeError(f"{DELAYLINE} is missing: run 'make setup' (it builds the delay line)")
                 log = open(self.logdir / f"delay_{node.name[len(self.prefix):]}.log", "wb") if self.logdir \
                     else subprocess.DEVNULL
-                argv = [str(DELAYLINE), a, b, str(us), str(us)]
+                opts: list[str] = []
+                if drain:
+                    self.registry.files([str(self.drain_control)])
+                    self.drain_control.unlink(missing_ok=True)
+                    os.mkfifo(self.drain_control, 0o600)
+                    opts = shaper.delayline_args(self.prof.rate_bps, self.drain_control)
+                argv = [str(DELAYLINE), *opts, a, b, str(us), str(us)]
                 proc = node.popen(argv, stdout=subprocess.DEVNULL, stderr=log)
                 self.procs.append(proc)
                 self.registry.process(proc.pid, argv)
 
     def _drain_shaper(self) -> None:
-        sh(self.sw, " ".join(shaper.tbf_args(self.ports.client, self.prof.rate_bps)), check=True)
+        if self.drain == "tbf":
+            sh(self.sw, " ".join(shaper.tbf_args(self.ports.client, self.prof.rate_bps)), check=True)
+
+    def drain_args(self) -> list[str]:
+        """How a controller in the switch's namespace reaches the drain to follow a rate change."""
+        if self.drain == "tbf":
+            return ["--shaper-dev", self.ports.client]
+        return ["--drain-control", str(self.drain_control)]
 
     def kernel_aqm(self, qdisc: str) -> None:
         """Kernel backend: the switch is a Linux bridge and the AQM a child of the tbf."""
+        if self.drain != "tbf":
+            raise RuntimeError("a kernel AQM needs the tbf drain: AccessNet(..., drain='tbf')")
         p = self.prefix
         br = f"{p}br"
         sh(self.sw, f"ip link add {br} type {QUIET_BRIDGE} && ip link set {self.ports.server} master {br} && "
@@ -294,6 +322,7 @@ class AccessNet:
                     proc.kill()
                     proc.wait()
         self.procs.clear()
+        self.drain_control.unlink(missing_ok=True)
         self.awake.stop()
         if self.net is not None:
             for node in self.net.hosts:
