@@ -319,9 +319,15 @@ async def _apply(sw, link: int | None, act: Action, shaper: Callable[[float], No
         if link is not None:
             await sw.set_iwa_knobs(act.params, link=link)
         elif act.rate_changed:
-            if shaper is not None:
-                shaper(act.rate_bps)
-            await sw.reconfigure(act.params)
+            # the switch first, then the drain: the P4Runtime writes take tens of ms, and a drain already at a
+            # lower rate meanwhile would queue behind the model, an excess a flow at the new rate never drains
+            # (a radio's slot on BMv2: 40 ms for the whole slot); the other way round the drain is ahead for
+            # the instant the FIFO's write takes
+            try:
+                await sw.reconfigure(act.params)
+            finally:
+                if shaper is not None:
+                    shaper(act.rate_bps)
         else:
             await sw.set_iwa_knobs(act.params)
     except Exception as e:  # noqa: BLE001 - the switch's methods took it as desired state before writing

@@ -117,17 +117,24 @@ def test_the_client_window_bounds_the_servers_flight(rep):
 
 
 def test_the_drain_follows_the_rates(rep):
-    """The drain (the access link's delay line) takes each rate the controller sets: the audio's delay beyond
-    the base is the switch's predicted sojourn within 1 ms, while the rate changes every 0.5 s between 0.5 and
-    2 Mbit/s (a drain left at one rate would put the queue tens of ms off the model within a slot)."""
+    """The drain (the access link's delay line) takes each rate the controller sets, after the switch takes it
+    (controller.tuner): the audio's delay beyond the base is the switch's predicted sojourn while the rate
+    changes every 0.5 s between 0.5 and 2 Mbit/s. A drain that lags the switch queues behind its model for the
+    rest of a slot (the drain changed before BMv2's P4Runtime writes: 40 ms for a whole slot), one that does
+    not follow by hundreds of ms. The model switch changes both at once: within 1 ms for 99 % of the audio.
+    BMv2 delivers the first frame of a busy period to the drain a few ms after its ingress stamp (README,
+    "Known limits"), and the whole busy period keeps that offset (here about 2 ms, 10 ms at an IW10 burst's
+    start): the median within 5 ms, every packet within 15 ms."""
     from experiments.bottleneck_check import summary
     from test_e2e_smoke import host_stalled, within_1ms
     s = summary(rep)
     print(f"single-bottleneck proof on the radio ({s['switch']}): {s}")
     assert s["queued"]["packets"] > 0, "the web flow should have built a queue"
-    ok = within_1ms(s["queued"]) and within_1ms(s["idle"])
+    if s["switch"] == "bmv2":
+        ok = all(s[k]["median_ms"] <= 5 and s[k]["max_ms"] <= 15 for k in ("queued", "idle"))
+    else:
+        ok = within_1ms(s["queued"]) and within_1ms(s["idle"])
     stalled = host_stalled(rep)
     if not ok and stalled:
         pytest.xfail(stalled)
-    assert within_1ms(s["queued"]), s["queued"]
-    assert within_1ms(s["idle"]), s["idle"]
+    assert ok, s

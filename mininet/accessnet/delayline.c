@@ -57,7 +57,7 @@ struct dir {
     int64_t bucket_bytes;
     double tat;             /* ns, CLOCK_MONOTONIC: when the link will have sent all it released so far */
     struct fifo q;
-    uint64_t frames, dropped, late;
+    uint64_t frames, dropped, late, rate_changes;
     int64_t max_late;
 };
 
@@ -148,7 +148,12 @@ static void control(int fd, struct dir *d, char *line, size_t *have) {
         while ((nl = strchr(line, '\n'))) {
             *nl = 0;
             double r = atof(line);
-            if (r > 0) d->rate = r;
+            if (r > 0) {
+                d->rate = r;
+                d->rate_changes++;
+                if (d->rate_changes <= 1000) /* the log stays small: one line a change */
+                    fprintf(stderr, "delayline: rate %.0f bit/s from %.6f s\n", r, now_ns() / 1e9);
+            }
             else fprintf(stderr, "delayline: ignored control line '%s' (want a rate in bit/s)\n", line);
             *have -= (size_t)(nl + 1 - line);
             memmove(line, nl + 1, *have + 1);

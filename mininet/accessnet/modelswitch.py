@@ -66,9 +66,9 @@ def apply_tuning(pipeline: Pipeline, loops: LinkLoops, now_ns: int, drain: shape
         if link is not None:
             pipeline.configure_link(link, act.params)
             continue
-        if act.rate_changed and drain is not None:
-            drain.set_rate(act.rate_bps)
         pipeline.configure(act.params)
+        if act.rate_changed and drain is not None:  # after the model, as the controller does (controller.tuner)
+            drain.set_rate(act.rate_bps)
     return len(acts)
 
 
