@@ -37,7 +37,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 
