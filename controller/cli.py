@@ -222,8 +222,8 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    f"the configuration's [aqm.iwa] budget_s, else {JITTER_BUDGET_MS:g} ms)")
     p.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...]: change the link rate AT_S seconds after --t0-ns")
     p.add_argument("--t0-ns", type=int, help="time origin of --rate-schedule (default: now)")
-    p.add_argument("--shaper-dev", help="interface whose tbf drain shaper follows rate changes")
-    p.add_argument("--drain-control", help="the drain's delay line's control FIFO: it follows rate changes")
+    from . import shaper  # loaded for tune only, as cmd_tune loads it
+    shaper.add_args(p)
     p.add_argument("--log", type=Path, help="tuning time series (CSV); a [links.N] link with parameters of its own "
                    "writes its rows beside it (tuning-linkN.csv)")
     p.add_argument("--duration", type=float, help="stop after this many seconds (default: until signalled)")

@@ -89,6 +89,12 @@ class DelaylineDrain:
             os.close(fd)
 
 
+def add_args(ap) -> None:
+    """The options that name the drain a rate change goes to (the controller's ``tune``, the model switch)."""
+    ap.add_argument("--shaper-dev", help="interface whose tbf drain shaper follows rate changes")
+    ap.add_argument("--drain-control", help="the drain's delay line's control FIFO: it follows rate changes")
+
+
 def from_args(dev: str | None, control: str | Path | None) -> Drain | None:
     """The drain a controller's command line names (``--shaper-dev`` or ``--drain-control``), if any."""
     if dev and control:

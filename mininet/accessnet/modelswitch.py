@@ -137,8 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"configuration's [aqm.iwa] budget_s, else {JITTER_BUDGET_MS:g} ms)")
     ap.add_argument("--rate-schedule", help="AT_S:RATE_BPS[,...] after --t0-ns")
     ap.add_argument("--t0-ns", type=int)
-    ap.add_argument("--shaper-dev", help="interface whose tbf follows rate changes")
-    ap.add_argument("--drain-control", help="the drain's delay line's control FIFO: it follows rate changes")
+    shaper.add_args(ap)
     a = ap.parse_args(argv)
     ifaces = {int(k): v for k, v in (s.split("=", 1) for s in a.ifs)}
     routes = {}

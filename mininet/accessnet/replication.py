@@ -231,8 +231,7 @@ def run_rep(sc: scen.Scenario, case: scen.Case, rep: int, outdir: Path, want_swi
             LOG.warning("removed what a dead run left in lab slot %s: %s", lease.prefix, ", ".join(lease.removed))
         meta["lab"] = lease.prefix
         try:
-            net = AccessNet(lease.prefix, case.profile, logdir=tmp, registry=lease.registry,
-                            drain="tbf" if switch.kind == "kernel" else "delayline")
+            net = AccessNet(lease.prefix, case.profile, logdir=tmp, registry=lease.registry, drain=switch.drain)
             if sc.irto_s is not None:
                 irto = InitialRto(sc.irto_s, lease.prefix, lease.registry, tmp)
             lab = start_lab(sc, case, net, switch, loads, tmp, meta, irto)

@@ -157,6 +157,7 @@ def wait_port(port: int, timeout: float = 15.0, alive=lambda: True, node=None) -
 
 class Switch:
     kind = "?"
+    drain = "delayline"  # the lab's drain it needs (topology.DRAINS): a P4 switch's is the delay line
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
@@ -328,6 +329,7 @@ KERNEL_QDISCS = {
 
 class KernelSwitch(Switch):
     kind = "kernel"
+    drain = "tbf"  # its AQM is a qdisc, the tbf's child
 
     def __init__(self, qdisc: str, buffer: dict, prof: Profile) -> None:
         super().__init__()
