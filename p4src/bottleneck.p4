@@ -185,7 +185,8 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
         queue_tat.read(tat, (bit<32>)meta.link);
         tracker.apply(hdr, meta.tcp_ok, meta.tcp_payload, meta.downstream, now, meta.iwa, meta.track);
         shaper.apply(hdr, meta.tcp_ok, meta.tcp_payload, meta.downstream, meta.ws_seen, meta.ws_shift, now,
-                     meta.link, tat, iwa_on, meta.iwa, meta.qcfg.mtu_ns, meta.qcfg.rate_class, meta.track, meta.grant);
+                     meta.link, tat, iwa_on, meta.iwa, meta.qcfg.mtu_ns, meta.qcfg.rate_class, meta.track, meta.grant,
+                     meta.unheld_shift);
 
         bool report_it = false;
         if (meta.downstream == 0) {
@@ -228,7 +229,7 @@ control BottleneckIngress(inout headers_t hdr, inout metadata_t meta,
             } else if (meta.qcfg.aqm == AQM_PIE) {
                 pie.apply(meta.pred, meta.pie, meta.qcfg.mtu_ns, meta.link, meta.rand, meta.verdict);
             } else if (iwa_on) {
-                iwa.apply(meta.pred, meta.iwa, meta.track, small, meta.link, meta.verdict);
+                iwa.apply(meta.pred, meta.iwa, meta.track, small, meta.link, meta.unheld_shift, meta.verdict);
             } else if (!codel_decides) {
                 fifo.apply(meta.pred, meta.verdict);
             }

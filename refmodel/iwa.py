@@ -14,14 +14,19 @@ audio's budget leaves. Here:
 * so is a burst no window holds: a full-size frame of new data of a flow IWA
   does not shape (QUIC and other datagrams, TCP whose SYN the switch did not
   see), while the queue is above the target and all such traffic together
-  would queue beyond the target on its own (``unheld_tat``: its frames as a
-  virtual queue at the link rate, per link). Nothing else keeps such senders'
+  would queue beyond the target on its own at its share of the link
+  (``unheld_tat``: its frames as a virtual queue served at 1/2^shift of the
+  link rate, per link; ``shift`` counts it as one flow beside the link's active
+  shaped ones, ``LinkShaping.unheld_shift``). Nothing else keeps such senders'
   bursts from the audio's budget (a QUIC page's initial window alone is 48 ms
   at 2 Mbit/s), and CoDel, which decides for their other frames, waits an
-  interval; traffic that comes no faster than the link, whatever queue it
+  interval; traffic that comes no faster than its share, whatever queue it
   holds, is CoDel's alone (an unshaped bulk flow kept 66 % of FIFO's goodput
   under CoDel in ``tests/tcpsim.py``, 28 % when every frame above the target
-  was dropped);
+  was dropped). The share matters where shaped flows are active: their windows
+  yield the queue's room while the target is exceeded, and a rate-based sender
+  beside them (a WebRTC flow's delay-based control sees no queue growing) would
+  otherwise take the whole link from them and keep the queue at the target;
 * a shaped flow's retransmissions and control segments pass; the buffer limit
   applies to everything.
 """
@@ -40,11 +45,13 @@ U32 = 0xFFFFFFFF
 
 class Iwa:
     def __init__(self) -> None:
-        # per link: the low 32 bits of the virtual link-free time of the frames no window holds (aqm_iwa.p4)
+        # per link: the virtual link-free time (ns) of the frames no window holds, at their share (aqm_iwa.p4)
         self.unheld_tat = [0] * N_LINKS
 
-    def decide(self, p: IwaParams, q: Prediction, t: Track, small: bool = False, link: int = 0) -> Verdict:
-        """``small``: the frame is below a quarter of a full one (``pipeline.small_frame``)."""
+    def decide(self, p: IwaParams, q: Prediction, t: Track, small: bool = False, link: int = 0,
+               unheld_shift: int = 0) -> Verdict:
+        """``small``: the frame is below a quarter of a full one (``pipeline.small_frame``); ``unheld_shift``:
+        the share of the link what no window holds gets (``LinkShaping.unheld_shift``)."""
         s1 = (t.slot << 32) | t.progress
         if q.over_limit:
             return Verdict(True, Reason.LIMIT, s1)
@@ -52,11 +59,12 @@ class Iwa:
         if t.cls == TrafficClass.TCP_START and t.flags & TrackFlag.BEYOND and above:
             return Verdict(True, Reason.IWA_SURPLUS, s1)
         if unheld(t) and not small:
-            now, tat = q.now & U32, self.unheld_tat[link]
-            own = (tat - now) & U32 if ((tat - now) & U32) < 0x80000000 else 0  # its queue, alone on the link
+            own = max(self.unheld_tat[link] - q.now, 0)  # its queue, alone on the link at its share
             if above and own > p.target_ns:
                 return Verdict(True, Reason.IWA_UNHELD, s1)
-            self.unheld_tat[link] = ((tat if own else now) + q.tat_new - max(q.tat, q.now)) & U32  # + its frame
+            # + its frame, at its share of the link; what queued beyond the target while the real queue was below
+            # it is forgotten (at most one frame is kept above it: no more than the next drop needs)
+            self.unheld_tat[link] = q.now + min(own, p.target_ns) + ((q.tat_new - max(q.tat, q.now)) << unheld_shift)
         if t.cls == TrafficClass.TCP_RTX and above:
             return Verdict(False, Reason.IWA_RTX, s1)
         return Verdict(False, Reason.NONE, s1)

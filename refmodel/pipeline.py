@@ -183,9 +183,10 @@ class Pipeline:
         st = self.state[link]
         iwa_on = p.queue.aqm == Aqm.IWA
         track = self.flows.track(p.iwa, pkt, now_ns)
+        unheld_shift = self.shaper.unheld_shift(p.iwa, now_ns, link) if iwa_on else 0
         track = self.shaper.downstream(p.iwa, p.queue.mtu_ns, pkt, now_ns, iwa_on, track, link)
         pred = st.queue.predict(p.queue, now_ns, pkt.length)
-        verdict = self._decide(p, st, pred, track, rand, link)
+        verdict = self._decide(p, st, pred, track, rand, link, unheld_shift)
 
         decision = Decision.DROP if verdict.drop else Decision.PASS
         out = frame
@@ -236,7 +237,8 @@ class Pipeline:
             self.telemetry_seq = (self.telemetry_seq + 1) & 0xFFFFFFFF
         return Result(route.egress, out, Decision.BYPASS, reason, cls, record, link)
 
-    def _decide(self, p: PipelineParams, st: LinkState, q, track: Track, rand: int, link: int = 0) -> Verdict:
+    def _decide(self, p: PipelineParams, st: LinkState, q, track: Track, rand: int, link: int = 0,
+                unheld_shift: int = 0) -> Verdict:
         aqm = p.queue.aqm
         if aqm == Aqm.RED:
             return st.red.decide(p.red, q, rand)
@@ -245,15 +247,15 @@ class Pipeline:
         if aqm == Aqm.PIE:
             return st.pie.decide(p.pie, p.queue, q, rand)
         if aqm == Aqm.IWA:
-            return self._iwa(p, st, q, track, link)
+            return self._iwa(p, st, q, track, link, unheld_shift)
         return self.fifo.decide(q)
 
-    def _iwa(self, p: PipelineParams, st: LinkState, q, track: Track, link: int) -> Verdict:
+    def _iwa(self, p: PipelineParams, st: LinkState, q, track: Track, link: int, unheld_shift: int) -> Verdict:
         """IWA's downstream decision (iwa.py), and CoDel's for what no window holds at all times
         (``codel_decides_under_iwa``); CoDel observes every other packet IWA admits (its sojourn measurement
         covers the whole queue)."""
         small = small_frame(q.length, p.iwa.mss_bytes)
-        verdict = self.iwa.decide(p.iwa, q, track, small, link)
+        verdict = self.iwa.decide(p.iwa, q, track, small, link, unheld_shift)
         if verdict.drop:
             return verdict
         if codel_decides_under_iwa(track, small):

@@ -281,6 +281,19 @@ class LinkShaping:
         """The link's active shaped flows: those of the previous epoch and those new in this one."""
         return self.act_old + self.act_new
 
+    def active_at(self, hold_ns: int, now: int) -> int:
+        """The active shaped flows ``roll`` would leave at ``now``, without rolling: what a packet that changes
+        nothing on the link reads (the share of what no window holds, ``unheld_shift``)."""
+        e = now - self.epoch_t
+        return self.nflows if e <= hold_ns else self.act_cur if e <= 2 * hold_ns else 0
+
+    def unheld_shift(self, hold_ns: int, now: int) -> int:
+        """What no window holds on this link (datagrams, QUIC, unshaped TCP: ``iwa.unheld``) is one more flow
+        beside the active shaped ones: its share of the link is 1 / 2^unheld_shift, i.e. 1/(flows + 1) rounded
+        down to a power of two (``share_shift``; at most its share, more than half of it). Downstream, before
+        the packet's own effect (``start_shaper.p4`` reads it first)."""
+        return share_shift(self.active_at(hold_ns, now) + 1)
+
     def roll(self, hold_ns: int, now: int) -> None:
         """A new epoch once the current one is ``hold_ns`` old: the current generations (reserve, active
         flows) become the previous ones. After a silence of more than an epoch both are over, and the epoch
@@ -426,6 +439,11 @@ class StartShaper:
         self.state[slot], self.edge[slot], self.end[slot], self.span[slot] = state, t.isn, t.isn, 0
         self.srtt[slot], self.ack[slot], self.link[slot] = server_rtt, t.isn, link
         self.mark[slot], self.mark_t[slot] = t.isn, now & U32
+
+    def unheld_shift(self, p: IwaParams, now: int, link: int = 0) -> int:
+        """The share of ``link`` what no window holds gets downstream, 1/2^shift (``LinkShaping.unheld_shift``;
+        ``start_shaper.p4`` computes it first, for every downstream packet under IWA)."""
+        return self.links[link].unheld_shift(p.hold_ns, now)
 
     def upstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, queue_tat: int, iwa_on: bool,
                  t: Track, link: int = 0) -> Grant:

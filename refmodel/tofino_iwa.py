@@ -79,8 +79,9 @@ pass, since both touch ``iwa_act``.
 
 What this twin does not cover: the flow tracker (``flows.py``: each register already touched once per
 packet, but ``flow_seen`` is 64-bit ns, the 10 s slot age; the TNA program needs a coarser clock there) and
-IWA's downstream decision (``iwa.py``: one read-modify-write of ``iwa_unheld``) with CoDel for what no
-window holds (``tofino_codel.py``): they run as the v1model's here.
+IWA's downstream decision (``iwa.py``: one read-modify-write of ``iwa_unheld``, at the share the link's
+active flows leave, ``unheld_shift``: a read of ``iwa_epoch`` and ``iwa_act`` by packets that touch neither
+otherwise) with CoDel for what no window holds (``tofino_codel.py``): they run as the v1model's here.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, growth, room_of, shaped, wavg_step,
+    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, growth, room_of, shaped, share_shift, wavg_step,
 )
 
 U32 = 0xFFFFFFFF
@@ -348,6 +349,14 @@ class TnaShaper:
     def nflows(self) -> int:
         """Link 0's active shaped flows (the control plane's read of iwa_act, not a pass)."""
         return sum(self.iwa_act.cells[0])
+
+    def unheld_shift(self, p: IwaParams, now: int, link: int = 0) -> int:
+        """``StartShaper.unheld_shift`` from these registers: the active flows ``iwa_act`` holds as a roll would
+        leave them now. IWA's downstream decision is not cut into passes here (see the module's docstring), so
+        this read is not a pass either."""
+        step = _roll_step(self.iwa_epoch.cells[link][0], now & U32, p.hold_ns)
+        active = sum(self.iwa_act.cells[link]) if step == 0 else self.iwa_act_cur.cells[link] if step == 1 else 0
+        return share_shift(active + 1)
 
     def downstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track,
                    link: int = 0) -> Track:

@@ -299,6 +299,32 @@ def standing_queue(n: int = 150) -> list:
     return [(1, small)] * n
 
 
+BIG4 = raw(Ether() / IP(src="10.0.0.1", dst="10.0.1.1") / UDP(sport=9, dport=9) / Raw(b"x" * 1472))
+
+
+def unheld_items(nflows: int) -> list:
+    """``nflows`` shaped flows opened (each counted at its first ACK), a queue of small datagrams far above the
+    target, then 20 full-size datagrams 7.5 ms apart: four fifths of the link, more than the share left them
+    beside three flows (a quarter), less than the link."""
+    flows = [it for k in range(nflows) for it in handshake(40000 + k, isn=1_000_000 * (k + 1))]
+    return flows + standing_queue() + [it for _ in range(20) for it in (("sleep", 0.007), (1, BIG4))]
+
+
+def test_what_no_window_holds_gets_its_share_beside_shaped_flows_like_the_model(sw):
+    """Datagrams (QUIC, a WebRTC flow) beside three active shaped flows count as one flow more: while the queue is
+    above the target they keep a quarter of the link, and IWA drops the rest of their full-size frames
+    (IWA_UNHELD); alone on the link, coming slower than it, none (the model). On BMv2 as in the model, with the
+    share read from the link's counts (start_shaper.p4) and the 64-bit virtual queue (aqm_iwa.p4)."""
+    def unheld_drops(results) -> int:
+        return sum(r.decision == 1 and r.reason == Reason.IWA_UNHELD for r in results)
+
+    alone = replay(PAUSE, unheld_items(0), step_ns=PAUSE_STEP_NS)
+    beside = replay(PAUSE, unheld_items(3), step_ns=PAUSE_STEP_NS)
+    assert unheld_drops(alone) == 0 and unheld_drops(beside) >= 5
+    records, _ = run_mixed(sw, PAUSE, unheld_items(3), gap_s=PAUSE_STEP_NS / 1e9)
+    assert sum(Reason(r.reason) == Reason.IWA_UNHELD for r in records) >= 5
+
+
 def pause_items(nflows: int) -> list:
     """``nflows`` shaped flows whose servers each fill the first window the model gives them, a standing queue,
     each flow's ACK of all its server sent, then two ACKs of the second flow that acknowledge nothing (answers

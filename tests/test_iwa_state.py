@@ -153,6 +153,45 @@ def test_under_iwa_nothing_it_does_not_shape_meets_a_plain_fifo():
     assert max(r.record.sojourn_ns for r in ref) > 5 * TARGET_NS  # FIFO: the buffer
 
 
+SMALL_UDP = BIG_UDP[:14 + 20 + 8 + 320]  # under a quarter of a frame: only the buffer limit drops it
+
+
+def unheld_beside(shaped: int, at: int, n: int = 100, gap: int = 8 * MS) -> tuple[int, int]:
+    """``shaped`` shaped flows opened at 0 (each counted at its first ACK, one RTT later, then silent); at ``at``
+    small datagrams put a queue far above the target, and full-size ones follow every ``gap`` (three quarters of
+    the link). Returns how many of the full-size datagrams IWA admitted (CoDel, which decides for them next, may
+    still drop some) and how many it dropped (IWA_UNHELD)."""
+    p = pipe(limit=1000)
+    for k in range(shaped):
+        open_flow(p, t=k * MS, port=40000 + k)
+    for k in range(600):  # 600 x 1.45 ms of link: the queue stays above the target through what follows
+        p.process(at + k * 10_000, SMALL_UDP, 1)
+    res = [p.process(at + 10 * MS + k * gap, BIG_UDP, 1) for k in range(n)]
+    assert all(r.record.sojourn_ns > TARGET_NS for r in res)
+    unheld = sum(r.decision == Decision.DROP and r.reason == Reason.IWA_UNHELD for r in res)
+    return n - unheld, unheld
+
+
+@pytest.mark.parametrize("shaped", [1, 3, 6])
+def test_what_no_window_holds_gets_its_share_beside_shaped_flows(shaped):
+    """Datagrams (QUIC, a WebRTC flow) at three quarters of the link while the queue is above the target: alone
+    on the link they are the standing-queue control's (no burst: they come slower than the link); beside
+    ``shaped`` active shaped flows, whose windows give up room while the target is exceeded, they count as one
+    flow more and keep 1/2^ceil(log2(shaped + 1)) of the link: over the 0.8 s, that share's frames and the
+    target's (by hand: 0.8 s x link / 2^s / frame time + the target / (2^s x frame time), within a frame)."""
+    alone, none = unheld_beside(0, at=RTT + 10 * MS)
+    assert (alone, none) == (100, 0)
+    s = (shaped + 1 - 1).bit_length()  # 1/2 with one, 1/4 with three, 1/8 with six
+    got, dropped = unheld_beside(shaped, at=RTT + 10 * MS)
+    share = 100 * 8 * MS / (FRAME_NS << s) + TARGET_NS / (FRAME_NS << s)
+    assert abs(got - share) <= 1.5 and got + dropped == 100, (got, share)
+
+
+def test_the_share_of_what_no_window_holds_does_not_outlive_the_shaped_flows():
+    """Shaped flows silent for more than two epochs are no longer counted: the datagrams have the link again."""
+    assert unheld_beside(3, at=RTT + 2 * HOLD + 10 * MS) == (100, 0)
+
+
 # --------------------------------------------------------------------------- keep-alive: restarts after idle
 
 def keepalive(aqm: str = "iwa", think: int = 2000 * MS, pages: int = 4, size: int = 30_000) -> Sim:

@@ -8,8 +8,8 @@
  *     given (a sender that ignores the window) is dropped while its sojourn
  *     exceeds the target; a mark would not shrink that queue, so ECN or not,
  *     it is a drop; so is a full-size frame of new data no window holds at
- *     all (QUIC and other datagrams, TCP whose SYN was not seen), which only
- *     the target keeps from the audio's budget;
+ *     all (QUIC and other datagrams, TCP whose SYN was not seen) beyond its
+ *     share of the link, which only the target keeps from the audio's budget;
  *   - a shaped flow's retransmissions and control segments pass; the buffer
  *     limit applies to everything.
  * refmodel/iwa.py is the executable twin. */
@@ -17,9 +17,10 @@
 #define _AQM_IWA_P4_
 
 control AqmIwa(in prediction_t pred, in iwa_cfg_t cfg, in track_t trk, in bool small, in bit<16> link,
-               out verdict_t v) {
-    // per link: the low 32 bits of the virtual link-free time of the frames no window holds (refmodel/iwa.py)
-    register<bit<32>>(N_LINKS) iwa_unheld;
+               in bit<8> unheld_shift, out verdict_t v) {
+    // per link: the virtual link-free time (ns) of the frames no window holds, at their share (refmodel/iwa.py);
+    // 64 bits: a 32-bit time wraps in 4.3 s, and a silence of 2.1 s made an old time look 2 s in the future
+    register<bit<64>>(N_LINKS) iwa_unheld;
 
     apply {
         bool above = pred.sojourn_ns > (bit<64>)cfg.target_ns;
@@ -34,17 +35,20 @@ control AqmIwa(in prediction_t pred, in iwa_cfg_t cfg, in track_t trk, in bool s
             v.reason = REASON_IWA_SURPLUS;
         } else if (!small && trk.cls != CLASS_TCP_CTRL && trk.cls != CLASS_TCP_RTX && trk.flags & TRACK_SHAPED == 0) {
             // new data no window holds (QUIC, unshaped TCP): dropped above the target when all of it together
-            // would queue beyond it on its own (a burst); its admitted frames join that virtual queue
-            bit<32> now32 = (bit<32>)pred.now;
-            bit<32> tat;
+            // would queue beyond it on its own at its share of the link, 1/2^unheld_shift (one flow beside the
+            // link's active shaped flows: start_shaper.p4); its admitted frames join that virtual queue
+            bit<64> tat;
             iwa_unheld.read(tat, (bit<32>)link);
-            bit<32> own = tat - now32 < 0x80000000 ? tat - now32 : 0;
-            if (above && own > cfg.target_ns) {
+            bit<64> own = tat > pred.now ? tat - pred.now : 0;
+            if (above && own > (bit<64>)cfg.target_ns) {
                 v.drop = true;
                 v.reason = REASON_IWA_UNHELD;
             } else {
+                // + its frame at its share of the link; what queued beyond the target while the real queue was
+                // below it is forgotten (at most one frame is kept above it: no more than the next drop needs)
                 bit<64> from = pred.tat > pred.now ? pred.tat : pred.now;
-                iwa_unheld.write((bit<32>)link, (own != 0 ? tat : now32) + (bit<32>)(pred.tat_new - from));
+                bit<64> kept = own > (bit<64>)cfg.target_ns ? (bit<64>)cfg.target_ns : own;
+                iwa_unheld.write((bit<32>)link, pred.now + kept + ((pred.tat_new - from) << unheld_shift));
             }
         } else if (trk.cls == CLASS_TCP_RTX && above) {
             v.reason = REASON_IWA_RTX;

@@ -107,6 +107,7 @@ struct grant_t {
 struct metadata_t {
     bit<1>       downstream;
     bit<16>      link;          // the access link (link_of): index of every per-link register and config key
+    bit<8>       unheld_shift;  // IWA: what no window holds gets 1/2^shift of the link (start_shaper.p4)
     bit<8>       opt_left;      // parser: TCP option bytes still to walk
     bit<8>       opt_skip;      // parser: bytes left of the current option
     bit<8>       ws_shift;      // a SYN's window-scale shift ...

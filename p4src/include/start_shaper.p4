@@ -72,10 +72,36 @@ bit<32> dec32(in bit<32> n) {
     return n == 0 ? 0 : n - 1;
 }
 
+/* ceil(log2(n)), 0 for none: 1/2^s is at most 1/n, more than half of it (refmodel/shaper.py's share_shift).
+ * A table of ranges, not a division (a Tofino has none). */
+control ShareShift(in bit<32> n, out bit<8> s) {
+    action set_shift(bit<8> shift) { s = shift; }
+    table iwa_share {
+        key = { n : range; }
+        actions = { set_shift; }
+        default_action = set_shift(12);
+        const entries = {
+            0 .. 1       : set_shift(0);
+            2 .. 2       : set_shift(1);
+            3 .. 4       : set_shift(2);
+            5 .. 8       : set_shift(3);
+            9 .. 16      : set_shift(4);
+            17 .. 32     : set_shift(5);
+            33 .. 64     : set_shift(6);
+            65 .. 128    : set_shift(7);
+            129 .. 256   : set_shift(8);
+            257 .. 512   : set_shift(9);
+            513 .. 1024  : set_shift(10);
+            1025 .. 2048 : set_shift(11);
+        }
+    }
+    apply { iwa_share.apply(); }
+}
+
 control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in bit<1> downstream,
                     in bool ws_seen, in bit<8> ws_shift, in bit<64> now, in bit<16> link, in bit<64> queue_tat,
                     in bool iwa_on, in iwa_cfg_t cfg, in bit<32> mtu_ns, in bit<8> rate_class, inout track_t trk,
-                    out grant_t g) {
+                    out grant_t g, out bit<8> unheld_shift) {
     /* Queue time <-> TCP payload bytes at the link's rate, by the rate class's product tables
      * (mantissa.p4: never above the exact product, less than 1/64 below it): TCP payload bytes the
      * link drains in a span (the start phase) and in the room (or over the deficit) a grant
@@ -166,30 +192,12 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         iwa_act_old.write(on_link, (in_cur && !fresh) || in_prev ? dec32(u_old) : u_old);
     }
 
-    // A flow's share of its path and the budget: span >> shift, shift = ceil(log2(flows)), so at most
-    // 1/flows of it (refmodel/shaper.py's share_shift). A table of ranges, not a division (a Tofino has none).
+    // A flow's share of its path and the budget: span >> ceil(log2(flows)) (ShareShift); and the share of the
+    // link what no window holds gets, as one flow more beside them (aqm_iwa.p4)
     bit<32> nflows = 0;    // the link's active shaped flows after this packet
     bit<8> share_shift = 0;
-    action set_share_shift(bit<8> s) { share_shift = s; }
-    table iwa_share {
-        key = { nflows : range; }
-        actions = { set_share_shift; }
-        default_action = set_share_shift(12);
-        const entries = {
-            0 .. 1       : set_share_shift(0);
-            2 .. 2       : set_share_shift(1);
-            3 .. 4       : set_share_shift(2);
-            5 .. 8       : set_share_shift(3);
-            9 .. 16      : set_share_shift(4);
-            17 .. 32     : set_share_shift(5);
-            33 .. 64     : set_share_shift(6);
-            65 .. 128    : set_share_shift(7);
-            129 .. 256   : set_share_shift(8);
-            257 .. 512   : set_share_shift(9);
-            513 .. 1024  : set_share_shift(10);
-            1025 .. 2048 : set_share_shift(11);
-        }
-    }
+    ShareShift() flow_share;
+    ShareShift() unheld_share;
 
     apply {
         g.tracked = false;
@@ -200,8 +208,24 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         g.edge = 0;
         g.advance = 0;
         g.room_ns = 0;
+        unheld_shift = 0;
         bit<32> slot = trk.slot;
         at = (bit<32>)link;
+        if (downstream == 1 && iwa_on) {
+            // the link's active shaped flows as roll() would leave them now, read before this packet changes
+            // anything (shaper.py: LinkShaping.active_at, unheld_shift)
+            bit<64> epoch_t;
+            bit<32> v_old;
+            bit<32> v_cur;
+            bit<32> v_new;
+            iwa_epoch_t.read(epoch_t, at);
+            iwa_act_old.read(v_old, at);
+            iwa_act_cur.read(v_cur, at);
+            iwa_act_new.read(v_new, at);
+            bit<64> e = now - epoch_t;
+            bit<32> active = e <= (bit<64>)cfg.hold_ns ? v_old + v_new : (e <= 2 * (bit<64>)cfg.hold_ns ? v_cur : 0);
+            unheld_share.apply(active + 1, unheld_shift);
+        }
         bit<8> f = hdr.tcp.flags;
         bit<32> now32 = (bit<32>)now;
         if (!tcp_ok || hdr.udp.isValid()) {
@@ -421,7 +445,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<64> conv_q32;
             room_bytes.apply(rate_class, cutting ? ns32(deficit) : g.room_ns, conv_q32);
             bit<32> grant = (bit<32>)(conv_q32 >> 32);
-            iwa_share.apply();
+            flow_share.apply(nflows, share_shift);
             bit<32> share = span >> share_shift;   // its share of the path and budget among the link's flows
             bit<32> base = edge;
             bool retract = false;
