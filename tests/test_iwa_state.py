@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from frames import MSS, client_ack, client_syn, syn_ack, tcp
+from scapy.all import IP, UDP, Ether, Raw, raw
 from tcpsim import Flow, Sim
 from test_iwa import BIG_UDP, BUDGET_NS, FRAME_NS, MS, RTT, TARGET_NS, U32, open_flow, params, pipe, window
 
@@ -153,7 +154,8 @@ def test_under_iwa_nothing_it_does_not_shape_meets_a_plain_fifo():
     assert max(r.record.sojourn_ns for r in ref) > 5 * TARGET_NS  # FIFO: the buffer
 
 
-SMALL_UDP = BIG_UDP[:14 + 20 + 8 + 320]  # under a quarter of a frame: only the buffer limit drops it
+SMALL_UDP = raw(Ether() / IP(src="10.0.0.1", dst="10.0.1.1") / UDP(sport=9, dport=9) / Raw(b"x" * 320))
+# (under a quarter of a frame: only the buffer limit drops it)
 
 
 def unheld_beside(shaped: int, at: int, n: int = 100, gap: int = 8 * MS) -> tuple[int, int]:
