@@ -257,6 +257,13 @@ def wavg_step(wavg: int, w: int) -> int:
     return wavg + ((w - wavg) >> 3) if w > wavg else wavg - ((wavg - w) >> 3)
 
 
+def roll_step(hold_ns: int, age: int) -> int:
+    """How far a link's epoch moves when it is ``age`` old: 0, it goes on; 1, a new epoch (the current
+    generations become the previous ones); 2, more than an epoch of silence: both generations are over and the
+    epoch number skips one (``LinkShaping.roll``, ``active_at``; start_shaper.p4's ``roll_step``)."""
+    return 0 if age <= hold_ns else 1 if age <= 2 * hold_ns else 2
+
+
 def _dec(n: int) -> int:
     return n - 1 if n else 0
 
@@ -284,8 +291,7 @@ class LinkShaping:
     def active_at(self, hold_ns: int, now: int) -> int:
         """The active shaped flows ``roll`` would leave at ``now``, without rolling: what a packet that changes
         nothing on the link reads (the share of what no window holds, ``unheld_shift``)."""
-        e = now - self.epoch_t
-        return self.nflows if e <= hold_ns else self.act_cur if e <= 2 * hold_ns else 0
+        return (self.nflows, self.act_cur, 0)[roll_step(hold_ns, now - self.epoch_t)]
 
     def unheld_shift(self, hold_ns: int, now: int) -> int:
         """What no window holds on this link (datagrams, QUIC, unshaped TCP: ``iwa.unheld``) is one more flow
@@ -298,15 +304,13 @@ class LinkShaping:
         """A new epoch once the current one is ``hold_ns`` old: the current generations (reserve, active
         flows) become the previous ones. After a silence of more than an epoch both are over, and the epoch
         number skips one, so no flow stamped before the silence counts as active in the epoch before."""
-        e = now - self.epoch_t
-        if e <= hold_ns:
+        step = roll_step(hold_ns, now - self.epoch_t)
+        if step == 0:
             return
-        if e > 2 * hold_ns:
+        if step == 2:
             self.reserve_old = self.act_old = 0
-            step = 2
         else:
             self.reserve_old, self.act_old = self.reserve_cur, self.act_cur
-            step = 1
         self.reserve_cur = self.act_cur = self.act_new = 0
         self.epoch, self.epoch_t = (self.epoch + step) & EPOCH_MASK, now
 

@@ -101,7 +101,8 @@ from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, growth, room_of, shaped, share_shift, wavg_step,
+    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, growth, roll_step, room_of, shaped, share_shift,
+    wavg_step,
 )
 
 U32 = 0xFFFFFFFF
@@ -219,9 +220,8 @@ def serial_max(a: int, b: int) -> int:
 
 
 def _roll_step(epoch_t: int, now: int, hold_ns: int) -> int:
-    """0: the epoch goes on; 1: a new one; 2: both generations over (the epoch number skips one)."""
-    e = s32(now - epoch_t)
-    return 0 if e <= hold_ns else 2 if e > 2 * hold_ns else 1
+    """``roll_step`` on 32-bit wrap-safe time: 0, the epoch goes on; 1, a new one; 2, both generations over."""
+    return roll_step(hold_ns, s32(now - epoch_t))
 
 
 def uncounted(state: int, epoch: int, cur: int, old_new: tuple[int, int]) -> tuple[int, tuple[int, int]]:

@@ -72,6 +72,12 @@ bit<32> dec32(in bit<32> n) {
     return n == 0 ? 0 : n - 1;
 }
 
+/* How far a link's epoch moves when it is age old (shaper.py: roll_step): 0, it goes on; 1, a new epoch (the
+ * current generations become the previous ones); 2, more than an epoch of silence: both are over. */
+bit<2> roll_step(in bit<64> age, in bit<32> hold_ns) {
+    return age <= (bit<64>)hold_ns ? 2w0 : (age <= 2 * (bit<64>)hold_ns ? 2w1 : 2w2);
+}
+
 /* ceil(log2(n)), 0 for none: 1/2^s is at most 1/n, more than half of it (refmodel/shaper.py's share_shift).
  * A table of ranges, not a division (a Tofino has none). */
 control ShareShift(in bit<32> n, out bit<8> s) {
@@ -152,13 +158,13 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         iwa_act_old.read(a_old, at);
         iwa_act_cur.read(a_cur, at);
         iwa_act_new.read(a_new, at);
-        bit<64> e = now - epoch_t;
-        bool rolled = e > (bit<64>)cfg.hold_ns;
-        bool quiet = e > 2 * (bit<64>)cfg.hold_ns;       // nothing rolled it for over an epoch
+        bit<2> step = roll_step(now - epoch_t, cfg.hold_ns);
+        bool rolled = step != 0;
+        bool quiet = step == 2;       // nothing rolled it for over an epoch
         // (no conditional statements in a BMv2 action: every register is written, with its old value if kept)
         r_old = rolled ? (quiet ? 0 : r_cur) : r_old;
         a_old = rolled ? (quiet ? 0 : a_cur) : a_old;
-        epoch = rolled ? (quiet ? epoch + 2 : epoch + 1) : epoch;
+        epoch = epoch + (bit<16>)step;
         r_cur = rolled ? 0 : r_cur;
         a_cur = rolled ? 0 : a_cur;
         a_new = rolled ? 0 : a_new;
@@ -222,8 +228,8 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             iwa_act_old.read(v_old, at);
             iwa_act_cur.read(v_cur, at);
             iwa_act_new.read(v_new, at);
-            bit<64> e = now - epoch_t;
-            bit<32> active = e <= (bit<64>)cfg.hold_ns ? v_old + v_new : (e <= 2 * (bit<64>)cfg.hold_ns ? v_cur : 0);
+            bit<2> step = roll_step(now - epoch_t, cfg.hold_ns);
+            bit<32> active = step == 0 ? v_old + v_new : (step == 1 ? v_cur : 0);
             unheld_share.apply(active + 1, unheld_shift);
         }
         bit<8> f = hdr.tcp.flags;
