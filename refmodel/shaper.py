@@ -22,11 +22,12 @@ Per flow:
 * ``ack``: the highest ACK number seen, so the next ACK tells what it acknowledges.
 * ``link``: the access link it was installed on (its SYN-ACK's), so a slot's reuse uncounts the flow
   that held it from that flow's own link.
-* ``span``: the length of a start phase, fixed at its first ACK:
-  ``ns_to_bytes(rtt + target)``, with the RTT measured at the switch (``srtt``
-  plus the SYN-ACK to the first ACK). That is what a flow has in flight when
-  its slow start first fills the path and the audio's budget. Its *share* of
-  the path and budget is ``span >> share_shift(nflows)``.
+* ``rtt``: the flow's RTT measured at the switch at its first ACK (``srtt``
+  plus the SYN-ACK to the first ACK). Its *span*, the length of a start
+  phase, is ``ns_to_bytes(rtt + target)`` at the link's rate and target of
+  each ACK (a radio's path holds more while it is faster): what a flow has
+  in flight when its slow start first fills the path and the audio's
+  budget. Its *share* of the path and budget is ``span >> share_shift(nflows)``.
 * ``end``: where the flow's current start phase ends: its first byte plus
   ``span``, and again the next byte plus ``span`` whenever the server left its
   window unused (a response ended; what it sends next, after an idle restart
@@ -379,7 +380,7 @@ class StartShaper:
         self.state = [0] * FLOW_SLOTS
         self.edge = [0] * FLOW_SLOTS
         self.end = [0] * FLOW_SLOTS
-        self.span = [0] * FLOW_SLOTS
+        self.rtt = [0] * FLOW_SLOTS
         self.mark = [0] * FLOW_SLOTS
         self.mark_t = [0] * FLOW_SLOTS
         self.link = [0] * FLOW_SLOTS  # the link each slot's flow was installed on
@@ -440,7 +441,7 @@ class StartShaper:
                 state |= FLOW_EPOCH
         if self.state[slot] & FLOW_COUNTED:  # the slot's previous flow never closed: counted no more, on its link
             self.links[self.link[slot]].uncount(self.state[slot])
-        self.state[slot], self.edge[slot], self.end[slot], self.span[slot] = state, t.isn, t.isn, 0
+        self.state[slot], self.edge[slot], self.end[slot], self.rtt[slot] = state, t.isn, t.isn, 0
         self.srtt[slot], self.ack[slot], self.link[slot] = server_rtt, t.isn, link
         self.mark[slot], self.mark_t[slot] = t.isn, now & U32
 
@@ -484,17 +485,20 @@ class StartShaper:
         """An ACK of a tracked, open flow: the start phase's length at its first, and (IWA, a shaped flow) the
         window it leaves with (``_shape``)."""
         slot = t.slot
-        state, edge, end, span = self.state[slot], self.edge[slot], self.end[slot], self.span[slot]
+        state, edge, end, rtt = self.state[slot], self.edge[slot], self.end[slot], self.rtt[slot]
         last_ack = self.ack[slot]
         flags = TrackFlag.TRACKED
         first = not state & FLOW_ACKED
         released = first and bool(state & FLOW_ANNOUNCED)  # its first ACK releases the frame its SYN-ACK reserved
         if first:  # the handshake's ACK: RTT at the switch, and the start phase's length
-            rtt = min(t.age, U32) + self.srtt[slot]  # client side (SYN-ACK to ACK) + server side (SYN to SYN-ACK)
-            span = ns_to_bytes(p, min(rtt + p.target_ns, U32))
-            end = (t.isn + span) & U32
+            rtt = min(min(t.age, U32) + self.srtt[slot], U32)  # client side (SYN-ACK to ACK) + server side
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED
             flags |= TrackFlag.FIRST_ACK
+        # the span at the link's rate and target now: on a radio, a flow that started in a slow slot is not
+        # held to that slot's path once the link is faster
+        span = ns_to_bytes(p, min(rtt + p.target_ns, U32))
+        if first:
+            end = (t.isn + span) & U32
         own = (pkt.ack + (pkt.window << (state & FLOW_SCALE_MASK))) & U32  # the client's own right edge
         shaping = iwa_on and state & FLOW_SHAPE and not seq_before(own, edge)
         if iwa_on and state & FLOW_SHAPE:
@@ -515,7 +519,7 @@ class StartShaper:
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
         if shaping and advance + waiting:  # served at the link rate from now: the queue its data builds one RTT on
             lk.vq_tat = max(lk.vq_tat, now) + bytes_to_ns(p, min(advance + waiting, U32))
-        self.state[slot], self.edge[slot], self.end[slot], self.span[slot] = state, new_edge, end, span
+        self.state[slot], self.edge[slot], self.end[slot], self.rtt[slot] = state, new_edge, end, rtt
         if seq_before(last_ack, pkt.ack):
             self.ack[slot] = pkt.ack
         if iwa_on and released:  # from the generation it was reserved in

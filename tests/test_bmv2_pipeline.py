@@ -70,23 +70,32 @@ def run_mixed(sw, params, items, gap_s=0.002, links=None, clients=None):
     yields a telemetry record (downstream ones; with IWA, upstream ACKs of tracked flows) is replayed
     with BMv2's arrival time and random draw; the others (a client's SYN, ACKs of untracked flows) with
     the next record's time: their processing does not depend on the time. Both directions' output
-    frames, byte for byte, and every record must agree. An item ("sleep", s) lets time pass. ``links`` and
-    ``clients`` as in run_differential."""
+    frames, byte for byte, and every record must agree. An item ("sleep", s) lets time pass; an item
+    ("link", (link, params)) writes a link's own parameters at run time, state kept (a rate change: once BMv2
+    has shown everything sent before it, ``BottleneckSwitch.configure_link``; the model at the same point).
+    ``links`` and ``clients`` as in run_differential."""
     sw.configure(params, links=links, clients=clients)
     sw.listen()
-    frames = [it for it in items if it[0] != "sleep"]
+    frames = [it for it in items if it[0] not in ("sleep", "link")]
     # What each frame leaves behind, from the model with any timestamps: whether it yields a record, and,
     # upstream, whether it is forwarded (neither depends on the time; a downstream frame's fate does).
     probe = Pipeline(ROUTES, params, links=clients, link_params=links)
     shown = [(0, 0)]  # before frame k: (records, upstream frames out) the frames before it leave
-    for i, (port, f) in enumerate(frames):
-        r = probe.process(i * 1_000_000, f, port)
+    for port, f in (it for it in items if it[0] != "sleep"):
+        if port == "link":
+            probe.configure_link(*f)
+            continue
+        r = probe.process((len(shown) - 1) * 1_000_000, f, port)
         shown.append((shown[-1][0] + (r.record is not None), shown[-1][1] + (port == 2 and r.egress == 1)))
     n = shown[-1][0]
     last_port, sent = None, 0
     for it in items:
         if it[0] == "sleep":  # ("sleep", seconds): time passes, e.g. an RTT before the client's ACK
             time.sleep(it[1])
+            continue
+        if it[0] == "link":
+            sw.wait_for(*shown[sent])
+            sw.control(lambda s, change=it[1]: s.configure_link(*change))
             continue
         if last_port is not None and it[0] != last_port:
             # BMv2 reads its ports in turn: frames on two ports sent close together can be processed in either
@@ -100,7 +109,10 @@ def run_mixed(sw, params, items, gap_s=0.002, links=None, clients=None):
     assert len(records) == n, f"{len(records)} telemetry records, the model expects {n}"
     expected = {1: [], 2: []}
     k = 0
-    for i, (port, f) in enumerate(frames):
+    for i, (port, f) in enumerate(it for it in items if it[0] != "sleep"):
+        if port == "link":
+            model.configure_link(*f)
+            continue
         rec = records[min(k, len(records) - 1)]
         res = model.process(rec.ts_ns, f, port, rand=rec.rand if port == 1 else None)
         if res.record is not None:

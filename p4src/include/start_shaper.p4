@@ -18,8 +18,10 @@
  *               it was last counted in
  *   flow_edge   the right edge of the window the server was given (ACK + window)
  *   flow_ack    the highest ACK number seen (what the next ACK acknowledges)
- *   flow_span   a start phase's length, bytes of (RTT + target), fixed at its first ACK;
- *               its share of the path and budget is span >> ceil(log2 flows)
+ *   flow_rtt    the flow's RTT at the switch (ns), from its first ACK: its span, the length
+ *               of a start phase, is bytes(rtt + target) at the link's rate and target now (a
+ *               radio's path holds more while it is faster); its share of the path and budget
+ *               is span >> ceil(log2 flows)
  *   flow_end    where its current start phase ends; past it the flow is CoDel's too
  *   flow_mark, flow_mark_t
  *               a checkpoint: an edge the server was given, and when; not sent up to
@@ -121,7 +123,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     register<bit<32>>(FLOW_SLOTS) flow_state;
     register<bit<32>>(FLOW_SLOTS) flow_edge;
     register<bit<32>>(FLOW_SLOTS) flow_ack;
-    register<bit<32>>(FLOW_SLOTS) flow_span;
+    register<bit<32>>(FLOW_SLOTS) flow_rtt;
     register<bit<32>>(FLOW_SLOTS) flow_end;
     register<bit<32>>(FLOW_SLOTS) flow_mark;
     register<bit<32>>(FLOW_SLOTS) flow_mark_t;
@@ -278,7 +280,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 flow_state.write(slot, state);
                 flow_edge.write(slot, trk.isn);
                 flow_end.write(slot, trk.isn);
-                flow_span.write(slot, 0);
+                flow_rtt.write(slot, 0);
                 flow_srtt.write(slot, server_rtt);
                 flow_ack.write(slot, trk.isn);
                 flow_link.write(slot, link);
@@ -368,13 +370,13 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
 
         // an ACK of a tracked, open flow
         bit<32> end;
-        bit<32> span;
+        bit<32> rtt;
         bit<32> lead;
         bit<32> last_ack;
         bit<32> mark;
         bit<32> mark_t;
         flow_end.read(end, slot);
-        flow_span.read(span, slot);
+        flow_rtt.read(rtt, slot);
         flow_srtt.read(lead, slot);
         flow_ack.read(last_ack, slot);
         flow_mark.read(mark, slot);
@@ -386,16 +388,18 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         bool released = false;
         bool first = state & FLOW_ACKED == 0;
         if (first) {
-            // the handshake's ACK: RTT at the switch (client side + server side), the start phase's length
-            bit<64> rtt = (trk.age > 0xFFFFFFFF ? 0xFFFFFFFF : trk.age) + (bit<64>)lead;
-            bit<64> span_q32;
-            span_bytes.apply(rate_class, ns32(rtt + (bit<64>)cfg.target_ns), span_q32);
-            span = (bit<32>)(span_q32 >> 32);
-            end = trk.isn + span;
+            // the handshake's ACK: RTT at the switch (client side + server side)
+            rtt = ns32((trk.age > 0xFFFFFFFF ? 0xFFFFFFFF : trk.age) + (bit<64>)lead);
             released = state & FLOW_ANNOUNCED != 0;
             state = (state | FLOW_ACKED) & ~FLOW_ANNOUNCED;
             g.flags = g.flags | TRACK_FIRST_ACK;
         }
+        // the span at the link's rate and target now: on a radio, a flow that started in a slow slot is not
+        // held to that slot's path once the link is faster (shaper.py: _ack)
+        bit<64> span_q32;
+        span_bytes.apply(rate_class, ns32((bit<64>)rtt + (bit<64>)cfg.target_ns), span_q32);
+        bit<32> span = (bit<32>)(span_q32 >> 32);
+        if (first) { end = trk.isn + span; }
         bit<32> new_edge = seq_before(edge, own) ? own : edge;
         bool shaping = iwa_on && state & FLOW_SHAPE != 0 && !seq_before(own, edge);
         bit<32> wavg = 0;
@@ -572,7 +576,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         flow_state.write(slot, state);
         flow_edge.write(slot, new_edge);
         flow_end.write(slot, end);
-        flow_span.write(slot, span);
+        flow_rtt.write(slot, rtt);
         if (seq_before(last_ack, ack)) { flow_ack.write(slot, ack); }
         if (iwa_on && released) {                                   // from the generation it was reserved in
             if (mine_is_cur) {
