@@ -34,16 +34,18 @@ budget, e.g. a 40 ms jitter buffer):
     there the target is that frame).
 
 * on a link whose rate changes under the queue (a radio redraws its rate every
-  slot), ``target_ns`` holds the budget at the lowest rate the link ran at in
-  the last ``RATE_MEMORY_S`` (``Observation.rate_low_bps``): the queue the
-  target allows, in bytes, is what that rate drains within the budget, and the
-  target is those bytes' drain time at the rate now (``target_at``). A queue
-  sized for the rate now would take four times as long if the rate dropped
-  fourfold within its life, and the switch's model of the queue cannot see a
-  drop before the controller tells it (one period later): the model's queue
-  was then up to 96 ms shorter than the real one (BMv2, web6 on
-  ``pam13radio``). On a fixed-rate link the lowest rate is the rate, and
-  nothing changes.
+  slot; ``Observation.rate_varies``: a change in the last ``RATE_MEMORY_S``),
+  ``target_ns`` is still ``target_for`` the rate now, and ``budget_cap_ns``,
+  the audio's budget, arms the data plane's budget cap (``refmodel/iwa.py``):
+  a full-size frame of new data that would leave more queue than the budget
+  behind it is dropped. What a rate drop leaves in flight was granted at the
+  old rate and no window can recall it; the cap drops it instead of queueing
+  it ahead of the audio. On a fixed-rate link the cap is 0 (off) and nothing
+  changes. An earlier policy held the target at the budget of the lowest rate
+  of the last 10 s instead (a target of one frame on ``pam13radio``): the
+  audio kept its budget, but the windows could hardly grow in the fast slots
+  and the link idled; web6's page took 1.3-1.6 x FIFO's there (BMv2,
+  ``docs/iwa.md``).
 
 * no feedback from the audio's measured sojourn. An earlier version cut the
   target by the audio's excess over ``budget - frame``: in web6 IW10 runs on
@@ -82,7 +84,7 @@ NS = 1_000_000_000
 FRAME = MTU_BYTES  # a full-size Ethernet frame: 1500 B MTU + 14 B header (no FCS)
 
 
-RATE_MEMORY_S = 10.0  # how far back the lowest rate reaches: 50 slots of a radio redrawing every 0.2 s
+RATE_MEMORY_S = 10.0  # a link whose rate changed this recently is one whose rate changes: 50 radio slots of 0.2 s
 
 
 @dataclass(frozen=True)
@@ -90,13 +92,14 @@ class Observation:
     t_ns: int
     rate_bps: float  # the link rate in force in this period
     jitter_budget_ns: int  # the interactive flows' jitter budget, e.g. a 40 ms jitter buffer
-    rate_low_bps: float | None = None  # the lowest rate in the last RATE_MEMORY_S (None: rate_bps)
+    rate_varies: bool = False  # the link's rate changed in the last RATE_MEMORY_S
 
 
 @dataclass(frozen=True)
 class TunerState:
     target_ns: int  # IWA's target in force
     codel_target_ns: int  # CoDel's target (established flows) in force
+    budget_cap_ns: int = 0  # the data plane's budget cap in force (0: off)
 
 
 @dataclass(frozen=True)
@@ -120,25 +123,20 @@ def codel_target_for(rate_bps: float, jitter_budget_ns: int, frame_bytes: int = 
     return iwa_codel_target_ns(target_for(rate_bps, jitter_budget_ns, frame_bytes))
 
 
-def target_at(rate_bps: float, rate_low_bps: float, jitter_budget_ns: int, frame_bytes: int = FRAME) -> int:
-    """The target that holds the budget should the rate drop to ``rate_low_bps``: the bytes the target allows
-    at that rate (``target_for``), as drain time at ``rate_bps``. At most the target for ``rate_bps`` itself."""
-    low = min(rate_low_bps, rate_bps)
-    return min(target_for(rate_bps, jitter_budget_ns, frame_bytes),
-               round(target_for(low, jitter_budget_ns, frame_bytes) * low / rate_bps))
-
-
 def _ms(ns: int) -> str:
     return f"{ns / 1e6:.1f} ms"
 
 
 def tune(s: TunerState, o: Observation, frame_bytes: int = FRAME) -> Decision:
     reasons = []
-    low = o.rate_bps if o.rate_low_bps is None else o.rate_low_bps
-    target = target_at(o.rate_bps, low, o.jitter_budget_ns, frame_bytes)
+    target = target_for(o.rate_bps, o.jitter_budget_ns, frame_bytes)
     if target != s.target_ns:
         reasons.append(f"target {_ms(s.target_ns)} -> {_ms(target)}")
     codel_target = iwa_codel_target_ns(target)
     if codel_target != s.codel_target_ns:
         reasons.append(f"codel target {_ms(s.codel_target_ns)} -> {_ms(codel_target)}")
-    return Decision(TunerState(target_ns=target, codel_target_ns=codel_target), "; ".join(reasons) or "steady")
+    cap = o.jitter_budget_ns if o.rate_varies else 0
+    if cap != s.budget_cap_ns:
+        reasons.append(f"budget cap {_ms(s.budget_cap_ns) if s.budget_cap_ns else 'off'} -> {_ms(cap) if cap else 'off'}")
+    return Decision(TunerState(target_ns=target, codel_target_ns=codel_target, budget_cap_ns=cap),
+                    "; ".join(reasons) or "steady")

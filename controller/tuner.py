@@ -122,7 +122,8 @@ class ClosedLoop:
         self.schedule = list(rate_schedule or [])
         self.rates: list[tuple[int, float]] = [(self.t0_ns, self.rate_bps)]  # (since, rate): the recent ones
         self.tuning = self.base.queue.aqm == Aqm.IWA  # other AQMs: observed and logged, never written
-        self.state = policy.TunerState(target_ns=self.base.iwa.target_ns, codel_target_ns=self.base.codel.target_ns)
+        self.state = policy.TunerState(target_ns=self.base.iwa.target_ns, codel_target_ns=self.base.codel.target_ns,
+                                       budget_cap_ns=self.base.iwa.budget_cap_ns)
         self.stats = PeriodStats()
         self.next_tick_ns: int | None = None
         self.rows = 0
@@ -153,7 +154,7 @@ class ClosedLoop:
             rate_changed = True
         st, self.stats = self.stats, PeriodStats()
         obs = policy.Observation(t_ns=now_ns, rate_bps=self.rate_bps, jitter_budget_ns=self.budget_ns,
-                                 rate_low_bps=self.rate_low(now_ns))
+                                 rate_varies=self.rate_varies(now_ns))
         p99 = st.p99()
         reason = f"link rate -> {self.rate_bps / 1e6:g} Mbit/s; " if rate_changed else ""
         if self.tuning:
@@ -161,7 +162,8 @@ class ClosedLoop:
             self.state = d.state
             reason += d.reason
             new = dataclasses.replace(
-                self.base, iwa=dataclasses.replace(self.base.iwa, target_ns=d.state.target_ns),
+                self.base, iwa=dataclasses.replace(self.base.iwa, target_ns=d.state.target_ns,
+                                                   budget_cap_ns=d.state.budget_cap_ns),
                 codel=dataclasses.replace(self.base.codel, target_ns=d.state.codel_target_ns))
         else:
             new = self.base
@@ -171,12 +173,12 @@ class ClosedLoop:
         self.params = new
         return Action(new, rate_changed, self.rate_bps) if changed else None
 
-    def rate_low(self, now_ns: int) -> float:
-        """The lowest rate the link ran at in the last ``policy.RATE_MEMORY_S`` (the rate now included)."""
+    def rate_varies(self, now_ns: int) -> bool:
+        """Whether the link's rate changed in the last ``policy.RATE_MEMORY_S``."""
         horizon = now_ns - int(policy.RATE_MEMORY_S * NS)
         while len(self.rates) > 1 and self.rates[1][0] <= horizon:
             self.rates.pop(0)  # superseded before the horizon
-        return min(r for _, r in self.rates)
+        return len(self.rates) > 1
 
     def defined_state(self) -> PipelineParams:
         """What the switch is left with when the controller stops: the configured knobs at the current rate."""

@@ -50,6 +50,7 @@ class Reason(IntEnum):
     UPSTREAM = 10  # reverse direction, not queued
     UNCONFIGURED = 11  # bottleneck not configured yet
     IWA_UNHELD = 12  # a full-size frame of a flow no window holds (QUIC, unshaped TCP), while sojourn > target
+    IWA_CAP = 13  # a full-size frame of new data that would queue beyond the budget cap (a link whose rate changes)
 
 
 class TrafficClass(IntEnum):

@@ -27,6 +27,14 @@ audio's budget leaves. Here:
   yield the queue's room while the target is exceeded, and a rate-based sender
   beside them (a WebRTC flow's delay-based control sees no queue growing) would
   otherwise take the whole link from them and keep the queue at the target;
+* on a link whose rate changes, the budget cap (``budget_cap_ns``, the
+  audio's budget; the controller arms it, ``controller.policy``): a full-size
+  frame of new data that would leave more queue than the cap behind it is
+  dropped. What a rate drop leaves in flight was granted at the old rate, and
+  no window can recall it: without the cap, the data the ACK clock of the fast
+  slot releases into the slow one (two round trips of it, the deficit rule
+  halving the inflow each) waited up to 100 ms ahead of the audio on
+  ``pam13radio``;
 * a shaped flow's retransmissions and control segments pass; the buffer limit
   applies to everything.
 """
@@ -55,6 +63,8 @@ class Iwa:
         s1 = (t.slot << 32) | t.progress
         if q.over_limit:
             return Verdict(True, Reason.LIMIT, s1)
+        if p.budget_cap_ns and not small and capped(t) and q.tat_new - q.now > p.budget_cap_ns:
+            return Verdict(True, Reason.IWA_CAP, s1)
         above = q.sojourn_ns > p.target_ns
         if t.cls == TrafficClass.TCP_START and t.flags & TrackFlag.BEYOND and above:
             return Verdict(True, Reason.IWA_SURPLUS, s1)
@@ -70,7 +80,12 @@ class Iwa:
         return Verdict(False, Reason.NONE, s1)
 
 
+def capped(t: Track) -> bool:
+    """New data, held by a window or not (not control, not a retransmission): what the budget cap applies to."""
+    return t.cls not in (TrafficClass.TCP_CTRL, TrafficClass.TCP_RTX)
+
+
 def unheld(t: Track) -> bool:
     """New data of a flow no window holds: not control, not a retransmission, not a shaped flow's (datagrams, TCP
     whose SYN the switch did not see, collisions, closed flows, frames it cannot parse)."""
-    return t.cls not in (TrafficClass.TCP_CTRL, TrafficClass.TCP_RTX) and not t.flags & TrackFlag.SHAPED
+    return capped(t) and not t.flags & TrackFlag.SHAPED

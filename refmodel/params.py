@@ -49,7 +49,7 @@ FIELD_BITS = {
     "log_wq": 32, "thmin_ns": 32, "thmax_ns": 32, "log_slope": 32, "mean_pktsize": 16, "log_mps": 32,
     "log_factor": 32,
     "target_ns": 32, "interval_ns": 32, "step_ns": 32,
-    "floor_cap_ns": 32, "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32, "product": 48,
+    "floor_cap_ns": 32, "budget_cap_ns": 32, "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32, "product": 48,
     "mss_bytes": 16, "payload_ns_q16": 40, "bytes_per_ns_q32": 32, "hold_ns": 32, "age_ns": 48,
 }
 
@@ -125,6 +125,9 @@ class IwaParams:
     hold_ns: int = 1_000_000_000  # the reserve is forgotten this long after the last SYN-ACK
     age_ns: int = 10_000_000_000  # a flow slot is free this long after its latest downstream packet
     floor_cap_ns: int = 0  # the most grants a floor may join (the floors' share of the buffer); 0: no limit
+    # the most queue a full-size frame of new data may leave behind it: the audio's budget where the link's rate
+    # changes (what a rate drop leaves in flight, granted at the old rate, no window can recall); 0: none
+    budget_cap_ns: int = 0
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ about. Skipped, with the reason shown, where the P4 toolchain is missing.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from frames import LINUX_SYN, MSS, audio, client_ack, client_syn, syn_ack, tcp, tcp_fields
 from scapy.all import IP, UDP, Ether, IPv6, Raw, raw
@@ -501,3 +503,35 @@ def test_a_rate_rise_widens_the_flows_share_like_the_model(sw):
     after = max(w for risen, w in windows if risen)
     assert before <= 2 * MSS + 512 < 3 * MSS < after, (before, after)
     run_mixed(sw, SLOW, items)
+
+
+# --------------------------------------------------------------------------- the budget cap (a changing rate)
+
+def budget_capped(cap_ns: int):
+    p = pipeline_params(2e6, "iwa", limit_pkts=48)
+    return dataclasses.replace(p, iwa=dataclasses.replace(p.iwa, budget_cap_ns=cap_ns))
+
+
+def cap_items() -> list:
+    """A server's segments of a flow the switch never saw open (no window holds them) and the audio among them,
+    sent as one burst: the queue passes 15 ms after three frames."""
+    items = []
+    for k in range(12):
+        items.append((1, tcp(1000 + k * MSS, dport=50000)))
+        if k % 3 == 2:
+            items.append((1, audio(k)))
+    return items
+
+
+def test_the_budget_cap_drops_full_size_new_data_beyond_it_like_the_model(sw):
+    """With the budget cap armed (15 ms here, below the target so that the cap decides first), every full-size
+    frame that would leave more queue than the cap behind it is dropped (IWA_CAP) and the audio's frames pass;
+    with no cap none is (the model). On BMv2 as in the model."""
+    def caps(results) -> int:
+        return sum(r.decision == 1 and r.reason == Reason.IWA_CAP for r in results)
+
+    capped = replay(budget_capped(15_000_000), cap_items(), step_ns=100_000)
+    assert caps(capped) >= 6 and caps(replay(budget_capped(0), cap_items(), step_ns=100_000)) == 0
+    assert all(r.decision == 0 for r in capped if r.cls == TrafficClass.UDP)
+    records, _ = run_mixed(sw, budget_capped(15_000_000), cap_items(), gap_s=0.0001)
+    assert sum(Reason(r.reason) == Reason.IWA_CAP for r in records) >= 6

@@ -72,16 +72,15 @@ def test_edge_target_is_one_frame():
     assert tune(settled(EDGE), obs(0, rate=EDGE)).state.target_ns == frame_ns(EDGE)
 
 
-def test_on_a_radio_the_target_holds_the_budget_at_the_lowest_rate_seen():
-    """A queue sized for 2.5 Mbit/s would take four times as long should the rate drop to 625 kbit/s. The target
-    from target_at allows the bytes that 625 kbit/s drains within its own target, as time at 2.5 Mbit/s."""
-    from controller.policy import target_at
-    rate, low = 2.5e6, 625e3
-    t = target_at(rate, low, BUDGET)
-    assert t < target_for(rate, BUDGET)
-    queued_bits = t * rate / NS
-    assert queued_bits / low * NS <= target_for(low, BUDGET) + 1  # at the low rate: within its own target
-    assert target_at(rate, rate, BUDGET) == target_for(rate, BUDGET)  # a fixed link: nothing changes
-    assert target_at(rate, 2 * rate, BUDGET) == target_for(rate, BUDGET)  # a faster past never loosens it
-    d = tune(settled(rate), Observation(t_ns=0, rate_bps=rate, jitter_budget_ns=BUDGET, rate_low_bps=low))
-    assert d.state.target_ns == d.state.codel_target_ns == t
+def test_on_a_radio_the_target_is_the_rate_nows_and_the_budget_cap_is_armed():
+    """A link whose rate changed recently: the target is still target_for the rate now (not sized for the lowest
+    rate seen: that left the windows no room to grow in the fast slots), and the budget cap is the budget, so
+    what a drop leaves in flight is dropped rather than queued ahead of the audio. A fixed link: no cap."""
+    rate = 2.5e6
+    d = tune(settled(rate), Observation(t_ns=0, rate_bps=rate, jitter_budget_ns=BUDGET, rate_varies=True))
+    assert d.state.target_ns == target_for(rate, BUDGET) and d.state.budget_cap_ns == BUDGET
+    assert "budget cap off -> 40.0 ms" in d.reason
+    fixed = tune(settled(rate), Observation(t_ns=0, rate_bps=rate, jitter_budget_ns=BUDGET))
+    assert fixed.state.budget_cap_ns == 0 and fixed.reason == "steady"
+    back = tune(d.state, Observation(t_ns=0, rate_bps=rate, jitter_budget_ns=BUDGET))
+    assert back.state.budget_cap_ns == 0 and back.reason == "budget cap 40.0 ms -> off"

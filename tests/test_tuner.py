@@ -196,20 +196,20 @@ def test_a_bad_links_section_is_refused_before_any_loop_runs():
         LinkLoops({**CFG, "links": {"1": {"link": {"rate_bps": -5}}}})
 
 
-def test_the_target_remembers_the_lowest_rate_of_the_last_ten_seconds():
-    """A radio's rate drops and comes back: the target stays sized for the drop for policy.RATE_MEMORY_S, then
-    follows the rate again."""
+def test_the_budget_cap_is_armed_while_the_rate_changes_and_for_ten_seconds_after():
+    """A radio's rate drops and comes back: the budget cap is armed from the first change until
+    policy.RATE_MEMORY_S after the last, and the target follows the rate now throughout."""
     loop, _ = make(rate_schedule=parse_rate_schedule("0.25:500e3,0.45:4e6"))
-    targets = {}
+    caps, targets = {}, {}
     for k in range(0, 120):
         act = loop.tick(k * 100 * MS)
         if act is not None:
-            targets[k] = act.params.iwa.target_ns
-    low = policy.target_at(4e6, 500e3, 40 * MS)
-    assert targets[5] == low < policy.target_for(4e6, 40 * MS)  # 4 Mbit/s, sized for 500 kbit/s
-    late = [k for k in targets if k > 5]
-    assert late and min(late) * 100 * MS >= 0.45 * NS + policy.RATE_MEMORY_S * NS - 100 * MS
-    assert targets[max(late)] == policy.target_for(4e6, 40 * MS)
+            caps[k], targets[k] = act.params.iwa.budget_cap_ns, act.params.iwa.target_ns
+    assert caps[3] == 40 * MS and targets[3] == policy.target_for(500e3, 40 * MS)  # the drop: armed
+    assert caps[5] == 40 * MS and targets[5] == policy.target_for(4e6, 40 * MS)  # the rise: still armed
+    off = [k for k in caps if caps[k] == 0]
+    assert off and min(off) * 100 * MS >= 0.45 * NS + policy.RATE_MEMORY_S * NS - 100 * MS
+    assert targets[max(off)] == policy.target_for(4e6, 40 * MS)
 
 
 def test_the_budget_of_install_and_loop_is_the_configurations():

@@ -10,6 +10,9 @@
  *     it is a drop; so is a full-size frame of new data no window holds at
  *     all (QUIC and other datagrams, TCP whose SYN was not seen) beyond its
  *     share of the link, which only the target keeps from the audio's budget;
+ *   - on a link whose rate changes, the budget cap: a full-size frame of new
+ *     data that would leave more than the audio's budget of queue behind it is
+ *     dropped (what a rate drop left in flight, granted at the old rate);
  *   - a shaped flow's retransmissions and control segments pass; the buffer
  *     limit applies to everything.
  * refmodel/iwa.py is the executable twin. */
@@ -27,13 +30,20 @@ control AqmIwa(in prediction_t pred, in iwa_cfg_t cfg, in track_t trk, in bool s
         v.drop = false;
         v.early = false;
         v.reason = REASON_NONE;
+        bool new_data = trk.cls != CLASS_TCP_CTRL && trk.cls != CLASS_TCP_RTX;
         if (pred.over_limit) {
             v.drop = true;
             v.reason = REASON_LIMIT;
+        } else if (cfg.budget_cap_ns != 0 && !small && new_data &&
+                   pred.tat_new - pred.now > (bit<64>)cfg.budget_cap_ns) {
+            // the budget cap (a link whose rate changes): what a rate drop left in flight, which no window can
+            // recall, never queues ahead of the audio beyond its budget (refmodel/iwa.py)
+            v.drop = true;
+            v.reason = REASON_IWA_CAP;
         } else if (trk.cls == CLASS_TCP_START && trk.flags & TRACK_BEYOND != 0 && above) {
             v.drop = true;
             v.reason = REASON_IWA_SURPLUS;
-        } else if (!small && trk.cls != CLASS_TCP_CTRL && trk.cls != CLASS_TCP_RTX && trk.flags & TRACK_SHAPED == 0) {
+        } else if (!small && new_data && trk.flags & TRACK_SHAPED == 0) {
             // new data no window holds (QUIC, unshaped TCP): dropped above the target when all of it together
             // would queue beyond it on its own at its share of the link, 1/2^unheld_shift (one flow beside the
             // link's active shaped flows: start_shaper.p4); its admitted frames join that virtual queue

@@ -77,6 +77,7 @@ const bit<8> REASON_PIE_BURST = 9;
 const bit<8> REASON_UPSTREAM = 10;
 const bit<8> REASON_UNCONFIGURED = 11;
 const bit<8> REASON_IWA_UNHELD = 12;
+const bit<8> REASON_IWA_CAP = 13;
 
 // Traffic class
 const bit<8> CLASS_OTHER = 0;
