@@ -99,6 +99,14 @@ def test_ctrl_c_leaves_nothing_behind_and_resume_completes(tmp_path):
     assert processes_mentioning(str(tmp_path)) == []
 
 
+def cmdline(pid: int) -> str | None:
+    """The command line of a running process as the slot's record keeps it (NUL-separated), else None."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return None
+
+
 def registered_pid(owner: int, needle: str, timeout: float = 20.0) -> int:
     """PID of a process that the run ``owner`` registered in its own lab slot, whose command line holds
     needle (never another run's: the record is found by its owner's PID)."""
@@ -145,3 +153,29 @@ def test_a_host_shell_that_dies_fails_its_replication_without_hanging(tmp_path):
     assert not list(rundir.glob("*/*.tmp"))
     assert json.loads(next(rundir.glob("*/rep1/meta.json")).read_text())["status"] == "ok"
     assert lab_hosts(prefix) == [] and processes_mentioning(str(tmp_path)) == []
+
+
+def test_a_volley_of_sigterms_stops_the_run_once_and_its_teardown_completes(tmp_path):
+    """SIGTERM, as a scheduler or an impatient user sends it: again and again. The first stops the run; the
+    rest must not cut short the teardown it started (they used to: the delay line's control FIFO was left in
+    the slot's directory and the run died of the signal, 143, instead of exiting 130). Every process the run
+    registered is gone, and every file of its slot but the lock."""
+    p, lines, prefix = start_smoke_run(tmp_path)
+    time.sleep(6)  # mid-run: switch, delay lines, captures, audio and web traffic all running
+    rec = find_record(p.pid)
+    assert rec is not None and lab_hosts(prefix), "the lab should be up at this point"
+    started = {int(pid): cmd for pid, cmd in rec[1]["pids"].items()}
+    for _ in range(40):  # 2 s of SIGTERMs, 50 ms apart, until the run is gone
+        if p.poll() is not None:
+            break
+        p.send_signal(signal.SIGTERM)
+        time.sleep(0.05)
+    rest, _ = p.communicate(timeout=90)
+    out = "".join(lines) + rest
+    assert p.returncode == 130, out[-2000:]
+    assert "further SIGTERMs are ignored" in out and "resume with --resume" in out
+    assert lab_hosts(prefix) == [] and processes_mentioning(str(tmp_path)) == []
+    assert find_record(p.pid) is None
+    assert [f"{pid}: {cmd!r}" for pid, cmd in started.items() if cmdline(pid) == cmd] == []
+    left = [f.name for f in Path("/run/iwlab").glob(f"{prefix}*") if f.suffix != ".lock"]
+    assert left == []

@@ -17,6 +17,7 @@ import platform
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,8 +39,24 @@ from .workloads import STARTUP_BUDGET_S, Lab, Workload, merge_tcp_logs, plan_of,
 LOG = logging.getLogger("iwlab.run")
 
 
-class Interrupted(Exception):
-    pass
+class Interrupted(BaseException):
+    """A stop asked for (SIGTERM, see ``stop_on_sigterm``): the replication in progress is abandoned and its
+    lab torn down, the finished ones are kept. A BaseException, as KeyboardInterrupt is, so that no
+    ``except Exception`` on its way (a failed replication's record, a library's retry) takes it for a
+    failure and goes on."""
+
+
+def stop_on_sigterm(say: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> None:
+    """The first SIGTERM raises Interrupted; from then on SIGTERM is ignored, so the teardown it starts (the
+    switch, the captures, the namespaces, the slot's record) runs to the end. A second SIGTERM used to land
+    in that teardown and cut it short, leaving processes and files for the slot's next owner. SIGKILL still
+    stops at once (the next run in the slot removes what is left: ``accessnet.leftovers``)."""
+    def on_term(*_) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        say("SIGTERM: stopping; the lab is torn down first, further SIGTERMs are ignored (SIGKILL forces)")
+        raise Interrupted()
+
+    signal.signal(signal.SIGTERM, on_term)
 
 
 @dataclass(frozen=True)
@@ -296,10 +313,7 @@ RunOne = Callable[[scen.Scenario, scen.Case, int, Path, str, int], dict]
 
 
 def _worker(slot: int, tasks, results, rundir: Path, want: str | None, run_one: RunOne) -> None:
-    def on_term(*_):
-        raise Interrupted()
-
-    signal.signal(signal.SIGTERM, on_term)
+    stop_on_sigterm(say=lambda s: None)  # the parent says it
     while True:
         u = tasks.get()
         if u is None:

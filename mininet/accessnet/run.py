@@ -19,7 +19,6 @@ import argparse
 import json
 import logging
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from refmodel.params import ConfigError
 
 from . import scenario as scen
 from .record import RECORD_FORMAT, RecordError, history_entry, write_record
-from .replication import Interrupted, Unit, execute, preflight
+from .replication import Interrupted, Unit, execute, preflight, stop_on_sigterm
 from .switches import bmv2_available, ensure_p4_build
 from .topology import ROOT
 
@@ -137,10 +136,7 @@ def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None
     rundir.mkdir(parents=True, exist_ok=True)
     write_record(rundir, rec)
 
-    def on_signal(*_):
-        raise Interrupted()
-
-    signal.signal(signal.SIGTERM, on_signal)
+    stop_on_sigterm()
     print(f"run {rundir} : {sc.name}, {len(sc.cases)} cases x {reps} reps")
     try:
         res = execute(units, rundir, want, jobs=a.jobs)

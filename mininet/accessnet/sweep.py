@@ -48,7 +48,6 @@ import itertools
 import json
 import os
 import re
-import signal
 import sys
 import time
 import tomllib
@@ -59,7 +58,7 @@ from refmodel.params import ConfigError
 
 from . import scenario as scen
 from .ray_engine import execute_ray
-from .replication import Interrupted, Unit, execute, preflight
+from .replication import Interrupted, Unit, execute, preflight, stop_on_sigterm
 from .record import RecordError, history_entry, write_record
 from .switches import ensure_p4_build
 from .topology import ROOT
@@ -288,7 +287,7 @@ def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None
     rundir.mkdir(parents=True, exist_ok=True)
     write_record(rundir, rec)
     print(f"sweep {rundir}: {len(units)} replications")
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(Interrupted()))
+    stop_on_sigterm()
     try:
         if a.engine == "ray":
             res = execute_ray(units, rundir, None, a.ray_address)
