@@ -48,8 +48,8 @@ FIELD_BITS = {
     "byte_time_q16": 40, "rate_class": 8, "bucket_ns": 32, "limit_ns": 48, "limit_pkts": 16, "mtu_ns": 32,
     "log_wq": 32, "thmin_ns": 32, "thmax_ns": 32, "log_slope": 32, "mean_pktsize": 16, "log_mps": 32,
     "log_factor": 32,
-    "target_ns": 32, "interval_ns": 32, "step_ns": 32,
-    "floor_cap_ns": 32, "budget_cap_ns": 32, "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32, "product": 48,
+    "target_ns": 32, "interval_ns": 32, "step_ns": 32, "floor_cap_ns": 32, "budget_cap_ns": 32,
+    "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32, "product": 48,
     "mss_bytes": 16, "payload_ns_q16": 40, "bytes_per_ns_q32": 32, "hold_ns": 32, "age_ns": 48,
 }
 

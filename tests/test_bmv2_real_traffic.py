@@ -38,14 +38,38 @@ def handshake(port: int, isn: int = 1000, server_rtt: float = 0.0, **addr) -> li
     return items
 
 
+class ModelDriver:
+    """The model paced as ``run_mixed`` paces BMv2: a frame every ``step_ns``, ``("sleep", s)`` lets time pass,
+    ``("link", (link, params))`` writes a link's parameters at run time. Fed in parts, so that a test's servers
+    can send what the windows the model gave them allow: ``edges`` holds, per client port, the window edge the
+    last ACK of it that the model tracked left upstream; ``items`` is everything fed, to replay on BMv2."""
+
+    def __init__(self, params, step_ns: int = 2_000_000, **kw) -> None:
+        self.pipeline, self.step_ns, self.t = Pipeline(ROUTES, params, **kw), step_ns, 0
+        self.edges: dict[int, int] = {}
+        self.items: list = []
+
+    def feed(self, items: list) -> list:
+        """The model's results of ``items``' frames, in order."""
+        out = []
+        for port, f in items:
+            if port == "link":
+                self.pipeline.configure_link(*f)
+                continue
+            self.t += round(f * 1e9) if port == "sleep" else self.step_ns
+            if port == "sleep":
+                continue
+            r = self.pipeline.process(self.t, f, port)
+            if port == 2 and r.record is not None:
+                self.edges[tcp_fields(f).sport] = r.record.s1 & 0xFFFFFFFF
+            out.append(r)
+        self.items += items
+        return out
+
+
 def replay(params, items, step_ns: int = 2_000_000, **kw) -> list:
     """The model's results of ``items`` at ``step_ns`` spacing (``sleep`` items let time pass)."""
-    p, t, out = Pipeline(ROUTES, params, **kw), 0, []
-    for port, f in items:
-        t += round(f * 1e9) if port == "sleep" else step_ns
-        if port != "sleep":
-            out.append(p.process(t, f, port))
-    return out
+    return ModelDriver(params, step_ns, **kw).feed(items)
 
 
 # --------------------------------------------------------------------------- nothing goes stale
@@ -78,28 +102,15 @@ def stale_history(n: int = 40) -> list:
 def lone_flow(port: int = 60000, rounds: int = 5, params=STALE) -> list:
     """A lone flow whose server fills the window a clean switch gives it, round after round (the model, at
     2 ms spacing, says which): each round's ACK comes 0.1 s after its segments."""
-    items = handshake(port, isn=7_000_000, server_rtt=0.02)
-    clean, t = Pipeline(ROUTES, params), 0
-
-    def run(new: list) -> int:  # the edge the last upstream frame of ``new`` left the server with
-        nonlocal t
-        edge = None
-        for it_port, f in new:
-            t += round(f * 1e9) if it_port == "sleep" else 2_000_000
-            if it_port != "sleep":
-                r = clean.process(t, f, it_port)
-                edge = r.record.s1 & 0xFFFFFFFF if it_port == 2 and r.record is not None else edge
-        return edge
-
-    edge, seq = run(items), 7_000_001
+    clean, seq = ModelDriver(params), 7_000_001
+    clean.feed(handshake(port, isn=7_000_000, server_rtt=0.02))
     for _ in range(rounds):
-        n = max(1, (edge - seq) // MSS)
+        n = max(1, (clean.edges[port] - seq) // MSS)
         new = [(1, tcp(seq + i * MSS, dport=port)) for i in range(n)] + [("sleep", 0.1)]
         seq += n * MSS
         new.append((2, client_ack(seq, window=502, seq=5121, sport=port)))
-        edge = run(new)
-        items += new
-    return items
+        clean.feed(new)
+    return clean.items
 
 
 def test_the_stale_sequence_keeps_counts_on_the_model():
@@ -107,13 +118,9 @@ def test_the_stale_sequence_keeps_counts_on_the_model():
     silent ones for ever), and a model that never forgets (epochs that never end) writes other windows."""
     import refmodel.shaper as shaper
     items = stale_history() + lone_flow()
-    p = Pipeline(ROUTES, STALE)
-    t = 0
-    for port, f in items:
-        t += round(f * 1e9) if port == "sleep" else 2_000_000
-        if port != "sleep":
-            p.process(t, f, port)
-    assert p.shaper.nflows == 1
+    lived = ModelDriver(STALE)
+    lived.feed(items)
+    assert lived.pipeline.shaper.nflows == 1
     orig = shaper.LinkShaping.roll
     shaper.LinkShaping.roll = lambda self, hold, now: None  # counts never expire
     try:
@@ -331,31 +338,21 @@ def pause_items(nflows: int) -> list:
     """``nflows`` shaped flows whose servers each fill the first window the model gives them, a standing queue,
     each flow's ACK of all its server sent, then two ACKs of the second flow that acknowledge nothing (answers
     to its server's zero-window probes), one segment and its ACK."""
-    items, model, t, edges = [], Pipeline(ROUTES, PAUSE), 0, {}
-
-    def run(new: list) -> None:
-        nonlocal t
-        for port, f in new:
-            t += PAUSE_STEP_NS
-            r = model.process(t, f, port)
-            if port == 2 and r.record is not None:
-                edges[tcp_fields(f).sport] = r.record.s1 & 0xFFFFFFFF
-        items.extend(new)
-
+    model = ModelDriver(PAUSE, PAUSE_STEP_NS)
     for k in range(nflows):
-        run(handshake(40000 + k, isn=1_000_000 * (k + 1)))
+        model.feed(handshake(40000 + k, isn=1_000_000 * (k + 1)))
     sent = {}
     for k in range(nflows):
         port, isn = 40000 + k, 1_000_000 * (k + 1)
-        n = max(1, (edges[port] - isn - 1) // MSS)
-        run([(1, tcp(isn + 1 + j * MSS, dport=port)) for j in range(n)])
+        n = max(1, (model.edges[port] - isn - 1) // MSS)
+        model.feed([(1, tcp(isn + 1 + j * MSS, dport=port)) for j in range(n)])
         sent[port] = isn + 1 + n * MSS
-    run(standing_queue())
-    run([(2, client_ack(sent[40000 + k], seq=5121, sport=40000 + k)) for k in range(nflows)])
+    model.feed(standing_queue())
+    model.feed([(2, client_ack(sent[40000 + k], seq=5121, sport=40000 + k)) for k in range(nflows)])
     probe = sent[40001]
-    run([(2, client_ack(probe, seq=5121, sport=40001)), (2, client_ack(probe, seq=5121, sport=40001)),
-         (1, tcp(probe, dport=40001)), (2, client_ack(probe + MSS, seq=5121, sport=40001))])
-    return items
+    model.feed([(2, client_ack(probe, seq=5121, sport=40001)), (2, client_ack(probe, seq=5121, sport=40001)),
+                (1, tcp(probe, dport=40001)), (2, client_ack(probe + MSS, seq=5121, sport=40001))])
+    return model.items
 
 
 def upstream_windows(items: list, res: list, sport: int) -> list[tuple[int, int]]:
@@ -454,29 +451,21 @@ def rising_items(rounds: int = 4, server_rtt: float = 0.15) -> list:
         items += [(1, syn_ack(isn[port], dport=port, ack=5001, options=[("MSS", 1460), ("WScale", 9)])),
                   (2, client_ack(isn[port] + 1, window=502, sport=port)),
                   (2, client_ack(isn[port] + 1, window=502, seq=5001, payload=120, flags="PA", sport=port))]
-    drive, t = Pipeline(ROUTES, SLOW), 0
-    edges, seqs = {}, {port: isn[port] + 1 for port in RISE_PORTS}
+    drive, seqs = ModelDriver(SLOW), {port: isn[port] + 1 for port in RISE_PORTS}
     windows = []  # (after the rise, the window each ACK left its server with)
 
     def run(new: list, risen: bool) -> None:
-        nonlocal t
-        for port, f in new:
-            if port == "link":
-                drive.configure_link(*f)
-                continue
-            t += round(f * 1e9) if port == "sleep" else 2_000_000
-            if port != "sleep":
-                r = drive.process(t, f, port)
-                if port == 2 and r.record is not None:
-                    edges[tcp_fields(f).sport] = r.record.s1 & 0xFFFFFFFF
-                    windows.append((risen, (r.record.s1 - tcp_fields(f).ack) & 0xFFFFFFFF))
+        frames = [(port, f) for port, f in new if port not in ("sleep", "link")]
+        for (port, f), r in zip(frames, drive.feed(new)):
+            if port == 2 and r.record is not None:
+                windows.append((risen, (r.record.s1 - tcp_fields(f).ack) & 0xFFFFFFFF))
 
     run(items, False)
     for k in range(2 * rounds):
         new = [("link", (0, FAST))] if k == rounds else []
         sent = {}
         for port in RISE_PORTS:
-            n = max(1, min(8, (edges[port] - seqs[port]) // MSS))
+            n = max(1, min(8, (drive.edges[port] - seqs[port]) // MSS))
             new += [(1, tcp(seqs[port] + i * MSS, dport=port)) for i in range(n)]
             sent[port] = n
         new.append(("sleep", 0.1))
@@ -487,8 +476,7 @@ def rising_items(rounds: int = 4, server_rtt: float = 0.15) -> list:
         for port in RISE_PORTS:
             seqs[port] += sent[port] * MSS
         run(new, k >= rounds)
-        items += new
-    return items, windows
+    return drive.items, windows
 
 
 def test_a_rate_rise_widens_the_flows_share_like_the_model(sw):
