@@ -35,13 +35,27 @@ budget, e.g. a 40 ms jitter buffer):
 
 * on a link whose rate changes under the queue (a radio redraws its rate every
   slot; ``Observation.rate_varies``: a change in the last ``RATE_MEMORY_S``),
-  ``target_ns`` is still ``target_for`` the rate now, and ``budget_cap_ns``,
-  the audio's budget, arms the data plane's budget cap (``refmodel/iwa.py``):
-  a full-size frame of new data that would leave more queue than the budget
-  behind it is dropped. What a rate drop leaves in flight was granted at the
-  old rate and no window can recall it; the cap drops it instead of queueing
-  it ahead of the audio. On a fixed-rate link the cap is 0 (off) and nothing
-  changes. An earlier policy held the target at the budget of the lowest rate
+  ``target_ns`` is still ``target_for`` the rate now, and ``budget_cap_ns``
+  (``cap_for``), the audio's budget, arms the data plane's budget cap
+  (``refmodel/iwa.py``): a full-size frame of new data that would leave more
+  queue than the cap behind it is dropped. What a rate drop leaves in flight
+  was granted at the old rate and no window can recall it; the cap drops it
+  instead of queueing it ahead of the audio. On a fixed-rate link the cap is
+  0 (off) and nothing changes.
+
+  - The cap never lies nearer above the target than the margin the target
+    keeps below the budget (two frames, or 5 ms), so it is the budget itself
+    wherever the target is above its one-frame floor, and three frames where
+    the budget holds fewer (below about 0.9 Mbit/s at 40 ms). A cap at the
+    budget there left less than one frame above the windows' own target (at
+    0.5 Mbit/s: target 24 ms, one frame; budget 40 ms), so after a drop it
+    took nearly every frame in flight beyond the target: flows lost whole
+    windows and waited for timeouts (``tests/tcpsim.py``, web6 on HSPA's
+    fourfold rate steps, 6 seeds: 14.7 timeouts a page, the page 7.65 s
+    against 3.70 s without a cap; with the margin 2.3 and 4.08 s, the audio
+    at level >= 2 0.0 % in all three cases but without a cap, 0.6 %). The
+    audio cannot be held to a budget of under two frames anyway: one frame in
+    service and the target's one frame queued are more than it. An earlier policy held the target at the budget of the lowest rate
   of the last 10 s instead (a target of one frame on ``pam13radio``): the
   audio kept its budget, but the windows could hardly grow in the fast slots
   and the link idled; web6's page took 1.3-1.6 x FIFO's there (BMv2,
@@ -78,7 +92,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from refmodel.params import MTU_BYTES, byte_time_q16, drain_ns, iwa_codel_target_ns, iwa_target_ns
+from refmodel.params import (MTU_BYTES, byte_time_q16, drain_ns, iwa_budget_cap_ns, iwa_codel_target_ns,
+                             iwa_target_ns)
 
 NS = 1_000_000_000
 FRAME = MTU_BYTES  # a full-size Ethernet frame: 1500 B MTU + 14 B header (no FCS)
@@ -115,6 +130,7 @@ def frame_ns(rate_bps: float, frame_bytes: int = FRAME) -> int:
 
 # The data plane's defaults derive from the same two functions (refmodel.params), so the loop starts from them.
 target_for = iwa_target_ns  # the jitter budget less max(2 frames, 5 ms), never below one frame
+cap_for = iwa_budget_cap_ns  # the budget, never nearer above the target than the target's margin below it
 
 
 def codel_target_for(rate_bps: float, jitter_budget_ns: int, frame_bytes: int = FRAME) -> int:
@@ -135,7 +151,7 @@ def tune(s: TunerState, o: Observation, frame_bytes: int = FRAME) -> Decision:
     codel_target = iwa_codel_target_ns(target)
     if codel_target != s.codel_target_ns:
         reasons.append(f"codel target {_ms(s.codel_target_ns)} -> {_ms(codel_target)}")
-    cap = o.jitter_budget_ns if o.rate_varies else 0
+    cap = cap_for(o.rate_bps, o.jitter_budget_ns, frame_bytes) if o.rate_varies else 0
     if cap != s.budget_cap_ns:
         reasons.append(f"budget cap {_ms(s.budget_cap_ns) if s.budget_cap_ns else 'off'} -> {_ms(cap) if cap else 'off'}")
     return Decision(TunerState(target_ns=target, codel_target_ns=codel_target, budget_cap_ns=cap),

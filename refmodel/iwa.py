@@ -28,7 +28,8 @@ audio's budget leaves. Here:
   beside them (a WebRTC flow's delay-based control sees no queue growing) would
   otherwise take the whole link from them and keep the queue at the target;
 * on a link whose rate changes, the budget cap (``budget_cap_ns``, the
-  audio's budget; the controller arms it, ``controller.policy``): a full-size
+  audio's budget, at least the target and its margin; the controller arms it,
+  ``controller.policy.cap_for``): a full-size
   frame of new data that would leave more queue than the cap behind it is
   dropped. What a rate drop leaves in flight was granted at the old rate, and
   no window can recall it: without the cap, the data the ACK clock of the fast

@@ -125,8 +125,8 @@ class IwaParams:
     hold_ns: int = 1_000_000_000  # the reserve is forgotten this long after the last SYN-ACK
     age_ns: int = 10_000_000_000  # a flow slot is free this long after its latest downstream packet
     floor_cap_ns: int = 0  # the most grants a floor may join (the floors' share of the buffer); 0: no limit
-    # the most queue a full-size frame of new data may leave behind it: the audio's budget where the link's rate
-    # changes (what a rate drop leaves in flight, granted at the old rate, no window can recall); 0: none
+    # the most queue a full-size frame of new data may leave behind it where the link's rate changes (what a rate
+    # drop leaves in flight, granted at the old rate, no window can recall): iwa_budget_cap_ns; 0: none
     budget_cap_ns: int = 0
 
 
@@ -397,11 +397,25 @@ def frame_bytes(iwa: dict | None = None) -> int:
     return int((iwa or {}).get("mtu_bytes", MTU_BYTES))
 
 
+def iwa_margin_ns(frame_ns: int) -> int:
+    """What IWA's target keeps below the audio's budget: max(2 frames, 5 ms) (``controller/policy.py``)."""
+    return max(2 * frame_ns, CODEL_TARGET_NS)
+
+
 def iwa_target_ns(rate_bps: float, budget_ns: int, mtu_bytes: int = MTU_BYTES) -> int:
-    """IWA's target from the audio's jitter budget: the budget less max(2 frames, 5 ms), never below one
-    frame (``controller/policy.py`` says why; the policy tunes from this value)."""
+    """IWA's target from the audio's jitter budget: the budget less the margin, never below one frame
+    (``controller/policy.py`` says why; the policy tunes from this value)."""
     frame = drain_ns(mtu_bytes, byte_time_q16(rate_bps))
-    return max(frame, budget_ns - max(2 * frame, CODEL_TARGET_NS))
+    return max(frame, budget_ns - iwa_margin_ns(frame))
+
+
+def iwa_budget_cap_ns(rate_bps: float, budget_ns: int, mtu_bytes: int = MTU_BYTES) -> int:
+    """The budget cap on a link whose rate changes: the audio's budget, but never nearer above the target than
+    the margin the target keeps below the budget. Equal to the budget wherever the target is above its floor of
+    one frame; where the budget holds less than three frames (below about 0.9 Mbit/s for a 40 ms budget) it is
+    three frames (``controller/policy.py`` says why)."""
+    frame = drain_ns(mtu_bytes, byte_time_q16(rate_bps))
+    return max(budget_ns, iwa_target_ns(rate_bps, budget_ns, mtu_bytes) + iwa_margin_ns(frame))
 
 
 def iwa_codel_target_ns(target_ns: int) -> int:
@@ -484,7 +498,8 @@ def pipeline_params(rate_bps: float, aqm: str | Aqm = Aqm.FIFO, *, limit_pkts: i
 __all__ = [
     "ConfigError", "QueueParams", "RedParams", "CodelParams", "PieParams", "IwaParams", "PipelineParams",
     "pipeline_params", "queue_params", "red_params", "codel_params", "pie_params", "iwa_params", "drain_ns",
-    "bytes_to_ns", "ns_to_bytes", "iwa_target_ns", "iwa_codel_target_ns", "CODEL_TARGET_NS", "JITTER_BUDGET_MS",
+    "bytes_to_ns", "ns_to_bytes", "iwa_target_ns", "iwa_budget_cap_ns", "iwa_margin_ns", "iwa_codel_target_ns",
+    "CODEL_TARGET_NS", "JITTER_BUDGET_MS",
     "MTU_BYTES", "budget_ns", "iwa_budget_s", "frame_bytes",
     "byte_time_q16", "parse_aqm", "FIELD_BITS", "FLOW_SLOTS", "N_LINKS", "check_link", "client_addr",
     "complete_ranges",

@@ -84,3 +84,16 @@ def test_on_a_radio_the_target_is_the_rate_nows_and_the_budget_cap_is_armed():
     assert fixed.state.budget_cap_ns == 0 and fixed.reason == "steady"
     back = tune(d.state, Observation(t_ns=0, rate_bps=rate, jitter_budget_ns=BUDGET))
     assert back.state.budget_cap_ns == 0 and back.reason == "budget cap 40.0 ms -> off"
+
+
+@pytest.mark.parametrize("rate, frames", [(0.5e6, 3), (625e3, 3), (0.8e6, 3), (1e6, None), (2e6, None), (4.4e6, None)])
+def test_the_budget_cap_stays_the_targets_margin_above_the_target(rate, frames):
+    """Where the budget holds three frames or more the cap is the budget; where it holds fewer the target is at
+    its floor of one frame and the cap is that frame and the margin of two more: three frames, by hand 3 x 1514
+    B x 8 / rate (72.7 ms at 0.5 Mbit/s, 58.1 ms at 625 kbit/s: pam13radio's lowest). Never less than the
+    budget, and never nearer above the target than the margin the target keeps below the budget."""
+    d = tune(settled(rate), Observation(t_ns=0, rate_bps=rate, jitter_budget_ns=BUDGET, rate_varies=True))
+    cap, target = d.state.budget_cap_ns, d.state.target_ns
+    by_hand = round(3 * 1514 * 8 / rate * 1e9) if frames else BUDGET
+    assert abs(cap - by_hand) <= 3 * 1000, (cap, by_hand)  # the data plane's rounding of a frame's drain time
+    assert cap >= BUDGET and cap - target >= max(2 * frame_ns(rate), 5 * MS)

@@ -11,8 +11,9 @@
  *     all (QUIC and other datagrams, TCP whose SYN was not seen) beyond its
  *     share of the link, which only the target keeps from the audio's budget;
  *   - on a link whose rate changes, the budget cap: a full-size frame of new
- *     data that would leave more than the audio's budget of queue behind it is
- *     dropped (what a rate drop left in flight, granted at the old rate);
+ *     data that would leave more than the cap of queue behind it is dropped
+ *     (what a rate drop left in flight, granted at the old rate; the cap is
+ *     the audio's budget, never nearer above the target than its margin);
  *   - a shaped flow's retransmissions and control segments pass; the buffer
  *     limit applies to everything.
  * refmodel/iwa.py is the executable twin. */
