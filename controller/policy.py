@@ -52,10 +52,13 @@ budget, e.g. a 40 ms jitter buffer):
     took nearly every frame in flight beyond the target: flows lost whole
     windows and waited for timeouts (``tests/tcpsim.py``, web6 on HSPA's
     fourfold rate steps, 6 seeds: 14.7 timeouts a page, the page 7.65 s
-    against 3.70 s without a cap; with the margin 2.3 and 4.08 s, the audio
-    at level >= 2 0.0 % in all three cases but without a cap, 0.6 %). The
+    against 3.70 s without a cap; with the margin 2.3 and 4.08 s; the audio
+    at level >= 2 0.0 % with either cap, 0.6 % without; BMv2 in docs/iwa.md).
+    The
     audio cannot be held to a budget of under two frames anyway: one frame in
-    service and the target's one frame queued are more than it. An earlier policy held the target at the budget of the lowest rate
+    service and the target's one frame queued are more than it.
+
+  An earlier policy held the target at the budget of the lowest rate
   of the last 10 s instead (a target of one frame on ``pam13radio``): the
   audio kept its budget, but the windows could hardly grow in the fast slots
   and the link idled; web6's page took 1.3-1.6 x FIFO's there (BMv2,
