@@ -54,9 +54,8 @@ budget, e.g. a 40 ms jitter buffer):
     fourfold rate steps, 6 seeds: 14.7 timeouts a page, the page 7.65 s
     against 3.70 s without a cap; with the margin 2.3 and 4.08 s; the audio
     at level >= 2 0.0 % with either cap, 0.6 % without; BMv2 in docs/iwa.md).
-    The
-    audio cannot be held to a budget of under two frames anyway: one frame in
-    service and the target's one frame queued are more than it.
+    The audio cannot be held to a budget of under two frames anyway: one
+    frame in service and the target's one frame queued are more than it.
 
   An earlier policy held the target at the budget of the lowest rate
   of the last 10 s instead (a target of one frame on ``pam13radio``): the
