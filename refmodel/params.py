@@ -415,7 +415,7 @@ def iwa_budget_cap_ns(rate_bps: float, budget_ns: int, mtu_bytes: int = MTU_BYTE
     one frame; where the budget holds less than three frames (below about 0.9 Mbit/s for a 40 ms budget) it is
     three frames (``controller/policy.py`` says why)."""
     frame = drain_ns(mtu_bytes, byte_time_q16(rate_bps))
-    return max(budget_ns, iwa_target_ns(rate_bps, budget_ns, mtu_bytes) + iwa_margin_ns(frame))
+    return max(budget_ns, frame + iwa_margin_ns(frame))  # = max(budget, target + margin): the target's floor is a frame
 
 
 def iwa_codel_target_ns(target_ns: int) -> int:

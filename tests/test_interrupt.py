@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from accessnet.leftovers import find_record
+from accessnet.leftovers import STATE_DIR, cmdline, find_record
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
@@ -99,14 +99,6 @@ def test_ctrl_c_leaves_nothing_behind_and_resume_completes(tmp_path):
     assert processes_mentioning(str(tmp_path)) == []
 
 
-def cmdline(pid: int) -> str | None:
-    """The command line of a running process as the slot's record keeps it (NUL-separated), else None."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return None
-
-
 def registered_pid(owner: int, needle: str, timeout: float = 20.0) -> int:
     """PID of a process that the run ``owner`` registered in its own lab slot, whose command line holds
     needle (never another run's: the record is found by its owner's PID)."""
@@ -177,5 +169,5 @@ def test_a_volley_of_sigterms_stops_the_run_once_and_its_teardown_completes(tmp_
     assert lab_hosts(prefix) == [] and processes_mentioning(str(tmp_path)) == []
     assert find_record(p.pid) is None
     assert [f"{pid}: {cmd!r}" for pid, cmd in started.items() if cmdline(pid) == cmd] == []
-    left = [f.name for f in Path("/run/iwlab").glob(f"{prefix}*") if f.suffix != ".lock"]
+    left = [f.name for f in STATE_DIR.glob(f"{prefix}*") if f.suffix != ".lock"]
     assert left == []

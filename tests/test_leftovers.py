@@ -33,7 +33,7 @@ def started(*argv: str) -> subprocess.Popen:
     """A process, returned once it runs ``argv`` (right after fork its command line is still Python's)."""
     p = subprocess.Popen(list(argv))
     for _ in range(500):
-        if leftovers._cmdline(p.pid) == "\0".join(argv) + "\0":
+        if leftovers.cmdline(p.pid) == "\0".join(argv) + "\0":
             return p
         time.sleep(0.01)
     raise AssertionError(f"{argv} did not start")

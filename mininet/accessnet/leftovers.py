@@ -33,7 +33,8 @@ STATE_DIR = Path("/run/iwlab")
 MAX_SLOTS = 1000  # prefixes i000..i999: "i999srv-eth0" is 12 characters, within IFNAMSIZ (15)
 
 
-def _cmdline(pid: int) -> str | None:
+def cmdline(pid: int) -> str | None:
+    """A running process's command line as the record keeps it (NUL-separated), else None."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
@@ -71,7 +72,7 @@ class Registry:
     def process(self, pid: int, argv: list[str] | None = None) -> None:
         """Record a process by PID and the command line it runs (``argv`` as started: a process
         launched through mnexec shows it only once it has exec'd)."""
-        cmd = "\0".join(argv) + "\0" if argv else _cmdline(pid)
+        cmd = "\0".join(argv) + "\0" if argv else cmdline(pid)
         if cmd is not None:
             self.state["pids"][str(pid)] = cmd
             self._save()
@@ -113,7 +114,7 @@ def sweep(prefix: str) -> list[str] | None:
         return None  # not dead: not ours to clean
     removed = []
     for pid, cmd in state.get("pids", {}).items():
-        if _cmdline(int(pid)) == cmd:
+        if cmdline(int(pid)) == cmd:
             try:
                 os.kill(int(pid), signal.SIGKILL)
                 removed.append(f"pid {pid}")
