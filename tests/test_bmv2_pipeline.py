@@ -88,10 +88,13 @@ def run_mixed(sw, params, items, gap_s=0.002, links=None, clients=None):
         r = probe.process((len(shown) - 1) * 1_000_000, f, port)
         shown.append((shown[-1][0] + (r.record is not None), shown[-1][1] + (port == 2 and r.egress == 1)))
     n = shown[-1][0]
-    last_port, sent = None, 0
+    # Frames are sent on a schedule, one every gap_s, not with a sleep after each: a host that sends one late
+    # (a loaded machine, a collection pause) then sends the next ones at once, so the sequence keeps its rate
+    # (e.g. a standing queue stays built) instead of drifting slower with every late frame.
+    last_port, sent, due = None, 0, time.monotonic()
     for it in items:
         if it[0] == "sleep":  # ("sleep", seconds): time passes, e.g. an RTT before the client's ACK
-            time.sleep(it[1])
+            due = max(due, time.monotonic()) + it[1]
             continue
         if it[0] == "link":
             sw.wait_for(*shown[sent])
@@ -102,8 +105,10 @@ def run_mixed(sw, params, items, gap_s=0.002, links=None, clients=None):
             # order, and the model must see them in BMv2's order. So the direction changes only once BMv2 has
             # shown everything sent so far: its records and its upstream output.
             sw.wait_for(*shown[sent])
-        sw.send([it[1]], port=it[0], gap_s=gap_s)
-        last_port, sent = it[0], sent + 1
+        if (wait := due - time.monotonic()) > 0:
+            time.sleep(wait)
+        sw.send([it[1]], port=it[0])
+        last_port, sent, due = it[0], sent + 1, due + gap_s
     model = Pipeline(ROUTES, params, links=clients, link_params=links)
     out, records = sw.collect(n, timeout=10 + len(frames) * gap_s)
     assert len(records) == n, f"{len(records)} telemetry records, the model expects {n}"

@@ -72,6 +72,23 @@ def replay(params, items, step_ns: int = 2_000_000, **kw) -> list:
     return ModelDriver(params, step_ns, **kw).feed(items)
 
 
+def shown_on_bmv2(sw, params, items, measure, holds, tries: int = 3, **kw):
+    """``measure`` of BMv2's records of ``items`` once ``holds`` it. BMv2 runs in real time: a sequence that needs
+    a queue the host keeps above the target is only as well timed as the host sends it, and under a loaded host
+    (the whole suite) its queue can drain where the model's at the ideal spacing did not. Every run must agree
+    with the model at BMv2's own times, packet for packet (``run_mixed``); a run whose timing did not build the
+    scenario is repeated on a fresh switch, up to ``tries`` runs, and the property must hold on one of them."""
+    seen = []
+    for k in range(tries):
+        if k:
+            sw.restart(down_s=0.1)
+        records, _ = run_mixed(sw, params, items, **kw)
+        seen.append(measure(records))
+        if holds(seen[-1]):
+            return seen[-1]
+    raise AssertionError(f"not shown on BMv2 in {tries} runs (each agreeing with the model at its own times): {seen}")
+
+
 # --------------------------------------------------------------------------- nothing goes stale
 
 STALE = pipeline_params(2e6, "iwa", limit_pkts=48, iwa=dict(hold_s=0.1, age_s=0.3))
@@ -330,8 +347,9 @@ def test_what_no_window_holds_gets_its_share_beside_shaped_flows_like_the_model(
     alone = replay(PAUSE, unheld_items(0), step_ns=PAUSE_STEP_NS)
     beside = replay(PAUSE, unheld_items(3), step_ns=PAUSE_STEP_NS)
     assert unheld_drops(alone) == 0 and unheld_drops(beside) >= 5
-    records, _ = run_mixed(sw, PAUSE, unheld_items(3), gap_s=PAUSE_STEP_NS / 1e9)
-    assert sum(Reason(r.reason) == Reason.IWA_UNHELD for r in records) >= 5
+    shown_on_bmv2(sw, PAUSE, unheld_items(3), lambda records: sum(Reason(r.reason) == Reason.IWA_UNHELD
+                                                                   for r in records), lambda n: n >= 5,
+                  gap_s=PAUSE_STEP_NS / 1e9)
 
 
 def pause_items(nflows: int) -> list:
@@ -363,6 +381,11 @@ def upstream_windows(items: list, res: list, sport: int) -> list[tuple[int, int]
             and r.record is not None]
 
 
+def edges_of(records, ports) -> list[tuple[int, int]]:
+    """(client port, window edge) of each tracked upstream ACK of ``ports`` in BMv2's records."""
+    return [(r.sport, r.s1 & 0xFFFFFFFF) for r in records if r.decision == 3 and r.sport in ports]
+
+
 @pytest.mark.parametrize("nflows", [3, 6])
 def test_flows_at_their_floor_pause_above_target_like_the_model(sw, nflows):
     """With the queue more than a frame above target, an ACK of all a floored flow sent shuts its window (zero).
@@ -377,9 +400,10 @@ def test_flows_at_their_floor_pause_above_target_like_the_model(sw, nflows):
     assert shut == 0 and PAUSE.iwa.mss_bytes <= reopened < PAUSE.iwa.mss_bytes + (1 << scale)
     assert first == (0 if nflows == 6 else reopened)
     assert last == (probe + MSS, 0 if nflows == 6 else reopened)
-    records, _ = run_mixed(sw, PAUSE, items, gap_s=PAUSE_STEP_NS / 1e9)
-    edges = [r.s1 & 0xFFFFFFFF for r in records if r.decision == 3 and r.sport == 40001]
-    assert edges[-4:] == [probe, probe + first, probe + reopened, probe + MSS + (0 if nflows == 6 else reopened)]
+    want = [probe, probe + first, probe + reopened, probe + MSS + (0 if nflows == 6 else reopened)]
+    shown_on_bmv2(sw, PAUSE, items, lambda records: [r.s1 & 0xFFFFFFFF for r in records
+                                                     if r.decision == 3 and r.sport == 40001][-4:],
+                  lambda edges: edges == want, gap_s=PAUSE_STEP_NS / 1e9)
 
 
 def test_first_windows_beyond_the_floor_limit_wait_for_their_probe_like_the_model(sw):
@@ -399,11 +423,10 @@ def test_first_windows_beyond_the_floor_limit_wait_for_their_probe_like_the_mode
     assert all(w >= PAUSE.iwa.mss_bytes for w in firsts[:k]) and not any(firsts[k:]), firsts  # shut from there on
     windows = [w for _, w in upstream_windows(items, res, ports[-1])[1:]]  # first ACK, request, two answers
     assert windows[:3] == [0, 0, 0] and PAUSE.iwa.mss_bytes <= windows[3] < PAUSE.iwa.mss_bytes + (1 << scale)
-    records, _ = run_mixed(sw, PAUSE, items, gap_s=PAUSE_STEP_NS / 1e9)
-    got = [(r.sport, r.s1 & 0xFFFFFFFF) for r in records if r.decision == 3 and r.sport in ports]
     want = [(tcp_fields(f).sport, r.record.s1 & 0xFFFFFFFF) for (port, f), r in zip(items, res)
             if port == 2 and tcp_fields(f).sport in ports and r.record is not None]
-    assert got == want
+    shown_on_bmv2(sw, PAUSE, items, lambda records: edges_of(records, ports), lambda got: got == want,
+                  gap_s=PAUSE_STEP_NS / 1e9)
 
 
 CAPPED = pipeline_params(2e6, "iwa", limit_bytes=20_000)  # 80 ms of buffer: floors may join 40 ms of queue
@@ -426,12 +449,11 @@ def test_first_windows_that_would_overflow_the_buffer_wait_below_the_floor_limit
     assert windows[:4] == [0, 0, 0, 0], windows
     assert CAPPED.iwa.mss_bytes <= windows[4] < CAPPED.iwa.mss_bytes + (1 << scale), windows
     assert upstream_windows(items, res, ports[0])[1][1] == 0  # the first one's first window too
-    records, _ = run_mixed(sw, CAPPED, items, gap_s=PAUSE_STEP_NS / 1e9)
-    got = [(r.sport, r.s1 & 0xFFFFFFFF) for r in records if r.decision == 3 and r.sport in ports]
     want = [(tcp_fields(f).sport, r.record.s1 & 0xFFFFFFFF) for (port, f), r in
             zip([it for it in items if it[0] != "sleep"], res) if port == 2 and tcp_fields(f).sport in ports
             and r.record is not None]
-    assert got == want
+    shown_on_bmv2(sw, CAPPED, items, lambda records: edges_of(records, ports), lambda got: got == want,
+                  gap_s=PAUSE_STEP_NS / 1e9)
 
 
 # --------------------------------------------------------------------------- a rate that rises under the flows
@@ -521,5 +543,6 @@ def test_the_budget_cap_drops_full_size_new_data_beyond_it_like_the_model(sw):
     capped = replay(budget_capped(15_000_000), cap_items(), step_ns=100_000)
     assert caps(capped) >= 6 and caps(replay(budget_capped(0), cap_items(), step_ns=100_000)) == 0
     assert all(r.decision == 0 for r in capped if r.cls == TrafficClass.UDP)
-    records, _ = run_mixed(sw, budget_capped(15_000_000), cap_items(), gap_s=0.0001)
-    assert sum(Reason(r.reason) == Reason.IWA_CAP for r in records) >= 6
+    shown_on_bmv2(sw, budget_capped(15_000_000), cap_items(),
+                  lambda records: sum(Reason(r.reason) == Reason.IWA_CAP for r in records), lambda n: n >= 6,
+                  gap_s=0.0001)
