@@ -37,12 +37,30 @@ fi
 # --system-site-packages, and the pins in requirements.txt take precedence.
 PY=/usr/bin/python3
 stamp=.venv/.requirements.sha256
+# pip quiet when it works; when it fails, its whole output (not -q's silence) and a second try (a registry's
+# hiccup: a first install once failed here with nothing printed, and the same command then succeeded).
+pip_install() {
+    local log try rc
+    log=$(mktemp)
+    for try in 1 2; do
+        rc=0
+        .venv/bin/python -m pip install --disable-pip-version-check "$@" >"$log" 2>&1 || rc=$?
+        if [ "$rc" = 0 ]; then
+            rm -f "$log"
+            return 0
+        fi
+        echo "setup: pip install $* failed (try $try of 2, exit $rc); its output:" >&2
+        tail -n 60 "$log" >&2
+    done
+    rm -f "$log"
+    return 1
+}
 want=$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "creating .venv with pinned requirements"
     [ -x .venv/bin/python ] || "$PY" -m venv --system-site-packages .venv
-    .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
-    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+    pip_install -r requirements.txt
+    pip_install --no-deps --no-build-isolation -e .
     echo "$want" > "$stamp"
 else
     say "python environment: up to date"
