@@ -19,6 +19,7 @@ import pandas as pd
 from refmodel.aqms import ORDER
 from refmodel.params import JITTER_BUDGET_MS
 
+from .digest import find_digests, read_digest
 from .metrics import (JITTER_BUFFERS_MS, Audio, MetricsError, _jb_key, audio_packets, bulk_bursts, find_reps, ipdv_ns,
                       levels_over_time, mean_ci95, read_meta, summarize_rep)
 
@@ -34,11 +35,12 @@ class ReportError(ValueError):
 
 @dataclass
 class Rep:
-    """One replication that could be read: its summarize_rep dict, per-packet frame, meta and flows."""
+    """One replication that could be read: its summarize_rep dict, per-packet frame (None from a digest), meta
+    and flows."""
 
     path: Path
     summary: dict
-    packets: pd.DataFrame
+    packets: pd.DataFrame | None
     meta: dict
     flows: pd.DataFrame | None
 
@@ -70,12 +72,19 @@ def jitter_budget_ms(meta: dict) -> float:
 
 
 def _rep_number(p: Path) -> tuple:
-    m = re.fullmatch(r"rep(\d+)(\.tmp)?", p.name)
+    m = re.fullmatch(r"rep(\d+)(\.tmp|\.json)?", p.name)
     return (p.parent.name, int(m.group(1)) if m else 0, p.name)
 
 
 def _load_rep(rep: Path, jbs: list[float]) -> Rep:
-    """Metrics of one replication; MetricsError (naming the file) if it failed or its data are bad."""
+    """Metrics of one replication, from its directory or its digest (experiments.digest: no per-packet data,
+    ``packets`` None); MetricsError (naming the file) if it failed or its data are bad."""
+    if rep.is_file():
+        summary, meta, flows = read_digest(rep)
+        missing = [jb for jb in jbs if _jb_key(jb) not in summary.get("jitter_buffers_ms", {})]
+        if missing:
+            raise MetricsError(f"{rep}: the digest has no metrics at jitter buffers {missing} ms")
+        return Rep(rep, summary, None, meta, flows)
     summary = summarize_rep(rep, jbs)
     packets, meta, flows = audio_packets(rep, jbs)
     return Rep(rep, summary, packets, meta, flows)
@@ -102,10 +111,11 @@ def load_cases(run_dirs: Sequence[Path], jbs: Sequence[float] = JITTER_BUFFERS_M
     for d in map(Path, run_dirs):
         if not d.is_dir():
             raise ReportError(f"{d}: no such directory")
-        found = find_reps(d)
+        found = find_reps(d) + find_digests(d)
         unfinished = sorted(p for pat in ("rep[0-9]*.tmp", "*/rep[0-9]*.tmp") for p in d.glob(pat) if p.is_dir())
         if not found and not unfinished:
-            raise ReportError(f"{d}: no replication directories (<case>/rep<k>/ with meta.json) found")
+            raise ReportError(f"{d}: no replication directories (<case>/rep<k>/ with meta.json) or digests "
+                              "(<case>/rep<k>.json) found")
         reps += found + unfinished
     cases: dict[str, Case] = {}
     failed: list[dict] = []
@@ -208,6 +218,8 @@ def jb_ci(c: Case, key: str, jbs: Sequence[float]) -> dict[float, dict]:
 
 def kept(r: Rep) -> pd.DataFrame:
     """The audio packets of a replication that pass the overlap filter (as summarize_rep uses them)."""
+    if r.packets is None:
+        raise ReportError(f"{r.path}: a digest keeps no per-packet data; this needs the replication's directory")
     return r.packets[r.packets["kept"]].reset_index(drop=True)
 
 

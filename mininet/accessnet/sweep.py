@@ -31,6 +31,11 @@ but a description) runs their matrices one after the other as one run, so one re
 regular expression matches somewhere, e.g. ``--only 'hspa-24p|web6-bulk-lte'`` for the units a table still
 lacks; the sweep's record keeps it, so ``--resume`` runs the same selection.
 
+``--skip-digested DIR`` leaves out the replications already digested in DIR (``experiments.digest``:
+``DIR/<case>/rep<k>.json``): a sweep too long for one session runs in parts, on different days or machines,
+each part's replications digested into the repository (``experiments/data/<sweep>``) once it ends, and the
+next part runs what is still missing. The record keeps DIR, so ``--resume`` skips what is digested by then.
+
 Every replication is one unit of work written atomically by
 ``replication.run_rep`` into ``<run>/<scenario>-<case>/rep<k>``: an interrupted sweep
 loses nothing finished and ``--resume`` runs only what is missing. A failed
@@ -195,6 +200,15 @@ def select(units: list[Unit], only: str | None) -> list[Unit]:
     return chosen
 
 
+def undigested(units: list[Unit], digests: str | Path | None) -> list[Unit]:
+    """The replications without a digest in ``digests`` (all of them without it)."""
+    if digests is None:
+        return units
+    from experiments.digest import digest_path  # one rule for where a replication's digest lies
+
+    return [u for u in units if not digest_path(Path(digests), u.key).exists()]
+
+
 def resume_record(rundir: Path, sweep: str | None) -> tuple[dict, list[Unit]]:
     """A sweep's own record (run.json), checked against the sweep the command line names, if any."""
     try:
@@ -208,6 +222,7 @@ def resume_record(rundir: Path, sweep: str | None) -> tuple[dict, list[Unit]]:
         raise RecordError(f"{rundir} is sweep {rec['sweep']!r}, not {Path(sweep).stem!r}: resume it without "
                           "naming the sweep (it keeps its own)")
     units = select(check_sweep(rec["file"], f"{rec['sweep']}.toml", rec.get("scenarios")), rec.get("only"))
+    units = undigested(units, rec.get("skip_digested"))
     rec["history"] = [*rec.get("history", []), history_entry("resume", len(units), str(rec["file"].get("switch")))]
     return rec, units
 
@@ -223,6 +238,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--list", action="store_true", help="print the matrix and exit")
     ap.add_argument("--only", metavar="REGEX", help="only the replications whose <case>/rep<k> this matches (kept "
                                                     "in the record: --resume runs the same selection)")
+    ap.add_argument("--skip-digested", metavar="DIR", type=Path,
+                    help="leave out the replications digested in DIR (experiments.digest; kept in the record)")
     ap.add_argument("--engine", choices=["local", "ray"], default="local",
                     help="local: this machine (--jobs); ray: one replication per Ray lab node (accessnet.ray_engine)")
     ap.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS, else a new local one)")
@@ -233,16 +250,20 @@ def _record(a: argparse.Namespace) -> tuple[dict, list]:
     """The sweep's record and its replications: resumed from its directory, or new from its file (raises
     ConfigError, RecordError)."""
     if a.resume:
-        if a.only is not None:
-            raise ConfigError("--only with --resume: a sweep keeps the selection it started with")
+        if a.only is not None or a.skip_digested is not None:
+            raise ConfigError("--only or --skip-digested with --resume: a sweep keeps the selection it started with")
         return resume_record(a.resume, a.sweep)
     data, _ = load_sweep(a.sweep)
     files = scenario_files(data)
-    units = select(check_sweep(data, a.sweep, files), a.only)
+    if a.skip_digested is not None and not a.skip_digested.is_dir():
+        raise ConfigError(f"--skip-digested {a.skip_digested}: no such directory")
+    units = undigested(select(check_sweep(data, a.sweep, files), a.only), a.skip_digested)
     rec = {"format": 2, "kind": "sweep", "sweep": Path(a.sweep).stem, "file": data, "scenarios": files,
            "replications": len(units), "history": [history_entry("start", len(units), str(data.get("switch")))]}
     if a.only is not None:
         rec["only"] = a.only
+    if a.skip_digested is not None:
+        rec["skip_digested"] = str(a.skip_digested.resolve())
     return rec, units
 
 
@@ -278,6 +299,9 @@ def main(argv: list[str] | None = None, summarize: Callable[[Path], None] | None
         for u in units:
             print(u.key)
         print(f"{len(units)} replications")
+        return 0
+    if not units:
+        print("nothing to run: every replication of the selection is digested already")
         return 0
     refusal = _refusal(units)
     if refusal is not None:
