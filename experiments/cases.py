@@ -19,7 +19,7 @@ import pandas as pd
 from refmodel.aqms import ORDER
 from refmodel.params import JITTER_BUDGET_MS
 
-from .digest import find_digests, read_digest
+from .digest import digest_meta, find_digests, read_digest
 from .metrics import (JITTER_BUFFERS_MS, Audio, MetricsError, _jb_key, audio_packets, bulk_bursts, find_reps, ipdv_ns,
                       levels_over_time, mean_ci95, read_meta, summarize_rep)
 
@@ -93,7 +93,7 @@ def _load_rep(rep: Path, jbs: list[float]) -> Rep:
 def _failed_entry(rep: Path, error: str) -> dict:
     """A failed replication for the report, with its case from meta.json when that is still readable."""
     try:
-        meta = read_meta(rep, require_ok=False)
+        meta = digest_meta(rep) if rep.is_file() else read_meta(rep, require_ok=False)
     except MetricsError:
         meta = {}
     return {"path": str(rep), "case": str(meta.get("case") or rep.parent.name), "rep": rep.name,

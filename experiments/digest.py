@@ -64,6 +64,16 @@ def read_digest(path: Path) -> tuple[dict, dict, pd.DataFrame | None]:
     return d["summary"], meta, flows
 
 
+def digest_meta(path: Path) -> dict:
+    """The meta of a digest file whatever its state, {} if none can be read (to name a failed one)."""
+    try:
+        d = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    meta = d.get("meta") if isinstance(d, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
 def find_digests(path: Path) -> list[Path]:
     """Digest files under ``path``: ``<case>/rep<k>.json``."""
     return sorted(p for p in Path(path).glob(f"*/rep[0-9]*{SUFFIX}") if p.is_file())
