@@ -36,12 +36,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from controller.policy import target_for
 from refmodel.aqms import P4_NAMES
-from refmodel.params import MTU_BYTES, budget_ns
+from refmodel.params import MTU_BYTES
 
 from .cases import JB_MAIN_MS, Case, ReportError, case_pair, jitter_budget_ms, load_cases, rep_values, stats_of
-from .iwa_bound import budget_bound_s
+from .iwa_bound import bound_at_budget_s
 from .markdown import md_table
 from .metrics import MetricsError, bulk_bursts, mean_ci95
 
@@ -68,9 +67,10 @@ TARGETS_TEXT = ("level ≥ 2: the audio's share at loss period level ≥ 2 (%); 
                 "it could not be measured are left out and counted). "
                 "Web users (users5): burst is the mean completion of the pages every AQM completed in the same "
                 "replication (a user's k-th page has the same size under every AQM). "
-                "Burst bound: the least completion IWA's target allows (experiments/iwa_bound.py: window growth "
-                "limited to the target's queue per round trip, the target for the run's jitter budget; the mean over "
-                "the unit's bursts, each alone; n/a with a bulk flow or users). "
+                "Burst bound: the least completion an AQM that keeps the audio within its budget allows "
+                "(experiments/iwa_bound.py, bound_at_budget_s: window growth limited to the budget's queue per round "
+                "trip, for a single FIFO, drops or windows, ACKs forwarded at once and unpaced senders; the run's "
+                "jitter budget; the mean over the unit's bursts, each alone; n/a with a bulk flow or users). "
                 "A check is pass, FAIL, - (data missing), not measured (bulk: IWA or FIFO has no replication with "
                 "it) or n/a (no bursts, TCP or bulk flow); the verdict is FAIL "
                 "if any check fails, pass if every applicable one passes, else incomplete.")
@@ -249,10 +249,11 @@ def users_completion(by_aqm: dict[str, Case]) -> dict[str, list[float]] | None:
 
 
 def unit_bound_s(by_aqm: dict[str, Case], budget_ms: float | None = None) -> float | None | str:
-    """The budget's bound on the unit's burst completion (s), from its first replication's meta.json: link
-    rate and RTT (profile), the bursts (plan), IWA's target for ``budget_ms``, by default the jitter budget the
-    run's switch had (meta.json's, ``cases.jitter_budget_ms``); None for workloads the bound does not describe
-    (a bulk flow, users, a QUIC page, no bursts), "-" without a readable meta."""
+    """The budget's bound on the unit's burst completion (s; ``iwa_bound.bound_at_budget_s``: what no AQM of its
+    class that keeps the audio within ``budget_ms`` can beat, issue 33's reference), from its first
+    replication's meta.json: link rate and RTT (profile), the bursts (plan), ``budget_ms`` by default the jitter
+    budget the run's switch had (meta.json's, ``cases.jitter_budget_ms``); None for workloads the bound does
+    not describe (a bulk flow, users, a QUIC page, no bursts), "-" without a readable meta."""
     meta = next((r.meta for c in by_aqm.values() for r in c.reps if isinstance(r.meta.get("profile"), dict)), None)
     if meta is None:
         return "-"
@@ -265,8 +266,7 @@ def unit_bound_s(by_aqm: dict[str, Case], budget_ms: float | None = None) -> flo
         rate = float(prof["rate_bps"])
         rtt = 2 * (float(prof["delay_ms"]) + float(prof.get("server_delay_ms") or 0)) / 1000
         budget = jitter_budget_ms(meta) if budget_ms is None else budget_ms
-        growth = target_for(rate, budget_ns(budget / 1e3)) / 1e9
-        bounds = [budget_bound_s(rate, rtt, int(b["flows"]), int(b["bytes"]), growth) for b in bursts]
+        bounds = [bound_at_budget_s(rate, rtt, int(b["flows"]), int(b["bytes"]), budget) for b in bursts]
     except (KeyError, TypeError, ValueError):
         return "-"
     return sum(bounds) / len(bounds)
