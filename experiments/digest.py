@@ -25,11 +25,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from accessnet.record import DIGEST_SUFFIX as SUFFIX
+from accessnet.record import digest_path
+
 from .base import MetricsError
 from .metrics import audio_packets, find_reps, summarize_rep
 
 FORMAT = 1  # the digest's layout; a reader refuses others
-SUFFIX = ".json"
+__all__ = ["FORMAT", "SUFFIX", "digest_meta", "digest_path", "find_digests", "make_digest", "read_digest",
+           "write_digests"]
 
 
 def make_digest(rep: Path) -> dict:
@@ -77,10 +81,6 @@ def digest_meta(path: Path) -> dict:
 def find_digests(path: Path) -> list[Path]:
     """Digest files under ``path``: ``<case>/rep<k>.json``."""
     return sorted(p for p in Path(path).glob(f"*/rep[0-9]*{SUFFIX}") if p.is_file())
-
-
-def digest_path(into: Path, key: str) -> Path:
-    return Path(into) / f"{key}{SUFFIX}"
 
 
 def write_digests(run_dirs: Sequence[Path], into: Path, replace: bool = False) -> dict[str, list[str]]:

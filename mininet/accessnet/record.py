@@ -12,6 +12,14 @@ import time
 from pathlib import Path
 
 RECORD_FORMAT = 2  # 1: case directories without the scenario's name (before the record kept a history)
+DIGEST_SUFFIX = ".json"
+
+
+def digest_path(digests: Path, key: str) -> Path:
+    """Where the digest of replication ``key`` (``<case>/rep<k>``, the sweep's name of it) lies in a directory
+    of digests: ``experiments.digest`` writes it there, ``accessnet.sweep --skip-digested`` asks whether it
+    exists (the lab never imports the analysis, so the rule lives here)."""
+    return Path(digests) / f"{key}{DIGEST_SUFFIX}"
 
 
 class RecordError(ValueError):

@@ -64,7 +64,7 @@ from refmodel.params import ConfigError
 from . import scenario as scen
 from .ray_engine import execute_ray
 from .replication import Interrupted, Unit, execute, preflight, stop_on_sigterm
-from .record import RecordError, history_entry, write_record
+from .record import RecordError, digest_path, history_entry, write_record
 from .switches import ensure_p4_build
 from .topology import ROOT
 
@@ -204,8 +204,6 @@ def undigested(units: list[Unit], digests: str | Path | None) -> list[Unit]:
     """The replications without a digest in ``digests`` (all of them without it)."""
     if digests is None:
         return units
-    from experiments.digest import digest_path  # one rule for where a replication's digest lies
-
     return [u for u in units if not digest_path(Path(digests), u.key).exists()]
 
 
