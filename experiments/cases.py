@@ -21,7 +21,7 @@ from refmodel.params import JITTER_BUDGET_MS
 
 from .digest import digest_meta, find_digests, read_digest
 from .metrics import (JITTER_BUFFERS_MS, Audio, MetricsError, _jb_key, audio_packets, bulk_bursts, find_reps, ipdv_ns,
-                      levels_over_time, mean_ci95, read_meta, summarize_rep)
+                      levels_over_time, mean_ci95, read_meta, summarize_packets)
 
 # the jitter buffer of the main table and the loss-level figure (BRIEF "What better means"): the audio's budget
 JB_MAIN_MS = JITTER_BUDGET_MS
@@ -85,9 +85,8 @@ def _load_rep(rep: Path, jbs: list[float]) -> Rep:
         if missing:
             raise MetricsError(f"{rep}: the digest has no metrics at jitter buffers {missing} ms")
         return Rep(rep, summary, None, meta, flows)
-    summary = summarize_rep(rep, jbs)
     packets, meta, flows = audio_packets(rep, jbs)
-    return Rep(rep, summary, packets, meta, flows)
+    return Rep(rep, summarize_packets(rep, packets, meta, flows, jbs), packets, meta, flows)
 
 
 def _failed_entry(rep: Path, error: str) -> dict:

@@ -29,7 +29,7 @@ from accessnet.record import DIGEST_SUFFIX as SUFFIX
 from accessnet.record import digest_path
 
 from .base import MetricsError
-from .metrics import audio_packets, find_reps, summarize_rep
+from .metrics import JITTER_BUFFERS_MS, audio_packets, find_reps, summarize_packets
 
 FORMAT = 1  # the digest's layout; a reader refuses others
 __all__ = ["FORMAT", "SUFFIX", "digest_meta", "digest_path", "find_digests", "make_digest", "read_digest",
@@ -40,8 +40,8 @@ def make_digest(rep: Path) -> dict:
     """The digest of one finished replication directory (MetricsError naming the file if it failed or its data
     are bad: a failed replication is not digested, its run directory says why)."""
     rep = Path(rep)
-    summary = summarize_rep(rep)
-    _, meta, flows = audio_packets(rep)  # meta.json with the base delay, flows.csv: as load_cases reads them
+    packets, meta, flows = audio_packets(rep, JITTER_BUFFERS_MS)  # meta with the base delay: as load_cases reads it
+    summary = summarize_packets(rep, packets, meta, flows, list(JITTER_BUFFERS_MS))
     rows = None if flows is None else json.loads(flows.to_json(orient="records"))
     return {"format": FORMAT, "key": rep_key(rep, meta), "meta": meta, "summary": summary, "flows": rows}
 

@@ -846,7 +846,13 @@ def summarize_rep(path: Path, jitter_buffers: Iterable[float] = JITTER_BUFFERS_M
     the audio's last send time - 2 s (goodput_bps None and "not_measured" saying why when client.pcap cannot give it;
     the other metrics stand). Raises MetricsError naming the file on bad input."""
     jbs = list(jitter_buffers)
-    df, meta, flows = audio_packets(Path(path), jbs, base_window_s)
+    return summarize_packets(path, *audio_packets(Path(path), jbs, base_window_s), jbs)
+
+
+def summarize_packets(path: Path, df: pd.DataFrame, meta: dict, flows: pd.DataFrame | None,
+                      jbs: list[float]) -> dict:
+    """``summarize_rep`` from what ``audio_packets(path, jbs)`` returned, for a caller that needs those too (the
+    report, a digest): the audio is read and its levels computed once."""
     kept = df[df["kept"]].reset_index(drop=True)
     out: dict = {k: meta.get(k) for k in ("case", "rep", "aqm", "iw", "n_flows", "switch")}
     out["path"] = str(path)
