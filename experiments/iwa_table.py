@@ -248,15 +248,19 @@ def users_completion(by_aqm: dict[str, Case]) -> dict[str, list[float]] | None:
     return out
 
 
-def unit_bound_s(by_aqm: dict[str, Case], budget_ms: float | None = None) -> float | None | str:
+class NoBound(ValueError):
+    """A unit's meta.json does not give what its bound needs (``unit_bound_s``)."""
+
+
+def unit_bound_s(by_aqm: dict[str, Case], budget_ms: float | None = None) -> float | None:
     """The budget's bound on the unit's burst completion (s; ``iwa_bound.bound_at_budget_s``: what no AQM of its
     class that keeps the audio within ``budget_ms`` can beat, issue 33's reference), from its first
     replication's meta.json: link rate and RTT (profile), the bursts (plan), ``budget_ms`` by default the jitter
     budget the run's switch had (meta.json's, ``cases.jitter_budget_ms``); None for workloads the bound does
-    not describe (a bulk flow, users, a QUIC page, no bursts), "-" without a readable meta."""
+    not describe (a bulk flow, users, a QUIC page, no bursts). NoBound without a readable meta."""
     meta = next((r.meta for c in by_aqm.values() for r in c.reps if isinstance(r.meta.get("profile"), dict)), None)
     if meta is None:
-        return "-"
+        raise NoBound("no replication with a profile in its meta.json")
     plan = meta.get("plan") or {}
     bursts = plan.get("bursts") or []
     if not bursts or any(b.get("bulk") or b.get("quic") for b in bursts) or "users" in (plan.get("workloads") or {}):
@@ -267,15 +271,18 @@ def unit_bound_s(by_aqm: dict[str, Case], budget_ms: float | None = None) -> flo
         rtt = 2 * (float(prof["delay_ms"]) + float(prof.get("server_delay_ms") or 0)) / 1000
         budget = jitter_budget_ms(meta) if budget_ms is None else budget_ms
         bounds = [bound_at_budget_s(rate, rtt, int(b["flows"]), int(b["bytes"]), budget) for b in bursts]
-    except (KeyError, TypeError, ValueError):
-        return "-"
+    except (KeyError, TypeError, ValueError) as e:
+        raise NoBound(f"meta.json: {e!r}") from None
     return sum(bounds) / len(bounds)
 
 
 def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float | None = None) -> str:
     """``unit_bound_s`` as the table shows it: seconds, "n/a" where the bound does not apply, "-" unreadable."""
-    b = unit_bound_s(by_aqm, budget_ms)
-    return "n/a" if b is None else b if isinstance(b, str) else f"{b:.2f}"
+    try:
+        b = unit_bound_s(by_aqm, budget_ms)
+    except NoBound:
+        return "-"
+    return "n/a" if b is None else f"{b:.2f}"
 
 
 def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
@@ -298,9 +305,11 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
         for a in aqms:
             row += [_cell(stats.get(a), k) for k in KEYS]
         bulk = any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps)
-        bound = unit_bound_s(by_aqm)
-        checks = iwa_checks(stats, bulk, bound if isinstance(bound, float) else None,
-                            BULK_SHARE_SLOW if jb > jb_ms else BULK_SHARE)
+        try:
+            bound = unit_bound_s(by_aqm)
+        except NoBound:
+            bound = None  # the table says "-"; the burst is then judged against FIFO's alone
+        checks = iwa_checks(stats, bulk, bound, BULK_SHARE_SLOW if jb > jb_ms else BULK_SHARE)
         rows.append(row + [unit_burst_bound(by_aqm), _bulk_cell(stats, bulk)]
                     + [checks[k] for k in (*CHECKS, "verdict")])
     if not rows:
