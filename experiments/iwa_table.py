@@ -276,13 +276,19 @@ def unit_bound_s(by_aqm: dict[str, Case], budget_ms: float | None = None) -> flo
     return sum(bounds) / len(bounds)
 
 
-def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float | None = None) -> str:
-    """``unit_bound_s`` as the table shows it: seconds, "n/a" where the bound does not apply, "-" unreadable."""
+def unit_bound(by_aqm: dict[str, Case], budget_ms: float | None = None) -> tuple[float | None, str]:
+    """``unit_bound_s`` for the checks (None where it does not apply or is unreadable) and as the table shows
+    it: seconds, "n/a" where the bound does not apply, "-" unreadable."""
     try:
         b = unit_bound_s(by_aqm, budget_ms)
     except NoBound:
-        return "-"
-    return "n/a" if b is None else f"{b:.2f}"
+        return None, "-"
+    return b, "n/a" if b is None else f"{b:.2f}"
+
+
+def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float | None = None) -> str:
+    """``unit_bound``'s cell: the bound as the table shows it."""
+    return unit_bound(by_aqm, budget_ms)[1]
 
 
 def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
@@ -305,12 +311,9 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
         for a in aqms:
             row += [_cell(stats.get(a), k) for k in KEYS]
         bulk = any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps)
-        try:
-            bound = unit_bound_s(by_aqm)
-        except NoBound:
-            bound = None  # the table says "-"; the burst is then judged against FIFO's alone
+        bound, bound_cell = unit_bound(by_aqm)  # None: the burst is judged against FIFO's alone
         checks = iwa_checks(stats, bulk, bound, BULK_SHARE_SLOW if jb > jb_ms else BULK_SHARE)
-        rows.append(row + [unit_burst_bound(by_aqm), _bulk_cell(stats, bulk)]
+        rows.append(row + [bound_cell, _bulk_cell(stats, bulk)]
                     + [checks[k] for k in (*CHECKS, "verdict")])
     if not rows:
         return ["No case in these runs."]
