@@ -39,14 +39,13 @@
  *   iwa_epoch_t, iwa_epoch
  *                  the epoch (at least hold_ns) of the reserve's and the count's
  *                  two generations
- *   iwa_wavg       the average window of shaped flows (EWMA, 1/8)
  *
  * Upstream, an ACK of a shaped flow may open the server's window by what it
  * acknowledges (replacement: the queue stays as it is) plus at most
  *   room = target - max(queue, virtual queue) - reserve   (+ its own frame)
  * and at most what it acknowledges again (the server's own slow-start pace),
- * nothing beyond replacement for a flow above its share or above the average
- * window while room is short, less than replacement (at most half less) while
+ * nothing beyond replacement for a flow above its share or above half its
+ * share while room is short, less than replacement (at most half less) while
  * the queue will be above target, and nothing while the server leaves its
  * window unused; never below one MSS beyond the ACK, never above the client's
  * own window, never moving the right edge left but once: the ACK of all an
@@ -137,7 +136,6 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     register<bit<32>>(N_LINKS) iwa_act_new;
     register<bit<64>>(N_LINKS) iwa_epoch_t;
     register<bit<16>>(N_LINKS) iwa_epoch;
-    register<bit<32>>(N_LINKS) iwa_wavg;
 
     bit<32> at = 0;        // this packet's link: the index of the iwa_* registers
 
@@ -402,13 +400,10 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         if (first) { end = trk.isn + span; }
         bit<32> new_edge = seq_before(edge, own) ? own : edge;
         bool shaping = iwa_on && state & FLOW_SHAPE != 0 && !seq_before(own, edge);
-        bit<32> wavg = 0;
         iwa_epoch.read(epoch, at);
         if (iwa_on && state & FLOW_SHAPE != 0) {
             // the link's epoch, and this flow among its active ones (shaper.py: LinkShaping.count)
             roll();
-            iwa_wavg.read(wavg, at);
-            if (a_old + a_new == 0) { wavg = 0; }  // no flow counted: the average of the counted is nobody's
             bit<16> stamp = (bit<16>)(state >> FLOW_STAMP_SHIFT);
             if (state & FLOW_COUNTED == 0 || stamp != epoch) {
                 a_cur = a_cur + 1;
@@ -480,16 +475,14 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 grant = acked - (grant < half ? grant : half);
             } else {
                 // replacement for what left, plus the room, at most what was acknowledged again, and nothing
-                // beyond replacement for a flow above its share or above the average window while room is short
+                // beyond replacement for a flow above its share, or above half of it while room is short
                 bit<32> w = seq_before(edge, ack) ? 0 : edge - ack;
                 bit<32> inc = grant < acked ? grant : acked;
                 // the margin, only while the room is partly in use: a wholly free target has nothing to
                 // misjudge (at EDGE, where the target is one frame, a lone flow never grew without this)
-                if (w > share || (w > wavg && grant < (acked << 1) && room < (bit<64>)cfg.target_ns)) { inc = 0; }
-                if (w > wavg) {
-                    wavg = wavg + ((w - wavg) >> 3);
-                } else {
-                    wavg = wavg - ((wavg - w) >> 3);
+                // (half the share: the flows behind it, below half, still grow; shaper.margin_holds)
+                if (w > share || (w > (share >> 1) && grant < (acked << 1) && room < (bit<64>)cfg.target_ns)) {
+                    inc = 0;
                 }
                 grant = acked + inc;
             }
@@ -567,9 +560,6 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             }
         } else {
             state = state & ~(FLOW_SHUT | FLOW_HELD);   // it leaves with the client's own window: open
-        }
-        if (iwa_on && state & FLOW_SHAPE != 0) {
-            iwa_wavg.write(at, wavg);
         }
         if (seq_before(edge, new_edge)) { g.advance = new_edge - edge; }
         g.edge = new_edge;
