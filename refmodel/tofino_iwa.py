@@ -58,7 +58,6 @@ flow_span                  set at the first ACK, else read     -
 flow_end                   set at the first ACK or when the    set to the ACK (floor limit)
                            server idled, else read
 iwa_vq                     read                                max(vq, now) + the grant's time
-iwa_wavg                   read                                += step (or set, none counted)
 =========================  ==================================  ======================================
 
 Pass 1 writes only what does not depend on the room (the epoch, the counts, the reserve, the ACK, the start
@@ -102,7 +101,6 @@ from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
     Floor, Grant, LinkShaping, app_limited, at_floor, bounded, growth, roll_step, room_of, shaped, share_shift,
-    wavg_step,
 )
 
 U32 = 0xFFFFFFFF
@@ -162,9 +160,7 @@ class Op(IntFlag):
     MARK = 4        # flow_mark = (the new edge, now)
     END_AT_ACK = 8  # flow_end = the ACK (the floor limit: its data is CoDel's)
     VQ = 16         # iwa_vq = max(vq, now) + vq_ns
-    WAVG_ADD = 32   # iwa_wavg += wavg (signed)
-    WAVG_SET = 64   # iwa_wavg = wavg
-    UNCOUNT = 128   # a SYN-ACK's: uncount the slot's displaced flow (state in wavg, its link in field)
+    UNCOUNT = 128   # a SYN-ACK's: uncount the slot's displaced flow (its state in word, its link in field)
     PAUSE = 256     # flow_state |= FLOW_PAUSED (a pause at the floor limit: once an epoch)
     SHUT = 512      # flow_state |= FLOW_SHUT (its window shut: only its server's probe reopens it)
     HELD = 1024     # flow_state |= FLOW_HELD (a probe's answer kept it shut: the next reopens it)
@@ -173,21 +169,21 @@ class Op(IntFlag):
 
 @dataclass(frozen=True)
 class Pass2:
-    """The resubmit header a first pass leaves (``op`` .. ``wavg``), and what the second pass parses again
+    """The resubmit header a first pass leaves (``op`` .. ``word``), and what the second pass parses again
     from the packet itself (``ack``, ``slot``, ``link``)."""
 
     op: Op
     field: int = 0   # 16 bits: the window field the ACK leaves with
     scale: int = 0   # 4 bits
     vq_ns: int = 0   # 32 bits
-    wavg: int = 0    # 32 bits, signed for WAVG_ADD
+    word: int = 0    # 32 bits: UNCOUNT's displaced state
     ack: int = 0
     slot: int = 0
     link: int = 0
 
     def fits(self) -> bool:
         return (self.op < 1 << 12 and self.field < 1 << 16 and self.scale < 1 << 4 and 0 <= self.vq_ns <= U32
-                and -(1 << 31) <= self.wavg <= U32 and 12 + 16 + 4 + 32 + 32 <= PASS2_BITS)
+                and 0 <= self.word <= U32 and 12 + 16 + 4 + 32 + 32 <= PASS2_BITS)
 
 
 def pass2_state(state: int, op: Op) -> int:
@@ -254,14 +250,12 @@ class Read(NamedTuple):
     first: bool  # the handshake's ACK
     released: bool  # ... and it releases the frame its SYN-ACK reserved
     nflows: int
-    nflows_before: int  # before this ACK counted its flow
     mine_cur: bool  # its frame is in the current generation of the reserve
     res_cur: int
     res_old: int
     span: int
     end: int  # the start phase's end, before an idle server's new start
     vq: int
-    wavg: int
 
 
 class Info(NamedTuple):
@@ -307,7 +301,6 @@ class TnaShaper:
         self.iwa_act = reg("iwa_act", N_LINKS, (0, 0))
         self.iwa_reserve = reg("iwa_reserve", N_LINKS, (0, 0))
         self.iwa_vq = reg("iwa_vq", N_LINKS)
-        self.iwa_wavg = reg("iwa_wavg", N_LINKS)
         self.pending: list[Pending] = []
         self.between = 0  # first passes that ran between another packet's two passes
 
@@ -485,7 +478,7 @@ class TnaShaper:
         self.flow_ack.write(slot, t.isn)
         self.flow_mark.write(slot, (t.isn, now32))
         if old & FLOW_COUNTED:  # the slot's previous flow never closed: uncounted on its link, in pass 2
-            self._resubmit(p, Pass2(Op.UNCOUNT, field=old_link, wavg=old, slot=slot, link=old_link), now)
+            self._resubmit(p, Pass2(Op.UNCOUNT, field=old_link, word=old, slot=slot, link=old_link), now)
 
     @staticmethod
     def _reserve_roll(r: tuple[int, int], step: int, add: int) -> tuple[int, int]:
@@ -521,18 +514,16 @@ class TnaShaper:
         _, counted_now, fresh = counted(old_state, epoch) if counting else (0, False, False)
         released = first and bool(old_state & FLOW_ANNOUNCED)
 
-        nflows = nflows_before = 0
+        nflows = 0
         if counting:
             act_old, act_new = self._act(link, step, counted_now, fresh)
             nflows = act_old + act_new
-            nflows_before = nflows - fresh  # shaper.py forgets wavg when none was counted before this ACK
         mine_cur = bool(state & FLOW_EPOCH) == bool(epoch & 1)
 
         res_cur, res_old = self._reserve(link, step, mtu_ns if iwa_on and released else 0, mine_cur)
         span, end = self._phase(p, t, first, lead, branch)
         return Read(counting, shaping, own, mark, edge, acked, state, branch, first, released, nflows,
-                    nflows_before, mine_cur, res_cur, res_old, span, end, self.iwa_vq.read(link),
-                    self.iwa_wavg.read(link))
+                    mine_cur, res_cur, res_old, span, end, self.iwa_vq.read(link))
 
     def _state(self, p: IwaParams, pkt: Parsed, now32: int, t: Track, epoch: int, counting: bool, shaping: bool,
                acked: int, lead: int, mark: int, mark_t: int) -> tuple[int, int, str]:
@@ -595,9 +586,6 @@ class TnaShaper:
         """The grant, from what pass 1 read (shaper.py's arithmetic, in its order), and the second pass's header."""
         scale, edge = info.scale, r.edge
         flags = TrackFlag.TRACKED | (TrackFlag.FIRST_ACK if r.first else 0)
-        forget = r.counting and r.nflows_before == 0  # shaper.py forgets wavg when none was counted before
-        wavg = 0 if forget else r.wavg
-        wavg_op, wavg_word = (Op.WAVG_SET, 0) if forget else (Op(0), 0)
         op, window, room, waiting = Op.EDGE, None, 0, 0
         new_edge = r.own if seq_before(edge, r.own) else edge
         if r.shaping:
@@ -606,8 +594,7 @@ class TnaShaper:
             granted = max(backlog, s32(r.vq - (now & U32)), 0)
             own_frame = mtu_ns if r.released and (r.res_cur if r.mine_cur else r.res_old) > 0 else 0
             room, deficit = room_of(p, r.res_cur, r.res_old, granted, own_frame)
-            grant, base, cutting, waiting, wavg_op, wavg_word = self._opening(
-                p, pkt, r, room, deficit, wavg, forget, wavg_op, wavg_word)
+            grant, base, cutting, waiting = self._opening(p, pkt, r, room, deficit)
             want, floor, floored = bounded((base + grant) & U32, r.own, pkt.ack, p.mss_bytes)
             if floored and cutting and seq_before(pkt.ack, r.end):
                 op |= Op.END_AT_ACK  # the floor limit: its data is CoDel's from now
@@ -635,29 +622,25 @@ class TnaShaper:
         vq_ns = 0
         if r.shaping and advance + waiting:  # served at the link rate from now: the queue its data builds
             op, vq_ns = op | Op.VQ, bytes_to_ns(p, min(advance + waiting, U32))
-        self._resubmit(p, Pass2(op | wavg_op, pkt.window if window is None else window, scale, vq_ns, wavg_word,
-                                pkt.ack, t.slot, link), now)
+        self._resubmit(p, Pass2(op, pkt.window if window is None else window, scale, vq_ns, 0, pkt.ack, t.slot,
+                                link), now)
         return Grant(True, False, flags, window, new_edge, advance, room)
 
     @staticmethod
-    def _opening(p: IwaParams, pkt: Parsed, r: Read, room: int, deficit: int, wavg: int, forget: bool, wavg_op: Op,
-                 wavg_word: int) -> tuple[int, int, bool, int, Op, int]:
+    def _opening(p: IwaParams, pkt: Parsed, r: Read, room: int, deficit: int) -> tuple[int, int, bool, int]:
         """shaper.py's ``_opening``: the grant beyond its base before the bounds, whether the queue is above
-        target, a restart's window, and the average window's operation in pass 2 (its step, where it grows)."""
+        target, and a restart's window."""
         edge, acked = r.edge, r.acked
         if r.first:  # a first window: the room
-            return ns_to_bytes(p, min(room, U32)), pkt.ack, False, 0, wavg_op, wavg_word
+            return ns_to_bytes(p, min(room, U32)), pkt.ack, False, 0
         if r.branch == "restart":  # a new start from the MSS its retraction left (shaper.py says why)
-            return 0, edge, False, 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32, wavg_op, wavg_word
+            return 0, edge, False, 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
         if r.branch:  # the server left its window unused: no opening
-            return 0, edge, False, 0, wavg_op, wavg_word
+            return 0, edge, False, 0
         if deficit:  # above target: replace at most half less than left
-            return acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, True, 0, wavg_op, wavg_word
-        # replacement and growth (shaper.growth), and the average window's step
-        inc, w = growth(p, edge, pkt.ack, r.span, r.nflows, wavg, acked, room)
-        stepped = wavg_step(wavg, w)
-        wavg_op, wavg_word = (Op.WAVG_SET, stepped) if forget else (Op.WAVG_ADD, stepped - wavg)
-        return acked + inc, edge, False, 0, wavg_op, wavg_word
+            return acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, True, 0
+        # replacement and growth (shaper.growth)
+        return acked + growth(p, edge, pkt.ack, r.span, r.nflows, acked, room), edge, False, 0
 
     def _pass2(self, p: IwaParams, h: Pass2, now: int) -> None:
         """A packet's second pass: each register once, the values from the header (and the packet's ACK)."""
@@ -666,7 +649,7 @@ class TnaShaper:
         now32, slot, link = now & U32, h.slot, h.link
         if h.op & Op.UNCOUNT:
             _, epoch = self.iwa_epoch.read(h.field)
-            self._uncount(h.field, h.wavg, epoch)
+            self._uncount(h.field, h.word, epoch)
             return
         new_edge = (h.ack + scale_down(h.field, h.scale)) & U32
         if h.op & Op.EDGE:
@@ -679,7 +662,3 @@ class TnaShaper:
             self.flow_state.rmw(slot, lambda st: (pass2_state(st, h.op), None))
         if h.op & Op.VQ:
             self.iwa_vq.rmw(link, lambda v: ((serial_max(v, now32) + h.vq_ns) & U32, None))
-        if h.op & Op.WAVG_SET:
-            self.iwa_wavg.write(link, h.wavg)
-        elif h.op & Op.WAVG_ADD:
-            self.iwa_wavg.rmw(link, lambda a: (max(0, a + h.wavg), None))

@@ -15,7 +15,7 @@ from refmodel import Pipeline
 from refmodel.constants import FLOW_PAUSED
 from refmodel.params import ConfigError, bytes_to_ns, pipeline_params
 from refmodel.tofino_iwa import TICK_PERIOD_MAX, Op, Pass2, PassViolation, TnaShaper, check_hold, scale_up
-from tools.iwa_twin import RATE, TARGET_S, WORKLOADS, flows, run
+from tools.iwa_twin import RATE, TARGET_S, WORKLOADS, flows, run, seeds
 
 MS = 1_000_000
 US = 1_000
@@ -26,8 +26,8 @@ COMPLETION = 0.05    # ... and the web completions within 5 %
 
 
 @functools.lru_cache(maxsize=None)
-def outcome(workload: str, lag_ns: int | None):
-    return run(workload, lag_ns)
+def outcome(workload: str, lag_ns: int | None, seed: int = 1):
+    return run(workload, lag_ns, seed)
 
 
 def grants(flows: list[Flow], until: int, twin: TnaShaper | None, ticks: bool = True) -> list[tuple]:
@@ -86,13 +86,13 @@ def test_a_second_access_in_one_pass_is_caught(monkeypatch):
 
 
 def test_the_second_pass_header_fits_tofino_2s_resubmission():
-    """op (12 bits: every Op), the window field, the scale, the virtual queue's addition and the average's word:
+    """op (12 bits: every Op), the window field, the scale, the virtual queue's addition and UNCOUNT's word:
     96 of 96 bits, none to spare (every header of every run is checked as its second pass runs: ``_pass2``)."""
     every = Op(0)
     for op in Op:
         every |= op
-    assert every == 0xFFF and Pass2(every, 0xFFFF, 14, 0xFFFFFFFF, -(1 << 31)).fits()
-    assert not Pass2(Op(0x1000)).fits()
+    assert every < 1 << 12 and Pass2(every, 0xFFFF, 14, 0xFFFFFFFF, 0xFFFFFFFF).fits()
+    assert not Pass2(Op(0x1000)).fits() and not Pass2(Op.UNCOUNT, word=1 << 32).fits()
     assert not Pass2(Op.EDGE, 1 << 16).fits() and not Pass2(Op.VQ, vq_ns=1 << 32).fits()
 
 
@@ -186,14 +186,19 @@ def test_two_acks_of_one_flow_between_its_passes_never_move_its_edge_left():
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_the_twin_meets_issue_34s_targets_with_a_resubmissions_lag(workload):
     """With its second passes 1 µs late (a resubmission's order) the twin's audio at level >= 2 is within half a
-    point of the v1model IWA's and its mean web completion within 5 %; no drops, no RTOs. tools/iwa_twin.py
-    prints these numbers and the 1 ms stress case for docs/tofino.md."""
-    v1, twin = outcome(workload, None), outcome(workload, US)
+    point of the v1model IWA's and its mean web completion within 5 %, over the workload's draws (users5: three,
+    tools/iwa_twin.py says why); as many flows complete, no drops, no RTOs. tools/iwa_twin.py prints these numbers and the 1 ms stress
+    case for docs/tofino.md."""
+    v1 = [outcome(workload, None, s) for s in seeds(workload)]
+    twin = [outcome(workload, US, s) for s in seeds(workload)]
     print(f"{workload}: v1model {v1}\n  twin 1 us {twin}")
-    assert abs(twin.level2 - v1.level2) <= AUDIO_POINTS
-    assert abs(twin.mean_done - v1.mean_done) <= COMPLETION * v1.mean_done
-    assert twin.incomplete == v1.incomplete == 0
-    assert twin.drops == v1.drops and twin.rtos <= v1.rtos
+
+    def mean(os: list, key: str) -> float:
+        return sum(getattr(o, key) for o in os) / len(os)
+    assert abs(mean(twin, "level2") - mean(v1, "level2")) <= AUDIO_POINTS
+    assert abs(mean(twin, "mean_done") - mean(v1, "mean_done")) <= COMPLETION * mean(v1, "mean_done")
+    assert all(t.incomplete == v.incomplete for t, v in zip(twin, v1))  # (users5's last pages may run past its end)
+    assert all(t.drops == v.drops and t.rtos <= v.rtos for t, v in zip(twin, v1))
 
 
 # --------------------------------------------------------------------------- the rarer paths, against the v1model
@@ -213,7 +218,6 @@ def test_keepalive_restarts_and_retractions_are_granted_as_the_v1model():
     twin._pass2 = lambda p, h, now: (ops.append(h.op), pass2(p, h, now))[1]
     assert grants(conns(), until, twin) == grants(conns(), until, None)
     assert sum(bool(op & Op.RETRACT) for op in ops) >= 6
-    assert any(op & Op.WAVG_SET for op in ops) and any(op & Op.WAVG_ADD for op in ops)
 
 
 def test_flows_whose_scale_is_too_coarse_are_left_unshaped_as_the_v1model():

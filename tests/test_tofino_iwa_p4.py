@@ -24,7 +24,7 @@ def _struct(name: str, kind: str = "header") -> list[tuple[str, int]]:
 
 def test_pass2_header_is_the_twins():
     fields = _struct("iwa_pass2_h")
-    assert fields == [("op", 12), ("field", 16), ("scale", 4), ("vq_ns", 32), ("wavg", 32)]
+    assert fields == [("op", 12), ("field", 16), ("scale", 4), ("vq_ns", 32), ("word", 32)]
     assert sum(w for _, w in fields) == PASS2_BITS
     assert _struct("iwa_pass2_t", "struct") == fields
 

@@ -5,10 +5,12 @@ into passes) in place of ``refmodel/shaper.py`` in the same pipeline, on the see
 
 * ``web6``: 6 fresh connections of 62 kB at once (372 kB);
 * ``web6-bulk``: a bulk download from 0 s, web6 joining it at 4 s (the lab's at 10-12 s: shortened);
-* ``users5``: 5 web users starting pages from 2 s to 20 s (the lab's to 60 s: shortened), run to 30 s;
+* ``users5``: 5 web users starting pages from 2 s to 20 s (the lab's to 60 s: shortened), run to 60 s (every page complete);
   pages of U(100 kB, 1.5 MB) on a new connection each, the next page an Exp(10 s) idle time plus the page's
   time at the link rate after the last one started (the lab waits for the page to complete; tcpsim's flows
-  are scheduled up front).
+  are scheduled up front); three draws (``SEEDS``): one draw's mean completion is chaotic under a race of
+  1 µs (7.6 % apart on seed 1, 1.9 and 0.4 % on seeds 2 and 3, 2026-11-28), so the twin is judged on the
+  draws' mean.
 
 Per run: the windows granted (ACKs whose window the switch lowered, and the bytes of right edge it opened),
 the audio at loss period level >= 2 (%) and its longest queueing delay (ms), the web completions (mean and
@@ -46,6 +48,7 @@ TARGET_S = 0.027888  # IWA's target at HSPA from the 40 ms budget (controller.po
 BUDGET_NS = 40 * MS
 BULK_PORT = 41000
 WORKLOADS = ("web6", "web6-bulk", "users5")
+SEEDS = {"users5": (1, 2, 3)}  # the draws of a workload drawn at random; the others are fixed: one run
 BEGIN, END = "<!-- iwa-twin begin -->", "<!-- iwa-twin end -->"
 
 
@@ -66,8 +69,12 @@ class Outcome:
     between: int = 0     # first passes that ran between another packet's two passes (the race)
 
 
-def flows(workload: str) -> tuple[list[Flow], int]:
-    """The workload's flows and how long it runs (ns)."""
+def seeds(workload: str) -> tuple[int, ...]:
+    return SEEDS.get(workload, (1,))
+
+
+def flows(workload: str, seed: int = 1) -> tuple[list[Flow], int]:
+    """The workload's flows (users5: draw ``seed``) and how long it runs (ns)."""
     def web6(t0: int) -> list[Flow]:
         return [Flow(40000 + i, start=t0 + i * MS, size=62_000, isn=1_000_000 * (i + 1), delack=True)
                 for i in range(6)]
@@ -77,7 +84,7 @@ def flows(workload: str) -> tuple[list[Flow], int]:
         bulk = Flow(BULK_PORT, 0, 1 << 30, close=False, delack=True, rwnd=1 << 20, isn=50_000_000)
         return [bulk, *web6(4_000 * MS)], 10_000 * MS
     if workload == "users5":
-        rng, out = random.Random(1), []
+        rng, out = random.Random(seed), []
         for u in range(5):
             t, k = 2_000 * MS, 0
             while t < 20_000 * MS:
@@ -86,15 +93,15 @@ def flows(workload: str) -> tuple[list[Flow], int]:
                                 delack=True))
                 t += int(rng.expovariate(1 / 10) * 1e9) + int(size * 8 / RATE * 1e9)
                 k += 1
-        return out, 30_000 * MS
+        return out, 60_000 * MS
     raise ValueError(f"workload {workload!r}: allowed {', '.join(WORKLOADS)}")
 
 
-def run(workload: str, lag_ns: int | None) -> Outcome:
+def run(workload: str, lag_ns: int | None, seed: int = 1) -> Outcome:
     """``lag_ns`` None: the v1model IWA (shaper.py); else the twin, its second passes ``lag_ns`` late."""
     params = pipeline_params(RATE, "iwa", limit_pkts=48, iwa=dict(target_s=TARGET_S))
     pipe = Pipeline(ROUTES, params)
-    fl, until = flows(workload)
+    fl, until = flows(workload, seed)
     sim = Sim(None, fl, audio=(0, until), pipeline=pipe)
     if lag_ns is not None:
         twin = pipe.shaper = TnaShaper(lag_ns)
@@ -119,12 +126,14 @@ def table(lags_ns: list[int]) -> str:
             "| web last (s) | incomplete | drops | RTOs | twin passes | between passes |")
     rows = [head, "|" + "---|" * (head.count("|") - 1)]
     for w in WORKLOADS:
-        for lag in (None, *lags_ns):
-            o = run(w, lag)
-            name = "v1model" if lag is None else f"twin, lag {lag / 1000:g} µs"
-            rows.append(f"| {w} | {name} | {o.rewrites} | {o.granted} | {o.level2:.1f} | {o.audio_max:.1f} | "
-                        f"{o.mean_done:.2f} | {o.last_done:.2f} | {o.incomplete} | {o.drops} | {o.rtos} | "
-                        f"{o.passes if lag is not None else '-'} | {o.between if lag is not None else '-'} |")
+        for seed in seeds(w):
+            label = w if len(seeds(w)) == 1 else f"{w}, seed {seed}"
+            for lag in (None, *lags_ns):
+                o = run(w, lag, seed)
+                name = "v1model" if lag is None else f"twin, lag {lag / 1000:g} µs"
+                rows.append(f"| {label} | {name} | {o.rewrites} | {o.granted} | {o.level2:.1f} | {o.audio_max:.1f} | "
+                            f"{o.mean_done:.2f} | {o.last_done:.2f} | {o.incomplete} | {o.drops} | {o.rtos} | "
+                            f"{o.passes if lag is not None else '-'} | {o.between if lag is not None else '-'} |")
     return "\n".join(rows)
 
 

@@ -1,7 +1,7 @@
 /* IWA (the initial-window-aware AQM: ../include/start_shaper.p4, flow_tracker.p4, aqm_iwa.p4) on Tofino 2:
  * the flow tracker, the start shaper in two passes and, for what no window holds, CoDel (codel.p4).
  * refmodel/tofino_iwa.py (TnaShaper) is the twin of the start shaper's cut: the same registers, each touched
- * once a pass, the same pass-2 header (iwa_types.p4: op 12, field 16, scale 4, vq 32, wavg 32) and op bits.
+ * once a pass, the same pass-2 header (iwa_types.p4: op 12, field 16, scale 4, vq 32, word 32) and op bits.
  *
  * Where the P4 splits a twin register (a stateful ALU has a few conditions and reads two words of the packet):
  *   flow_state    the flags (scale, SHAPE, ANNOUNCED, ACKED, EPOCH, CLOSED, SHUT, HELD) ...
@@ -310,16 +310,6 @@ struct iwa_tpair_t {
                 v = md.iwa.now; \
             } \
         } \
-    }; \
-    Register<bit<32>, link_id_t>(N_LINKS, 0) iwa_wavg; \
-    RegisterAction<bit<32>, link_id_t, bit<32>>(iwa_wavg) wavg_read = { \
-        void apply(inout bit<32> v, out bit<32> r) { r = v; } \
-    }; \
-    RegisterAction<bit<32>, link_id_t, bit<32>>(iwa_wavg) wavg_add = { \
-        void apply(inout bit<32> v) { v = v + md.iwa2.wavg; } \
-    }; \
-    RegisterAction<bit<32>, link_id_t, bit<32>>(iwa_wavg) wavg_set = { \
-        void apply(inout bit<32> v) { v = md.iwa2.wavg; } \
     };
 
 /* ---- products by a rate class's constant (../include/mantissa.p4 on a Tofino): x's leading one (a TCAM of

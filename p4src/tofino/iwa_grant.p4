@@ -1,5 +1,5 @@
 /* The grant of an upstream ACK's pass 1 (refmodel/tofino_iwa.py: TnaShaper._grant and _opening, shaper.py's
- * room_of, growth, bounded, wavg_step), included in iwa_upstream.p4. Its result is the pass-2 header. */
+ * room_of, growth, bounded), included in iwa_upstream.p4. Its result is the pass-2 header. */
 md.iwa.op = IWA_OP_EDGE;
 md.iwa.new_edge = md.iwa.edge;
 if ((int<32>)(md.iwa.own - md.iwa.edge) > 0) {
@@ -7,14 +7,7 @@ if ((int<32>)(md.iwa.own - md.iwa.edge) > 0) {
 }
 md.iwa.fld = md.iwa.win32;
 bit<32> waiting = 0;
-bit<32> wavg_word = 0;
-bit<12> wavg_op = 0;
-bit<1> forget = 0;
-if (md.iwa.counting == 1 && md.iwa.nflows == md.iwa.act_b) {
-    forget = 1;                        // none was counted before this ACK: the average is nobody's
-    wavg_op = IWA_OP_WAVG_SET;
-    md.iwa.wavg = 0;
-}
+bit<32> word = 0;                      // pass 2's word: an ACK's carries nothing
 if (md.iwa.shaping == 1) {
     // the room (shaper.room_of): the target (and a first ACK's own frame) less the grants' virtual queue or
     // the queue if more, less the reserve
@@ -57,30 +50,16 @@ if (md.iwa.shaping == 1) {
         iwa_cut_3();
         md.iwa.cutting = 1;
     } else {
-        // replacement and growth (shaper.growth), and the average window's step (wavg_step)
+        // replacement and growth (shaper.growth)
         bit<32> inc = min(md.iwa.room_b, md.iwa.acked);
+        iwa_half_share();
         if (md.iwa.w > md.iwa.share) {
             inc = 0;
-        } else if (md.iwa.w > md.iwa.wavg && md.iwa.room_b < (md.iwa.acked << 1) &&
+        } else if (md.iwa.w > md.iwa.half_share && md.iwa.room_b < (md.iwa.acked << 1) &&
                    md.iwa.room < md.iwa.cfg.target_ns) {
             inc = 0;                   // the margin (shaper.margin_holds)
         }
         md.iwa.grant = md.iwa.acked + inc;
-        if (md.iwa.w > md.iwa.wavg) {
-            iwa_wstep_up_1();
-            iwa_wstep_2();
-            iwa_wstep_up_3();
-        } else {
-            iwa_wstep_dn_1();
-            iwa_wstep_2();
-            iwa_wstep_dn_3();
-        }
-        if (forget == 1) {
-            wavg_word = md.iwa.wavg + md.iwa.wstep;
-        } else {
-            wavg_op = IWA_OP_WAVG_ADD;
-            wavg_word = md.iwa.wstep;
-        }
     }
     // the bounds (shaper.bounded): never beyond the client's own edge, never below one MSS beyond the ACK
     md.iwa.want = md.iwa.base + md.iwa.grant;
@@ -134,14 +113,14 @@ if (md.iwa.shaping == 1 && md.iwa.vq_bytes != 0) {
     iwa_vq_plus_gap();
     md.iwa.op = md.iwa.op | IWA_OP_VQ;
 }
-// the second pass (TnaShaper._resubmit): the 96-bit header, op 12, field 16, scale 4, vq 32, wavg 32, in the
+// the second pass (TnaShaper._resubmit): the 96-bit header, op 12, field 16, scale 4, vq 32, word 32, in the
 // queue's pass2_h's byte-sized fields (iwa_types.p4)
-bit<12> op = md.iwa.op | wavg_op;
+bit<12> op = md.iwa.op;
 md.pass2.setValid();
 // (through the hash unit: the slices, written as ALU moves, split every field their PHV group touches at bits
 // 12 and 16, and the actions that write them need more sources than an ALU has)
 iwa_pack_1(op);
 iwa_pack_2();
 @in_hash { md.pass2.base = md.iwa.vq_ns; }
-@in_hash { md.pass2.step = wavg_word; }
+@in_hash { md.pass2.step = word; }
 ig_dprsr_md.resubmit_type = RESUBMIT_PASS2;

@@ -8,7 +8,6 @@ int<32> iwa_slack;
 int<32> iwa_nslack;
 bit<32> iwa_used_a;
 bit<32> iwa_cut;
-bit<32> iwa_wd;
 // pass 1: what the ACK acknowledged, and the epoch's roll times
 action iwa_acked_1() {
     iwa_dack = (int<32>)(hdr.tcp.ackNo - md.iwa.last_ack);
@@ -50,12 +49,8 @@ action iwa_room_6() {
 action iwa_cut_1() { md.iwa.half_acked = md.iwa.acked >> 1; }
 action iwa_cut_2() { iwa_cut = min(md.iwa.half_acked, md.iwa.deficit_b); }
 action iwa_cut_3() { md.iwa.grant = md.iwa.acked - iwa_cut; }
-// the average window's step, (w - wavg) / 8 either way
-action iwa_wstep_up_1() { iwa_wd = md.iwa.w - md.iwa.wavg; }
-action iwa_wstep_dn_1() { iwa_wd = md.iwa.wavg - md.iwa.w; }
-action iwa_wstep_2() { iwa_wd = iwa_wd >> 3; }
-action iwa_wstep_up_3() { md.iwa.wstep = iwa_wd; }
-action iwa_wstep_dn_3() { md.iwa.wstep = 0 - iwa_wd; }
+// the margin's threshold: half the flow's share (shaper.margin_holds)
+action iwa_half_share() { md.iwa.half_share = md.iwa.share >> 1; }
 // the pass-2 header's packing and unpacking (iwa_types.p4: op 12, field 16, scale 4 in the queue's 8, 8, 16),
 // through identity hashes: as ALU moves the slices split every field their PHV group touches at bits 12 and 16
 Hash<bit<8>>(HashAlgorithm_t.IDENTITY) iwa_pack_op;

@@ -12,14 +12,14 @@
 typedef bit<IWA_SLOT_BITS> flow_slot_t;
 
 /* An upstream ACK's second pass (refmodel/tofino_iwa.py: Pass2): op 12 bits, the window field 16, the scale 4,
- * the virtual queue's addition 32 and the average's step or value 32: 96 bits, the resubmit header the
+ * the virtual queue's addition 32 and a word 32 (the twin's UNCOUNT: a displaced flow's state): 96 bits, the resubmit header the
  * queue's pass2_h also is in this build. Its ACK number, slot and link come from the packet, parsed again. */
 header iwa_pass2_h {
     bit<12> op;
     bit<16> field;
     bit<4>  scale;
     bit<32> vq_ns;
-    bit<32> wavg;
+    bit<32> word;
 }
 /* On the wire it travels as the queue's pass2_h (types.p4: 8, 8, 16, 32, 32 bits), whose bits these are:
  * bf-p4c takes only byte-sized fields into a resubmit header (a 12-bit op "is not byte-sized"). In the
@@ -29,7 +29,7 @@ struct iwa_pass2_t {
     bit<16> field;
     bit<4>  scale;
     bit<32> vq_ns;
-    bit<32> wavg;
+    bit<32> word;
 }
 
 /* Op (refmodel/tofino_iwa.py: Op, the same bits) */
@@ -38,8 +38,6 @@ const bit<12> IWA_OP_RETRACT    = 2;
 const bit<12> IWA_OP_MARK       = 4;
 const bit<12> IWA_OP_END_AT_ACK = 8;
 const bit<12> IWA_OP_VQ         = 16;
-const bit<12> IWA_OP_WAVG_ADD   = 32;
-const bit<12> IWA_OP_WAVG_SET   = 64;
 const bit<12> IWA_OP_UNCOUNT    = 128;
 const bit<12> IWA_OP_PAUSE      = 256;
 const bit<12> IWA_OP_SHUT       = 512;
@@ -183,7 +181,6 @@ struct iwa_md_t {
     bit<32>   end_in;
     bit<32>   end;
     bit<32>   vq;
-    bit<32>   wavg;
     bit<32>   backlog;
     /* the grant */
     int<32>   vq_ahead;
@@ -197,6 +194,7 @@ struct iwa_md_t {
     bit<32>   half_acked;
     bit<32>   w;                 // edge - ack
     bit<32>   share;
+    bit<32>   half_share;
     bit<32>   grant;
     bit<32>   base;
     bit<32>   want;
@@ -210,7 +208,6 @@ struct iwa_md_t {
     bit<32>   vq_bytes;
     bit<32>   vq_ns;
     int<32>   vq_from_now;
-    bit<32>   wstep;
     bit<12>   op;
     /* downstream */
     bit<32>   dn_state;

@@ -26,7 +26,7 @@ if (md.second == 1) {
     iwa_unpack_2();
     iwa_unpack_3();
     @in_hash { md.iwa2.vq_ns = md.pass2.base; }
-    @in_hash { md.iwa2.wavg = md.pass2.step; }
+    @in_hash { md.iwa2.word = md.pass2.step; }
     p2_window.apply(md.iwa.scale, md.iwa.field32, md.iwa.win_bytes);
     md.iwa.edge_in = hdr.tcp.ackNo + md.iwa.win_bytes;
     if (md.iwa2.op & IWA_OP_RETRACT != 0) {
@@ -56,11 +56,6 @@ if (md.second == 1) {
     if (md.iwa2.op & IWA_OP_VQ != 0) {
         md.iwa.vq_ns = md.iwa2.vq_ns;
         vq_add.execute(md.link);
-    }
-    if (md.iwa2.op & IWA_OP_WAVG_SET != 0) {
-        wavg_set.execute(md.link);
-    } else if (md.iwa2.op & IWA_OP_WAVG_ADD != 0) {
-        wavg_add.execute(md.link);
     }
     // the window the ACK leaves with, and its checksum (the deparser: the parser's residual + the window)
     if (md.iwa2.field != hdr.tcp.window) {
@@ -268,7 +263,6 @@ if (md.second == 1) {
                 }
             }
             md.iwa.vq = (bit<32>)vq_read.execute(md.link);
-            md.iwa.wavg = wavg_read.execute(md.link);
             md.iwa.backlog = (bit<32>)q_tick.execute(md.link);   // the link's queue now (queue.p4)
 
             // ---- the grant (TnaShaper._grant), from what pass 1 read ----
