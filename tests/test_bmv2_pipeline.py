@@ -332,15 +332,35 @@ def test_iwa_lone_flow_sequence_exercises_the_margin():
     assert windows_differ(pipeline_params(**EDGE_IWA), lone_items(), margin_holds=always_short) >= 2
 
 
-def test_iwa_share_sequence_exercises_the_margin_at_half_the_share():
-    """share_items' flows grow into a short room only while below half their share: with the margin at the
-    whole share, or at the flows' average window as IWA 2 had it (its lagging average is what a flow's window
-    is compared with there, and all six start equal), several windows differ, so the BMv2 test on share_items
-    checks the half-share rule."""
-    params = pipeline_params(SHARE_RATE, "iwa", limit_pkts=48)
+def margin_items():
+    """Two shaped flows on a 1 Mbit/s link (share_items' handshakes), two rounds: 2 then 4 segments each, their
+    ACKs 12 ms apart, so the room is short (less than twice what an ACK acknowledges) and partly in use while
+    the windows pass half their share."""
+    items = [(2, client_syn(options=LINUX_SYN, sport=40000 + k)) for k in range(2)] + [("sleep", 0.05)]
+    items += [(1, syn_ack(1000, dport=40000 + k, ack=5001, options=[("MSS", 1460), ("WScale", 9)])) for k in range(2)]
+    items += [(2, client_ack(1001, window=502, sport=40000 + k)) for k in range(2)]
+    items += [(2, client_ack(1001, window=502, seq=5001, payload=120, flags="PA", sport=40000 + k)) for k in range(2)]
+    for first, n in ((0, 2), (2, 4)):
+        items += [(1, tcp(1001 + (first + j) * MSS, dport=40000 + k)) for k in range(2) for j in range(n)]
+        items += [("sleep", 0.05)]
+        items += [it for k in range(2) for j in range(1, n + 1)
+                  for it in (("sleep", 0.012), (2, client_ack(1001 + (first + j) * MSS, window=502, seq=5121,
+                                                               sport=40000 + k)))]
+    return items
+
+
+def test_iwa_margin_sequence_exercises_the_margin_at_half_the_share():
+    """With the margin at the whole share instead of half of it, 5 or more of margin_items' windows differ."""
     whole = lambda w, share, room_bytes, acked, room_ns, target_ns: (  # noqa: E731
         w > share and room_bytes < 2 * acked and room_ns < target_ns)
-    assert windows_differ(params, share_items(), margin_holds=whole) >= 2
+    assert windows_differ(pipeline_params(SHARE_RATE, "iwa", limit_pkts=48), margin_items(), margin_holds=whole) >= 5
+
+
+def test_iwa_holds_growth_above_half_the_share_in_a_short_room_like_the_model(sw):
+    """margin_items through BMv2 and the model: every window BMv2 writes is the model's, so BMv2 applies the
+    margin at half the flow's share as the model does."""
+    records, _ = run_mixed(sw, pipeline_params(SHARE_RATE, "iwa", limit_pkts=48), margin_items())
+    assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
 
 
 def test_iwa_lets_a_lone_flow_grow_into_a_free_target_like_the_model(sw):
