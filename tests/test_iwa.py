@@ -414,10 +414,13 @@ def test_the_share_is_at_most_one_nth_of_the_path_and_budget():
 def test_web6_flows_share_the_link_and_finish_together():
     """Without the share the flow whose ACKs came first after the queue drained took the room every round:
     the six flows finished one after another (1.22 to 3.01 s), and after each finish the rest needed rounds
-    to fill the link again."""
+    to fill the link again. With it they finish within 0.7 s of each other (2.01 to 2.65 s with the margin at
+    half the share, 2.03 to 2.51 s with IWA 3's at the average window; on BMv2, with Linux's delayed ACKs,
+    the half-share margin brought the flows' last segments within 0.5-0.9 s of each other where the average's
+    left 0.5-1.7 s: docs/iwa.md)."""
     s = web6("iwa")
     done = completions(s)
-    assert max(done) - min(done) <= 600 * MS
+    assert max(done) - min(done) <= 700 * MS
     assert s.p.shaper.nflows == 0  # every flow closed: none is counted any more
 
 
@@ -540,16 +543,20 @@ def edge_params():
 
 def test_a_lone_flow_at_edge_grows_to_fill_the_link():
     """At EDGE the target is one frame, so the room is never twice what an ACK acknowledges: the margin
-    (``margin_holds``) must not hold a flow back when the whole target is free, or a lone flow (always above
-    its own lagging average window) stays at one segment per round trip: 20 kbit/s of 160 here before the
-    rule looked at the free target. Filling the link costs the audio little (delayed ACKs send segments in
-    pairs: 150 ms behind one pair now and then)."""
+    (``margin_holds``) must not hold a flow back when the whole target is free, or a lone flow (with IWA 3's
+    margin, always above its own lagging average window) stays at one segment per round trip: 20 kbit/s of
+    160 here before the rule looked at the free target. Filling the link costs the audio: delayed ACKs send
+    segments in pairs, 150 ms behind one pair now and then. Here 11.4 % of the audio at level >= 2 (judged
+    at 80 ms; FIFO about 50 %) with the margin at half the share, 1.3 % with the average window's; on BMv2
+    (a bulk flow alone at EDGE, IW10, 3 replications) the other way round: 1.3 % with the half-share margin
+    and 112 kbit/s, 10.5 % and 104 kbit/s with the average's (docs/iwa.md). Why the simulator's lone flow
+    differs from Linux's is not known yet."""
     flow = Flow(41000, 0, BULK, close=False, delack=True)
     s = Sim(edge_params(), [flow], audio=(0, 30_000 * MS), d_client=EDGE_D_CLIENT).run(30_000 * MS)
     goodput = acked_between(s, 41000, 10_000 * MS, 30_000 * MS) * 8 / 20
     assert goodput > 100e3  # of 160 kbit/s, the audio taking about 38 (FIFO here: about 100)
     assert not s.drops and flow.rtos == 0
-    assert loss_level2_share(sojourns(s, 10_000 * MS), 80 * MS) < 0.02  # judged at 80 ms: one frame is 75.7
+    assert loss_level2_share(sojourns(s, 10_000 * MS), 80 * MS) < 0.15  # judged at 80 ms: one frame is 75.7
 
 
 BIG_UDP = raw(Ether() / IP(src="10.0.0.1", dst="10.0.1.1") / UDP(sport=9, dport=9) / Raw(b"x" * 1472))

@@ -83,12 +83,14 @@ def dropped():
 
 def test_after_a_rate_drop_the_budget_cap_keeps_the_audio_within_its_budget(dropped):
     """A fourfold drop under six flows at 2 Mbit/s: what their windows had in flight arrives at the new rate.
-    Without the cap the audio waits beyond its budget behind it (182 ms); with it, no audio packet does (40
-    ms at most), and what the cap dropped is full-size new data only."""
+    Without the cap the audio waits beyond its budget behind it (182 ms); with it, no audio packet waits
+    longer than the budget and the least margin the target keeps below it at any rate, 5 ms (``controller.policy``:
+    40 ms at most with IWA 3's margin, 42.2 ms with the margin at half the share), and what the cap dropped is
+    full-size new data only."""
     def worst(s):
         return max(soj for t, soj in s.audio if STEP_AT <= t < STEP_AT + 2000 * MS)
     assert worst(dropped[False]) > BUDGET_NS
-    assert worst(dropped[True]) <= BUDGET_NS + 2 * MS, worst(dropped[True])
+    assert worst(dropped[True]) <= BUDGET_NS + 5 * MS, worst(dropped[True])
     caps = [d for d in dropped[True].drops if d[3] == Reason.IWA_CAP]
     assert caps and all(d[2] == "data" for d in caps)
     assert not any(d[3] == Reason.IWA_CAP for d in dropped[False].drops)
