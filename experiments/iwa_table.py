@@ -18,6 +18,9 @@ bulk flow), and IWA checked against issue 33's targets, which restate issue 11's
   "incomplete") when either has no measured replication, e.g. runs without client.pcap.
 
 Partial data (a sweep still running, failed replications) give "-" where a case or its values are missing.
+Replications during which the hypervisor took more than ``STEAL_MAX_MS`` of CPU time from the VM (meta.json's
+``host_steal_ms``) are named under the table as disturbed: a stalled host is in their numbers, so they are to
+be run again (``accessnet.sweep --only``, then ``experiments.digest --replace``).
 Each check is "pass", "FAIL", "-" (data missing), "not measured" (bulk: no measured replication on IWA's or
 FIFO's side) or "n/a" (the workload has no bursts / no TCP / no bulk flow); the verdict is FAIL if any check
 fails, pass if every applicable one passes, else incomplete.
@@ -54,6 +57,7 @@ BULK_SHARE_SLOW = 0.90  # on a link where one frame outlasts the audio's budget 
 CELL_FORMAT = {"level2plus": (100, 1), "burst_s": (1, 2), "rtos": (1, 1)}  # shown as %, s, RTOs per replication
 CHECKS = ("level", "burst", "RTOs", "bulk")
 BEGIN, END = "<!-- iwa-table begin -->", "<!-- iwa-table end -->"
+STEAL_MAX_MS = 1000  # host steal in one replication above which its numbers are the host's (25 audio budgets)
 FRAME_BITS = MTU_BYTES * 8  # one full-size Ethernet frame: what a single FIFO holds in front of the audio at least
 STUDIED_JB_MS = (40.0, 60.0, 80.0, 100.0)  # the BRIEF's jitter buffers
 EPS = 1e-12  # float slack of the comparisons (a tie passes)
@@ -330,7 +334,16 @@ def table_block(run_dirs: Sequence[Path], jb_ms: float = JB_MAIN_MS) -> list[str
             "link rate takes longer, the smallest of 60, 80, 100 ms above it: the unit's column). Means over the replications "
             f"read ok per pairing unit (\"-\": missing); {TARGETS_TEXT} Confidence intervals of the paired "
             "differences: the report's \"Paired differences against FIFO\".", "",
-            *iwa_table_md(cases, jb_ms), "", END]
+            *iwa_table_md(cases, jb_ms), "",
+            "Disturbed (the hypervisor took more than 1 s of CPU time from the VM during the replication, "
+            "meta.json's `host_steal_ms`; to be run again): " + (", ".join(disturbed(cases)) or "none") + ".",
+            "", END]
+
+
+def disturbed(cases: Sequence[Case]) -> list[str]:
+    """``<case>/rep<k> (<s> s)`` for every replication read whose host steal exceeds ``STEAL_MAX_MS``."""
+    return [f"{c.name}/rep{r.meta.get('rep')} ({r.meta['host_steal_ms'] / 1000:.1f} s)"
+            for c in cases for r in c.reps if (r.meta.get("host_steal_ms") or 0) > STEAL_MAX_MS]
 
 
 def write_block(path: Path, block: list[str]) -> None:

@@ -45,6 +45,21 @@ def test_the_table_from_digests_is_the_table_from_the_runs(tmp_path: Path):
     assert row["reps"] == "fifo 4, codel 2, iwa 4"
 
 
+def test_replications_the_host_stalled_are_named_under_the_table(tmp_path: Path):
+    """A replication whose meta.json says the hypervisor took 2.5 s of CPU time from the VM is named as disturbed,
+    with its steal; one with 0.9 s (below the 1 s limit) and those without the key are not."""
+    run = good_run(tmp_path)
+    metas = sorted(run.glob("*/rep*/meta.json"))
+    for path, steal in zip(metas, (2500.0, 900.0)):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "host_steal_ms": steal}))
+    into = tmp_path / "digests"
+    digest.write_digests([run], into)
+    line = next(x for x in iwa_table.table_block([into]) if x.startswith("Disturbed"))
+    stalled = metas[0].parent
+    assert line.endswith(f"{stalled.parent.name}/{stalled.name} (2.5 s).")
+    assert line.count("/rep") == 1
+
+
 def test_parts_on_different_days_make_one_table(tmp_path: Path):
     """Two parts (FIFO's replications, then IWA's and CoDel's) digested into one directory: the same table as one
     run holding all of them; a replication digested twice keeps its first digest unless replaced."""
