@@ -240,8 +240,8 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
     return Floor(None, opened)
 
 
-def growth(p: IwaParams, edge: int, ack: int, span: int, nflows: int, acked: int, room_ns: int) -> tuple[int, int]:
-    """What an ACK may add beyond replacement, and the flow's window ``w`` (the edge beyond the ACK): the room, at
+def growth(p: IwaParams, edge: int, ack: int, span: int, nflows: int, acked: int, room_ns: int) -> int:
+    """What an ACK may add beyond replacement for a flow whose window ``w`` is the edge beyond the ACK: the room, at
     most what it acknowledged (the server's own slow start could not use more), and none for a flow above its
     share of the path and budget among the link's ``nflows`` active flows (``span`` rounded down to a power of
     two: a shift), or above half of it while the room is short and partly in use (``margin_holds``)."""
@@ -249,8 +249,8 @@ def growth(p: IwaParams, edge: int, ack: int, span: int, nflows: int, acked: int
     room_bytes = ns_to_bytes(p, min(room_ns, U32))
     share = share_of(span, nflows)
     if w > share or margin_holds(w, share, room_bytes, acked, room_ns, p.target_ns):
-        return 0, w
-    return min(room_bytes, acked), w
+        return 0
+    return min(room_bytes, acked)
 
 
 def roll_step(hold_ns: int, age: int) -> int:
@@ -581,5 +581,5 @@ class StartShaper:
             # the queue is above target: replace only part of what left (at most half), so it drains; at most
             # half, because this ACK sees the queue one server RTT before its data would arrive
             return Opening(acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, state, end, cutting=True)
-        inc, _ = growth(p, edge, pkt.ack, span, lk.nflows, acked, room)
+        inc = growth(p, edge, pkt.ack, span, lk.nflows, acked, room)
         return Opening(acked + inc, edge, state, end)
