@@ -335,8 +335,8 @@ def table_block(run_dirs: Sequence[Path], jb_ms: float = JB_MAIN_MS) -> list[str
             f"read ok per pairing unit (\"-\": missing); {TARGETS_TEXT} Confidence intervals of the paired "
             "differences: the report's \"Paired differences against FIFO\".", "",
             *iwa_table_md(cases, jb_ms), "",
-            "Disturbed (the hypervisor took more than 1 s of CPU time from the VM during the replication, "
-            "meta.json's `host_steal_ms`; to be run again): " + (", ".join(disturbed(cases)) or "none") + ".",
+            f"Disturbed (the hypervisor took more than {STEAL_MAX_MS / 1000:g} s of CPU time from the VM during the "
+            "replication, meta.json's `host_steal_ms`; to be run again): " + (", ".join(disturbed(cases)) or "none") + ".",
             "", END]
 
 

@@ -11,7 +11,7 @@ and ``tests/test_tofino_iwa.py`` measures it against ``shaper.py`` (the oracle) 
 The arithmetic needs no new approximation: ``shaper.py`` already forms its products as a run-time value times
 a configured constant through the mantissa tables (``params.ns_to_bytes``, ``bytes_to_ns``: ``arith.mul``,
 never above the exact product, < 1/64 below it), the share's shift through a range table (``share_shift``:
-``iwa_share``) and every other shift by a constant (``2 * lead``, ``acked >> 1``, the average's 1/8). What
+``iwa_share``) and every other shift by a constant (``2 * lead``, ``acked >> 1``, the margin's ``share >> 1``). What
 the twin changes:
 
 * **Shifts by the client's window scale** (``window << scale``, the rounding up of ``want - ack``) are
@@ -28,10 +28,10 @@ the twin changes:
   long after its first pass a packet's second pass runs (0: at once, as BMv2 would; on a Tofino a
   resubmission takes well under a microsecond, a recirculation a little more). The second pass is written
   so that a race errs towards the audio: ``flow_edge`` takes the larger edge (never left), the virtual
-  queue adds the grant to what it has then, the average window adds a *step*, not a value.
+  queue adds the grant to what it has then.
 
 The pass-2 header (``Pass2``, a 96-bit resubmit header as RED's on Tofino 2) holds op 12 bits, the window
-field 16, the scale 4, the virtual queue's addition 32 and the average's step or value 32: 96 bits. Its ACK
+field 16, the scale 4, the virtual queue's addition 32 and a word 32 (UNCOUNT's displaced state): 96 bits. Its ACK
 number, flow slot and link come from the packet itself, parsed again.
 
 Registers (flow registers at the flow's slot, link registers at the link's index):
@@ -239,8 +239,7 @@ def counted(state: int, epoch: int) -> tuple[int, bool, bool]:
 class Read(NamedTuple):
     """What an ACK's first pass read and worked out before its grant (``TnaShaper._read``)."""
 
-    counting: bool  # IWA on and the flow shaped: the epoch rolled and the flow counted
-    shaping: bool  # ... and the client's own window reaches the edge the server has
+    shaping: bool  # IWA on, the flow shaped, and the client's own window reaches the edge the server has
     own: int  # the client's own right edge
     mark: int  # the checkpoint's edge
     edge: int
@@ -522,7 +521,7 @@ class TnaShaper:
 
         res_cur, res_old = self._reserve(link, step, mtu_ns if iwa_on and released else 0, mine_cur)
         span, end = self._phase(p, t, first, lead, branch)
-        return Read(counting, shaping, own, mark, edge, acked, state, branch, first, released, nflows,
+        return Read(shaping, own, mark, edge, acked, state, branch, first, released, nflows,
                     mine_cur, res_cur, res_old, span, end, self.iwa_vq.read(link))
 
     def _state(self, p: IwaParams, pkt: Parsed, now32: int, t: Track, epoch: int, counting: bool, shaping: bool,

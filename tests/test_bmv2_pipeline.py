@@ -328,8 +328,9 @@ def lone_items():
 
 
 def test_iwa_lone_flow_sequence_exercises_the_margin():
-    always_short = lambda w, share, room_bytes, acked, room_ns, target_ns: w > share >> 1 and room_bytes < 2 * acked  # noqa: E731
-    assert windows_differ(pipeline_params(**EDGE_IWA), lone_items(), margin_holds=always_short) >= 2
+    holds_in_a_free_target = lambda w, share, room_bytes, acked, room_ns, target_ns: (  # noqa: E731
+        w > share >> 1 and room_bytes < 2 * acked)
+    assert windows_differ(pipeline_params(**EDGE_IWA), lone_items(), margin_holds=holds_in_a_free_target) >= 2
 
 
 def margin_items():
@@ -365,7 +366,7 @@ def test_iwa_holds_growth_above_half_the_share_in_a_short_room_like_the_model(sw
 
 def test_iwa_lets_a_lone_flow_grow_into_a_free_target_like_the_model(sw):
     """lone_items through BMv2 and the model: BMv2 applies the margin only while the room is partly in use,
-    as the model does (with a margin that holds in a wholly free target, 2 of its windows would differ)."""
+    as the model does (with a margin that holds in a wholly free target, 2 or more of its windows would differ)."""
     records, _ = run_mixed(sw, pipeline_params(**EDGE_IWA), lone_items())
     assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
 

@@ -81,7 +81,7 @@ def dropped():
     return {cap: six_long_flows(HIGH, LOW, cap=cap) for cap in (True, False)}
 
 
-def test_after_a_rate_drop_the_budget_cap_keeps_the_audio_within_its_budget(dropped):
+def test_after_a_rate_drop_the_budget_cap_keeps_the_audio_within_its_budget_and_margin(dropped):
     """A fourfold drop under six flows at 2 Mbit/s: what their windows had in flight arrives at the new rate.
     Without the cap the audio waits beyond its budget behind it (182 ms); with it, no audio packet waits
     longer than the budget and the least margin the target keeps below it at any rate, 5 ms (``controller.policy``:

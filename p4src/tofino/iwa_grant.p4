@@ -7,7 +7,7 @@ if ((int<32>)(md.iwa.own - md.iwa.edge) > 0) {
 }
 md.iwa.fld = md.iwa.win32;
 bit<32> waiting = 0;
-bit<32> word = 0;                      // pass 2's word: an ACK's carries nothing
+bit<32> word = 0;                      // pass 2's word: an ACK's carries nothing (the layout is the twin's, whose UNCOUNT uses it)
 if (md.iwa.shaping == 1) {
     // the room (shaper.room_of): the target (and a first ACK's own frame) less the grants' virtual queue or
     // the queue if more, less the reserve
