@@ -290,11 +290,6 @@ def unit_bound(by_aqm: dict[str, Case], budget_ms: float | None = None) -> tuple
     return b, "n/a" if b is None else f"{b:.2f}"
 
 
-def unit_burst_bound(by_aqm: dict[str, Case], budget_ms: float | None = None) -> str:
-    """``unit_bound``'s cell: the bound as the table shows it."""
-    return unit_bound(by_aqm, budget_ms)[1]
-
-
 def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     """The held-out table (Markdown lines): one row per pairing unit, per AQM level >= 2 (%), burst
     completion (s) and RTOs per replication, IWA's bulk goodput in % of FIFO's, then IWA's checks and verdict."""
@@ -336,7 +331,8 @@ def table_block(run_dirs: Sequence[Path], jb_ms: float = JB_MAIN_MS) -> list[str
             "differences: the report's \"Paired differences against FIFO\".", "",
             *iwa_table_md(cases, jb_ms), "",
             f"Disturbed (the hypervisor took more than {STEAL_MAX_MS / 1000:g} s of CPU time from the VM during the "
-            "replication, meta.json's `host_steal_ms`; to be run again): " + (", ".join(disturbed(cases)) or "none") + ".",
+            "replication, meta.json's `host_steal_ms`; to be run again): "
+            + (", ".join(disturbed(cases)) or "none") + ".",
             "", END]
 
 

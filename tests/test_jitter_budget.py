@@ -18,7 +18,7 @@ from controller.config import params_from_dict
 from controller.tuner import ClosedLoop
 from experiments.cases import JB_MAIN_MS, Case, Rep, jitter_budget_ms
 from experiments.iwa_bound import budget_bound_s
-from experiments.iwa_table import unit_burst_bound
+from experiments.iwa_table import unit_bound
 from refmodel.params import JITTER_BUDGET_MS, ConfigError
 
 MS = 1_000_000
@@ -99,6 +99,6 @@ def test_the_report_reads_the_budget_back_and_old_runs_get_the_default():
     def bound(budget_ms: float) -> str:  # the bound at the run's whole budget (issue 33's reference)
         return f"{budget_bound_s(2e6, 0.162, 6, 62_000, budget_ms / 1e3):.2f}"
 
-    assert unit_burst_bound(unit(meta())) == bound(40.0)
-    assert unit_burst_bound(unit(meta(jitter_budget_ms=60))) == bound(60.0) != bound(40.0)
-    assert unit_burst_bound(unit(meta(jitter_budget_ms=60)), 40.0) == bound(40.0)  # asked for: that one
+    assert unit_bound(unit(meta()))[1] == bound(40.0)
+    assert unit_bound(unit(meta(jitter_budget_ms=60)))[1] == bound(60.0) != bound(40.0)
+    assert unit_bound(unit(meta(jitter_budget_ms=60)), 40.0)[1] == bound(40.0)  # asked for: that one

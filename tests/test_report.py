@@ -662,10 +662,10 @@ def test_iwa_table_from_a_partial_run(tmp_path: Path):
 
 
 def test_burst_bound_only_for_bursts_on_an_idle_link(tmp_path: Path):
-    from experiments.iwa_table import unit_burst_bound
+    from experiments.iwa_table import unit_bound
     run = paired_run(tmp_path)
     cases = {c.aqm: c for c in report.load_cases([run])[0] if report.case_pair(c) == UNIT}
-    assert unit_burst_bound(cases) not in ("n/a", "-")
+    assert unit_bound(cases)[1] not in ("n/a", "-")
     for plan in ({"bursts": [], "workloads": {"users": {"count": 5}}},
                  {"bursts": [{"burst": 0, "flows": 1, "bytes": 372000, "quic": True, "streams": 6}]},
                  {"bursts": [{"burst": 0, "flows": 6, "bytes": 62000}, {"burst": 1, "flows": 1, "bytes": 10**9,
@@ -673,12 +673,12 @@ def test_burst_bound_only_for_bursts_on_an_idle_link(tmp_path: Path):
         for c in cases.values():
             for r in c.reps:
                 r.meta["plan"] = plan
-        assert unit_burst_bound(cases) == "n/a"
+        assert unit_bound(cases)[1] == "n/a"
     for c in cases.values():
         for r in c.reps:
             r.meta["profile"] = {"name": "broken"}
             r.meta["plan"] = {"bursts": [{"burst": 0, "flows": 6, "bytes": 62000}]}
-    assert unit_burst_bound(cases) == "-"
+    assert unit_bound(cases)[1] == "-"
 
 
 @pytest.mark.parametrize("users", [{"count": 2}, {"count": 2, "mode": "keepalive", "objects": 6, "connections": 6},

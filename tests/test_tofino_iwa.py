@@ -187,8 +187,8 @@ def test_two_acks_of_one_flow_between_its_passes_never_move_its_edge_left():
 def test_the_twin_meets_issue_34s_targets_with_a_resubmissions_lag(workload):
     """With its second passes 1 µs late (a resubmission's order) the twin's audio at level >= 2 is within half a
     point of the v1model IWA's and its mean web completion within 5 %, over the workload's draws (users5: three,
-    tools/iwa_twin.py says why); as many flows complete, no drops, no RTOs. tools/iwa_twin.py prints these numbers and the 1 ms stress
-    case for docs/tofino.md."""
+    tools/iwa_twin.py says why); as many flows complete, no drops, no RTOs. tools/iwa_twin.py prints these
+    numbers and the 1 ms stress case for docs/tofino.md."""
     v1 = [outcome(workload, None, s) for s in seeds(workload)]
     twin = [outcome(workload, US, s) for s in seeds(workload)]
     print(f"{workload}: v1model {v1}\n  twin 1 us {twin}")

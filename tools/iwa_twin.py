@@ -5,10 +5,10 @@ into passes) in place of ``refmodel/shaper.py`` in the same pipeline, on the see
 
 * ``web6``: 6 fresh connections of 62 kB at once (372 kB);
 * ``web6-bulk``: a bulk download from 0 s, web6 joining it at 4 s (the lab's at 10-12 s: shortened);
-* ``users5``: 5 web users starting pages from 2 s to 20 s (the lab's to 60 s: shortened), run to 60 s (every page complete);
-  pages of U(100 kB, 1.5 MB) on a new connection each, the next page an Exp(10 s) idle time plus the page's
-  time at the link rate after the last one started (the lab waits for the page to complete; tcpsim's flows
-  are scheduled up front); three draws (``SEEDS``): one draw's mean completion is chaotic under a race of
+* ``users5``: 5 web users starting pages from 2 s to 20 s (the lab's to 60 s: shortened), run to 60 s (every
+  page complete); pages of U(100 kB, 1.5 MB) on a new connection each, the next page an Exp(10 s) idle time
+  plus the page's time at the link rate after the last one started (the lab waits for the page to complete;
+  tcpsim's flows are scheduled up front); three draws (``SEEDS``): one draw's mean completion is chaotic under a race of
   1 µs (7.6 % apart on seed 1, 1.9 and 0.4 % on seeds 2 and 3, 2026-11-28), so the twin is judged on the
   draws' mean.
 
