@@ -145,9 +145,9 @@ def check_rtos(stats: dict[str, dict]) -> str:
     return "pass" if ri <= min(peers) + EPS else "FAIL"
 
 
-def _bulk_means(stats: dict[str, dict]) -> tuple[float, float] | None:
-    """IWA's and FIFO's mean bulk goodput, None unless both have a measured replication."""
-    bi, bf = ((stats.get(a) or {}).get("bulk_bps") or {} for a in ("iwa", "fifo"))
+def _bulk_means(stats: dict[str, dict], aqm: str = "iwa") -> tuple[float, float] | None:
+    """``aqm``'s and FIFO's mean bulk goodput, None unless both have a measured replication."""
+    bi, bf = ((stats.get(a) or {}).get("bulk_bps") or {} for a in (aqm, "fifo"))
     if bi.get("mean") is None or bf.get("mean") is None:
         return None
     return bi["mean"], bf["mean"]
@@ -194,13 +194,15 @@ def _cell(st: dict | None, key: str) -> str:
     return f"{ci['mean'] * scale:.{digits}f}" + note
 
 
-def _bulk_cell(stats: dict[str, dict], has_bulk: bool) -> str:
-    """IWA's mean bulk goodput in % of FIFO's, with the replications not measured on either side counted."""
+def _bulk_cell(stats: dict[str, dict], has_bulk: bool, aqm: str = "iwa") -> str:
+    """``aqm``'s mean bulk goodput in % of FIFO's, with the replications not measured on either side counted."""
     if not has_bulk:
         return "n/a"
-    missing = sum(((stats.get(a) or {}).get("bulk_bps") or {}).get("n_missing", 0) for a in ("iwa", "fifo"))
+    if not _present(stats.get(aqm)):
+        return "-"
+    missing = sum(((stats.get(a) or {}).get("bulk_bps") or {}).get("n_missing", 0) for a in dict.fromkeys((aqm, "fifo")))
     note = f" ({missing} not measured)" if missing else ""
-    means = _bulk_means(stats)
+    means = _bulk_means(stats, aqm)
     if means is None or not means[1]:
         return "-" + note
     return f"{100 * means[0] / means[1]:.1f}" + note
@@ -319,6 +321,24 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     return md_table(header, rows)
 
 
+def bulk_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
+    """Every AQM's mean bulk goodput in % of FIFO's beside its level >= 2 share (Markdown lines), for the pairing
+    units with a bulk flow: what the bulk check's share costs the audio under each AQM (on EDGE no AQM keeps
+    both; docs/iwa.md). Empty without such a unit."""
+    units = pairing_units(cases)
+    aqms = list(dict.fromkeys(str(c.aqm) for c in sorted(cases, key=Case.sort_key)))
+    rows = []
+    for unit, by_aqm in units.items():
+        if not any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps):
+            continue
+        jb = unit_jitter_buffer(by_aqm, jb_ms)
+        stats = {a: aqm_stats(c, jb) for a, c in by_aqm.items()}
+        rows.append([unit, f"{jb:g}"] + [f"{_cell(stats.get(a), 'level2plus')} / {_bulk_cell(stats, True, a)}"
+                                         for a in aqms])
+    return md_table(["pairing unit", "jitter buffer (ms)", *(f"{a}: level ≥ 2 (%) / bulk (% of FIFO)" for a in aqms)],
+                    rows) if rows else []
+
+
 def table_block(run_dirs: Sequence[Path], jb_ms: float = JB_MAIN_MS) -> list[str]:
     """The table between its markers, with how it was made and what its cells mean."""
     cases, failed = load_cases(run_dirs, sorted({jb_ms, *STUDIED_JB_MS}))
@@ -330,6 +350,9 @@ def table_block(run_dirs: Sequence[Path], jb_ms: float = JB_MAIN_MS) -> list[str
             f"read ok per pairing unit (\"-\": missing); {TARGETS_TEXT} Confidence intervals of the paired "
             "differences: the report's \"Paired differences against FIFO\".", "",
             *iwa_table_md(cases, jb_ms), "",
+            *((["Bulk goodput under every AQM (the units with a bulk flow; mean goodput of the bulk flow, as the "
+                "bulk check reads it, in % of FIFO's, beside the AQM's level ≥ 2 share):", "", *bulk, ""])
+              if (bulk := bulk_table_md(cases, jb_ms)) else []),
             f"Disturbed (the hypervisor took more than {STEAL_MAX_MS / 1000:g} s of CPU time from the VM during the "
             "replication, meta.json's `host_steal_ms`; to be run again): "
             + (", ".join(disturbed(cases)) or "none") + ".",

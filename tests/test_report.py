@@ -784,6 +784,22 @@ def test_bulk_goodput_in_the_main_paired_and_held_out_tables(tmp_path: Path):
     assert unit_row(section.splitlines(), "web6-bulk-hspa-24p-iw10")["IWA bulk"] == "FAIL"
 
 
+def test_bulk_table_gives_every_aqms_share_of_fifos_bulk(tmp_path: Path):
+    """The held-out block's second table: per unit with a bulk flow, each AQM's level >= 2 and its mean bulk
+    goodput in % of FIFO's, from bulk_run's hand-set rates (48p: IWA 1929 of FIFO's 2020 kbit/s)."""
+    from experiments.iwa_table import bulk_table_md, table_block
+    cases = report.load_cases([bulk_run(tmp_path)])[0]
+    lines = bulk_table_md(cases)
+    ok, low, unmeasured = (unit_row(lines, f"web6-bulk-hspa-{b}-iw10") for b in ("48p", "24p", "12p"))
+    share = "iwa: level ≥ 2 (%) / bulk (% of FIFO)"
+    assert ok[share].endswith(f" / {100 * 1929 / 2020:.1f}") and low[share].endswith(" / 94.0")
+    assert unmeasured[share].endswith(" / - (1 not measured)")
+    assert ok["fifo: level ≥ 2 (%) / bulk (% of FIFO)"].endswith(" / 100.0")
+    assert "Bulk goodput under every AQM" in "\n".join(table_block([tmp_path / "bulk"]))
+    # No unit with a bulk flow: no second table.
+    assert bulk_table_md([c for c in cases if "bulk" not in c.name]) == []
+
+
 def test_bulk_goodput_is_shown_only_where_there_is_a_bulk_flow(built):
     md = built[2]
     col = report.MAIN_HEADER.index("bulk goodput (kbit/s)")
