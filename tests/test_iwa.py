@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import random
 import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -68,14 +69,14 @@ def window(r):
     return tcp_fields(r.frame).window
 
 
-def open_flow(p, t=0, port=40000, syn=LINUX_SYN, synack_ws=9, isn=1000, own=502, syn_seen=True):
+def open_flow(p, t=0, port=40000, syn=LINUX_SYN, synack_ws=9, isn=1000, own=502, syn_seen=True, server_port=80):
     """A handshake as the switch sees it: the client's SYN at t, the server's SYN-ACK 2 d_server later, the
     client's first ACK (window field ``own``) one RTT after the SYN. Returns (SYN-ACK, ACK) results."""
     if syn_seen:
-        p.process(t, client_syn(5000, syn, sport=port), 2)
+        p.process(t, client_syn(5000, syn, sport=port, dport=server_port), 2)
     opts = [("MSS", MSS)] + ([("WScale", synack_ws)] if synack_ws is not None else [])
-    sa = p.process(t + 2 * D_SERVER, syn_ack(isn, dport=port, ack=5001, options=opts), 1)
-    return sa, p.process(t + RTT, client_ack(isn + 1, own, sport=port), 2)
+    sa = p.process(t + 2 * D_SERVER, syn_ack(isn, sport=server_port, dport=port, ack=5001, options=opts), 1)
+    return sa, p.process(t + RTT, client_ack(isn + 1, own, sport=port, dport=server_port), 2)
 
 
 def fill(p, t, n, port=50000):
@@ -710,30 +711,47 @@ def test_window_scale_option_from_the_scapy_layouts_and_only_on_syns():
 # --------------------------------------------------------------------------- collisions and aging
 
 @functools.lru_cache(maxsize=None)
-def colliding_port(base=40000):
-    """A client port whose flow lands in the same slot as ``base``'s (with another signature)."""
+def colliding_flow(base=40000) -> tuple[int, int]:
+    """(client port, server port) of a flow between the same two hosts that lands in the slot of client port
+    ``base`` with server port 80 (with another signature). The server port differs too: with the client port
+    alone no two flows share a slot (``test_connections_between_two_hosts_never_share_a_slot``)."""
     pkt = parse(syn_ack(dport=base))
     ref = flow_hash(pkt)
-    for port in range(base + 1, 65535):
-        h = flow_hash(dataclasses.replace(pkt, dport=port))
-        if h & (FLOW_SLOTS - 1) == ref & (FLOW_SLOTS - 1) and h >> 8 != ref >> 8:
-            return port
+    for server in range(81, 65535):
+        for port in range(base + 1, base + 257):
+            h = flow_hash(dataclasses.replace(pkt, sport=server, dport=port))
+            if h & (FLOW_SLOTS - 1) == ref & (FLOW_SLOTS - 1) and h >> 8 != ref >> 8:
+                return port, server
     raise AssertionError("no collision found")
+
+
+def test_connections_between_two_hosts_never_share_a_slot():
+    """The slot is the CRC-32's low bits, linear in the 5-tuple: two flows share one when their keys differ by a
+    value the map sends to 0. With FLOW_SLOTS = 2^16 no client-port difference is such a value, so the
+    connections of a client to one server port (a browser's keep-alive pool, each port held for minutes) never
+    collide; with 2^12 slots 15 differences did, e.g. 0x7054 (40000 and 40000 ^ 0x7054 share a slot there).
+    Checked with zlib's CRC-32 over every client port, not with the tracker."""
+    key = lambda port: struct.pack("!IIHHB", 0x0A000001, 0x0A000002, 80, port, 6)  # noqa: E731
+    slots = {zlib.crc32(key(port)) & (FLOW_SLOTS - 1) for port in range(65536)}
+    assert len(slots) == 65536
+    assert zlib.crc32(key(40000)) & 0xFFF == zlib.crc32(key(40000 ^ 0x7054)) & 0xFFF  # the 12-bit slot's collision
+    sa = parse(syn_ack(sport=80, dport=40000, src="10.0.0.1", dst="10.0.0.2"))
+    assert flow_hash(sa) == zlib.crc32(key(40000))  # the tracker's hash is that CRC
 
 
 def test_hash_collision_fails_open_and_aging_frees_the_slot():
     p = Pipeline(ROUTES, pipeline_params(RATE, "iwa", limit_pkts=48, iwa=dict(IWA, hold_s=1.0, age_s=2.0)))
-    other = colliding_port()
+    other, server = colliding_flow()
     sa, a = open_flow(p, port=40000)
     assert sa.record.tflags & TrackFlag.NEW_FLOW and a.reason == Reason.IWA_WINDOW
-    sb, b = open_flow(p, t=200 * MS, port=other)
+    sb, b = open_flow(p, t=200 * MS, port=other, server_port=server)
     assert sb.record.tflags & TrackFlag.COLLISION
     assert b.reason == Reason.UPSTREAM and b.record is None  # the slot is taken: never shaped, no record
     fill(p, 400 * MS, 8)  # above target
-    burst = [p.process(401 * MS, tcp(1001 + k * MSS, dport=other), 1) for k in range(10)]
+    burst = [p.process(401 * MS, tcp(1001 + k * MSS, sport=server, dport=other), 1) for k in range(10)]
     assert all(r.cls == TrafficClass.TCP_EST and r.reason != Reason.IWA_SURPLUS for r in burst)
     assert p.process(402 * MS, tcp(1001, dport=40000), 1).cls == TrafficClass.TCP_START  # still the owner's
-    sb, _ = open_flow(p, t=2_500 * MS, port=other)  # after age_s the slot is free again
+    sb, _ = open_flow(p, t=2_500 * MS, port=other, server_port=server)  # after age_s the slot is free again
     assert sb.record.tflags & TrackFlag.NEW_FLOW
 
 
@@ -751,9 +769,9 @@ def test_a_colliding_syn_leaves_both_flows_unshaped():
     """The SYN register is per slot: a colliding SYN before the first flow's SYN-ACK overwrites it, and the
     first flow then starts unshaped (fail open) instead of with the wrong scale."""
     p = pipe()
-    other = colliding_port()
+    other, server = colliding_flow()
     p.process(0, client_syn(5000, sport=40000), 2)
-    p.process(1 * MS, client_syn(5000, WINDOWS_SYN, sport=other), 2)
+    p.process(1 * MS, client_syn(5000, WINDOWS_SYN, sport=other, dport=server), 2)
     opts = [("MSS", MSS), ("WScale", 9)]
     p.process(22 * MS, syn_ack(1000, dport=40000, ack=5001, options=opts), 1)
     a = p.process(RTT, client_ack(1001, 502, sport=40000), 2)

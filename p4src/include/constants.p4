@@ -21,7 +21,7 @@ const bit<8> PROTO_UDP = 17;
 #define PIE_COEF_TO_PROB 16                 /* Q48 coefficient * ns -> Q32 probability */
 
 const bit<32> RING_SIZE = 1024;             // packet-limit ring, per link
-const bit<32> FLOW_SLOTS = 4096;            // flow tracker (shared by all links: its slots are per flow)
+const bit<32> FLOW_SLOTS = 65536;           // flow tracker (shared by all links: its slots are per flow)
 // Access links in one pipeline (a power of two): per-link state and keys. A program compiled with its own
 // N_LINKS (-DN_LINKS=..., as the TNA program's types.p4 allows) keeps that macro instead.
 #ifndef N_LINKS
