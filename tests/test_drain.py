@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from nslab import three_namespaces
 
-from accessnet.keepawake import KeepAwake
+from accessnet.keepawake import KeepAwake, steal_ms
 from controller.shaper import DelaylineDrain, delayline_args
 from test_delayline import capture, stop_capture
 
@@ -114,9 +114,35 @@ def measure(tmp_path: Path, n: int, tag: int, stall: tuple[float, float] | None 
     return [t_in[i] for i in order], out
 
 
+def on_a_quiet_host(check, tmp_path: Path) -> None:
+    """Run ``check(dir, tag)`` (a measurement and its assertions; tag: the bursts' first tag byte). These are
+    timings on a VM: when the check fails while the hypervisor took CPU time from the VM (``steal_ms``), the
+    test is an xfail that gives the numbers; when it fails with no steal seen (/proc/stat counts 10 ms ticks, so
+    a stall of a few ms reads 0), it measures once more and the second attempt decides."""
+    for attempt in (0, 1):
+        where = tmp_path / f"attempt{attempt}"
+        where.mkdir()
+        before = steal_ms()
+        try:
+            check(where, 10 * attempt)
+            return
+        except AssertionError as e:
+            stolen = steal_ms() - before
+            if stolen > 0:
+                pytest.xfail(f"the hypervisor took {stolen:.0f} ms of CPU time from this VM during the "
+                             f"measurement: {e}")
+            if attempt:
+                raise
+            print(f"first attempt failed with no host steal seen ({e}); measuring again")
+
+
 def test_drain_sends_at_the_link_rate_on_the_models_schedule(drain, tmp_path):
+    on_a_quiet_host(lambda where, tag: check_rate(drain, where, tag), tmp_path)
+
+
+def check_rate(drain, tmp_path: Path, tag: int) -> None:
     proc, _ = drain
-    arrivals, out = measure(tmp_path, 40, 1)
+    arrivals, out = measure(tmp_path, 40, tag + 1)
     assert arrivals[-1][0] - arrivals[0][0] < 20e6, "the burst did not arrive at once: no queue to measure"
     err_ms = (out - schedule(arrivals, RATE, BUCKET, DELAY_US * 1000)) / 1e6
     gaps_ms = np.diff(out) / 1e6
@@ -130,8 +156,12 @@ def test_drain_catches_up_after_a_stall(drain, tmp_path):
     """The line stopped for 40 ms in the middle of a 250 ms busy period: the frames due meanwhile leave late,
     at once when it resumes, and the rest on the schedule, as if it had not stopped. A drain that loses the
     stall's service (Linux's tbf with a one-frame bucket) would send the last frame 40 ms late."""
+    on_a_quiet_host(lambda where, tag: check_stall(drain, where, tag), tmp_path)
+
+
+def check_stall(drain, tmp_path: Path, tag: int) -> None:
     proc, _ = drain
-    arrivals, out = measure(tmp_path, 60, 2, stall=(0.08, 0.04), proc=proc)
+    arrivals, out = measure(tmp_path, 60, tag + 2, stall=(0.08, 0.04), proc=proc)
     err_ms = (out - schedule(arrivals, RATE, BUCKET, DELAY_US * 1000)) / 1e6
     print("lateness per frame (ms):", " ".join(f"{e:.1f}" for e in err_ms))
     assert err_ms.max() > 10, "the stall did not delay any frame: nothing was tested"
@@ -144,16 +174,20 @@ def test_drain_catches_up_after_a_stall(drain, tmp_path):
 
 
 def test_drain_follows_a_rate_change(drain, tmp_path):
+    on_a_quiet_host(lambda where, tag: check_rate_change(drain, where, tag), tmp_path)
+
+
+def check_rate_change(drain, tmp_path: Path, tag: int) -> None:
     proc, ctl = drain
     DelaylineDrain(ctl).set_rate(RATE / 2)
     time.sleep(0.05)
-    arrivals, out = measure(tmp_path, 20, 3)
+    arrivals, out = measure(tmp_path, 20, tag + 3)
     err_ms = (out - schedule(arrivals, RATE / 2, BUCKET, DELAY_US * 1000)) / 1e6
     assert np.median(np.abs(err_ms)) < 0.2
     assert abs(np.median(np.diff(out)) / 1e6 - 1042 * 8 / (RATE / 2) * 1e3) < 0.05
     DelaylineDrain(ctl).set_rate(RATE)
     time.sleep(0.05)
-    arrivals, out = measure(tmp_path, 20, 4)
+    arrivals, out = measure(tmp_path, 20, tag + 4)
     assert abs(np.median(np.diff(out)) / 1e6 - 1042 * 8 / RATE * 1e3) < 0.05
 
 
