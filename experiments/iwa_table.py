@@ -200,7 +200,8 @@ def _bulk_cell(stats: dict[str, dict], has_bulk: bool, aqm: str = "iwa") -> str:
         return "n/a"
     if not _present(stats.get(aqm)):
         return "-"
-    missing = sum(((stats.get(a) or {}).get("bulk_bps") or {}).get("n_missing", 0) for a in dict.fromkeys((aqm, "fifo")))
+    sides = dict.fromkeys((aqm, "fifo"))  # FIFO's own cell counts its replications once
+    missing = sum(((stats.get(a) or {}).get("bulk_bps") or {}).get("n_missing", 0) for a in sides)
     note = f" ({missing} not measured)" if missing else ""
     means = _bulk_means(stats, aqm)
     if means is None or not means[1]:
