@@ -476,7 +476,11 @@ tofino_env() {
 tofino_venv() {
     local venv=$WORK_DIR/venv-tofino pkgs p missing=0
     IFS=, read -r -a pkgs <<< "$V_TOFINO_PIP"
-    [ -x "$venv/bin/python3" ] || /usr/bin/python3 -m venv "$venv"
+    # a venv without pip (its creation was killed half-way) is made again, or every resume fails here
+    if ! "$venv/bin/python3" -m pip --version >/dev/null 2>&1; then
+        rm -rf "$venv"
+        /usr/bin/python3 -m venv "$venv"
+    fi
     local have; have=$("$venv/bin/python3" -m pip freeze --disable-pip-version-check 2>/dev/null || true)
     for p in "${pkgs[@]}"; do grep -qixF -- "$p" <<< "$have" || missing=1; done
     if ((missing)); then
