@@ -293,26 +293,41 @@ def unit_bound(by_aqm: dict[str, Case], budget_ms: float | None = None) -> tuple
     return b, "n/a" if b is None else f"{b:.2f}"
 
 
+def aqm_order(cases: Sequence[Case]) -> list[str]:
+    """The AQMs of ``cases`` in the tables' column order."""
+    return list(dict.fromkeys(str(c.aqm) for c in sorted(cases, key=Case.sort_key)))
+
+
+def has_bulk(by_aqm: dict[str, Case]) -> bool:
+    """The pairing unit has a bulk flow (a replication's plan marks one)."""
+    return any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps)
+
+
+def unit_stats(by_aqm: dict[str, Case], jb_ms: float = JB_MAIN_MS) -> tuple[float, dict[str, dict]]:
+    """The jitter buffer the unit is judged at (``unit_jitter_buffer``) and each AQM's ``aqm_stats`` there."""
+    jb = unit_jitter_buffer(by_aqm, jb_ms)
+    return jb, {a: aqm_stats(c, jb) for a, c in by_aqm.items()}
+
+
 def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     """The held-out table (Markdown lines): one row per pairing unit, per AQM level >= 2 (%), burst
     completion (s) and RTOs per replication, IWA's bulk goodput in % of FIFO's, then IWA's checks and verdict."""
     units = pairing_units(cases)
-    aqms = list(dict.fromkeys(str(c.aqm) for c in sorted(cases, key=Case.sort_key)))
+    aqms = aqm_order(cases)
     header = ["pairing unit", "reps", "jitter buffer (ms)"]
     for a in aqms:
         header += [f"{a} level ≥ 2 (%)", f"{a} burst (s)", f"{a} RTOs"]
     header += ["burst bound (s)", "IWA bulk (% of FIFO)"] + [f"IWA {k}" for k in CHECKS] + ["verdict"]
     rows = []
     for unit, by_aqm in units.items():
-        jb = unit_jitter_buffer(by_aqm, jb_ms)
-        stats = {a: aqm_stats(c, jb) for a, c in by_aqm.items()}
+        jb, stats = unit_stats(by_aqm, jb_ms)
         users = users_completion(by_aqm)
         for a, times in (users or {}).items():  # web users: their pages, not bursts the run's end cut off
             stats[a]["burst_s"] = mean_ci95(times)
         row = [unit, _reps_cell(by_aqm), f"{jb:g}"]
         for a in aqms:
             row += [_cell(stats.get(a), k) for k in KEYS]
-        bulk = any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps)
+        bulk = has_bulk(by_aqm)
         bound, bound_cell = unit_bound(by_aqm)  # None: the burst is judged against FIFO's alone
         checks = iwa_checks(stats, bulk, bound, BULK_SHARE_SLOW if jb > jb_ms else BULK_SHARE)
         rows.append(row + [bound_cell, _bulk_cell(stats, bulk)]
@@ -326,14 +341,12 @@ def bulk_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     """Every AQM's mean bulk goodput in % of FIFO's beside its level >= 2 share (Markdown lines), for the pairing
     units with a bulk flow: what the bulk check's share costs the audio under each AQM (on EDGE no AQM keeps
     both; docs/iwa.md). Empty without such a unit."""
-    units = pairing_units(cases)
-    aqms = list(dict.fromkeys(str(c.aqm) for c in sorted(cases, key=Case.sort_key)))
+    aqms = aqm_order(cases)
     rows = []
-    for unit, by_aqm in units.items():
-        if not any(bulk_bursts(r.meta) for c in by_aqm.values() for r in c.reps):
+    for unit, by_aqm in pairing_units(cases).items():
+        if not has_bulk(by_aqm):
             continue
-        jb = unit_jitter_buffer(by_aqm, jb_ms)
-        stats = {a: aqm_stats(c, jb) for a, c in by_aqm.items()}
+        jb, stats = unit_stats(by_aqm, jb_ms)
         rows.append([unit, f"{jb:g}"] + [f"{_cell(stats.get(a), 'level2plus')} / {_bulk_cell(stats, True, a)}"
                                          for a in aqms])
     return md_table(["pairing unit", "jitter buffer (ms)", *(f"{a}: level ≥ 2 (%) / bulk (% of FIFO)" for a in aqms)],
