@@ -157,6 +157,17 @@ def app_limited(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: in
     return seq_before((seqhi + mss) & U32, mark) and ((now - mark_t) & U32) > 2 * lead
 
 
+def checkpoint(edge: int, seqhi: int, acked: int, mss: int) -> int:
+    """The next checkpoint an ACK sets: what a server with more to send must reach within one server RTT. The
+    ACK frees ``acked`` bytes of its flight, and a sender limited by its congestion window refills at least
+    that (its window does not shrink on an ACK: slow start grows it), at least one MSS; so it sends up to
+    ``seqhi + acked`` or up to the ``edge`` it was given, whichever is nearer (``app_limited``'s one-MSS
+    tolerance added). A checkpoint at the edge alone took a slow-starting server far from a first window as
+    large as the room (200 kB at LTE) for an ended response (docs/iwa.md, "Restarts")."""
+    near = (seqhi + mss + max(acked, mss)) & U32
+    return near if seq_before(near, edge) else edge
+
+
 def bounded(want: int, own: int, ack: int, mss: int) -> tuple[int, int, bool]:
     """The edge an ACK asks for, within RFC 9293's bounds: never beyond the client's own edge ``own``, never
     below one MSS beyond the ACK (``floor``, itself never beyond ``own``). Returns (want, floor, whether the
@@ -555,7 +566,8 @@ class StartShaper:
         field = (((want - pkt.ack) & U32) + (1 << scale) - 1) >> scale  # round up: never below want
         new_edge = (pkt.ack + (field << scale)) & U32
         if first or restart or not seq_before((t.seqhi + p.mss_bytes) & U32, self.mark[slot]):
-            self.mark[slot], self.mark_t[slot] = new_edge, now & U32  # (a new start, or it reached the mark)
+            # a new start, or it reached the checkpoint: the next one
+            self.mark[slot], self.mark_t[slot] = checkpoint(new_edge, t.seqhi, acked, p.mss_bytes), now & U32
         return state, end, new_edge, field if field < pkt.window else None, room, o.waiting
 
     def _opening(self, p: IwaParams, pkt: Parsed, now: int, t: Track, lk: LinkShaping, state: int, edge: int,

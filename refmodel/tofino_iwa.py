@@ -43,7 +43,7 @@ flow_link                  read: its link, SHAPE, scale and    -
                            CLOSED (``Info``), known before
                            flow_state's action
 flow_srtt                  read (the server's RTT, ``lead``)   -
-flow_mark {mark, mark_t}   read (app-limited?)                 write (a new checkpoint)
+flow_mark {mark, mark_t}   read (app-limited?)                 write (a new checkpoint, from the word)
 flow_edge                  read                                max(edge, new edge); or set (retract,
                                                                a pause's shut window)
 flow_ack                   max(ack, packet's ack), returns     -
@@ -100,7 +100,8 @@ from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, growth, roll_step, room_of, shaped, share_shift,
+    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, checkpoint, growth, roll_step, room_of, shaped,
+    share_shift,
 )
 
 U32 = 0xFFFFFFFF
@@ -176,7 +177,7 @@ class Pass2:
     field: int = 0   # 16 bits: the window field the ACK leaves with
     scale: int = 0   # 4 bits
     vq_ns: int = 0   # 32 bits
-    word: int = 0    # 32 bits: UNCOUNT's displaced state
+    word: int = 0    # 32 bits: UNCOUNT's displaced state, or MARK's new checkpoint
     ack: int = 0
     slot: int = 0
     link: int = 0
@@ -585,7 +586,7 @@ class TnaShaper:
         """The grant, from what pass 1 read (shaper.py's arithmetic, in its order), and the second pass's header."""
         scale, edge = info.scale, r.edge
         flags = TrackFlag.TRACKED | (TrackFlag.FIRST_ACK if r.first else 0)
-        op, window, room, waiting = Op.EDGE, None, 0, 0
+        op, window, room, waiting, word = Op.EDGE, None, 0, 0, 0
         new_edge = r.own if seq_before(edge, r.own) else edge
         if r.shaping:
             if seq_before(edge, r.end):
@@ -614,14 +615,15 @@ class TnaShaper:
             new_edge = (pkt.ack + scale_down(fld, scale)) & U32
             window = fld if fld < pkt.window else None
             if r.first or r.branch == "restart" or not seq_before((t.seqhi + p.mss_bytes) & U32, r.mark):
-                op |= Op.MARK  # a new start, or the server reached its checkpoint
+                op |= Op.MARK  # a new start, or the server reached its checkpoint: the next one, in the word
+                word = checkpoint(new_edge, t.seqhi, r.acked, p.mss_bytes)
         elif r.state & (FLOW_SHUT | FLOW_HELD):  # it leaves with the client's own window: open
             op |= Op.OPEN
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
         vq_ns = 0
         if r.shaping and advance + waiting:  # served at the link rate from now: the queue its data builds
             op, vq_ns = op | Op.VQ, bytes_to_ns(p, min(advance + waiting, U32))
-        self._resubmit(p, Pass2(op, pkt.window if window is None else window, scale, vq_ns, 0, pkt.ack, t.slot,
+        self._resubmit(p, Pass2(op, pkt.window if window is None else window, scale, vq_ns, word, pkt.ack, t.slot,
                                 link), now)
         return Grant(True, False, flags, window, new_edge, advance, room)
 
@@ -654,7 +656,7 @@ class TnaShaper:
         if h.op & Op.EDGE:
             self.flow_edge.rmw(slot, lambda e: (new_edge if h.op & Op.RETRACT else serial_max(e, new_edge), None))
         if h.op & Op.MARK:
-            self.flow_mark.write(slot, (new_edge, now32))
+            self.flow_mark.write(slot, (h.word, now32))
         if h.op & Op.END_AT_ACK:
             self.flow_end.write(slot, h.ack)
         if h.op & (Op.PAUSE | Op.SHUT | Op.HELD | Op.OPEN):

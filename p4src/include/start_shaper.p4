@@ -24,8 +24,9 @@
  *               is span >> ceil(log2 flows)
  *   flow_end    where its current start phase ends; past it the flow is CoDel's too
  *   flow_mark, flow_mark_t
- *               a checkpoint: an edge the server was given, and when; not sent up to
- *               two server RTTs later, the server has nothing to send
+ *               a checkpoint: what a server with more to send must reach (the edge it
+ *               was given, or less: what its congestion window lets it send), and when;
+ *               not sent up to two server RTTs later, the server has nothing to send
  *   flow_link   the access link of its SYN-ACK: the link a close uncounts it from
  * Per access link (IWA only; one cell per link, indexed by the packet's link,
  * queue_tat being that link's queue; the flow slots above are shared):
@@ -547,7 +548,12 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 g.window = (bit<16>)field;
             }
             if (first || restart || !seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark)) {
-                flow_mark.write(slot, new_edge);                     // a new start, or it reached the checkpoint
+                // a new start, or it reached the checkpoint: the next one is what a server with more to send
+                // must reach, the data this ACK freed (at least one MSS) or the new edge if nearer, plus
+                // the one-MSS tolerance (shaper.py: checkpoint)
+                bit<32> need = acked > (bit<32>)cfg.mss_bytes ? acked : (bit<32>)cfg.mss_bytes;
+                bit<32> near = trk.seqhi + (bit<32>)cfg.mss_bytes + need;
+                flow_mark.write(slot, seq_before(near, new_edge) ? near : new_edge);
                 flow_mark_t.write(slot, now32);
             }
             bit<32> advance = seq_before(edge, new_edge) ? new_edge - edge : 0;

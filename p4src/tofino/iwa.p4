@@ -223,7 +223,7 @@ struct iwa_tpair_t {
         void apply(inout iwa_pair_t v, out bit<32> r, out bit<32> r2) { r = v.lo; r2 = v.hi; } \
     }; \
     RegisterAction<iwa_pair_t, flow_slot_t, bit<32>>(flow_mark) mark_write = { \
-        void apply(inout iwa_pair_t v) { v.lo = md.iwa.edge_in; v.hi = (bit<32>)md.iwa.now; } \
+        void apply(inout iwa_pair_t v) { v.lo = md.iwa2.word; v.hi = (bit<32>)md.iwa.now; } \
     }; \
     /* ---- the start shaper: per link ---- */ \
     Register<int<32>, link_id_t>(N_LINKS, 0) iwa_epoch_t; \

@@ -7,8 +7,16 @@ if ((int<32>)(md.iwa.own - md.iwa.edge) > 0) {
 }
 md.iwa.fld = md.iwa.win32;
 bit<32> waiting = 0;
-bit<32> word = 0;                      // pass 2's word: an ACK's carries nothing (the layout is the twin's, whose UNCOUNT uses it)
+bit<32> word = 0;                      // pass 2's word: MARK's checkpoint (the twin's UNCOUNT uses it too)
 if (md.iwa.shaping == 1) {
+    // the next checkpoint's near end (shaper.checkpoint): what a server with more to send must reach, the data
+    // this ACK freed (at least one MSS) beyond what it sent, plus the one-MSS tolerance; worked out here, beside
+    // the room, so that only its comparison with the new edge waits for the window
+    bit<32> need = md.iwa.cfg.mss;
+    if (md.iwa.acked > md.iwa.cfg.mss) {
+        need = md.iwa.acked;
+    }
+    bit<32> near = md.iwa.seqhi + md.iwa.cfg.mss + need;
     // the room (shaper.room_of): the target (and a first ACK's own frame) less the grants' virtual queue or
     // the queue if more, less the reserve
     iwa_room_1();
@@ -98,6 +106,10 @@ if (md.iwa.shaping == 1) {
     if (md.iwa.first_ack == 1 || md.iwa.restart == 1 ||
             (int<32>)(md.iwa.seqhi + md.iwa.cfg.mss - md.iwa.mark) >= 0) {
         md.iwa.op = md.iwa.op | IWA_OP_MARK;   // a new start, or the server reached its checkpoint
+    }
+    word = md.iwa.new_edge;                    // the next checkpoint: the new edge, or the near end if nearer
+    if ((int<32>)(near - md.iwa.new_edge) < 0) {
+        word = near;
     }
 } else if (md.iwa.state & (FLOW_SHUT | FLOW_HELD) != 0) {
     md.iwa.op = md.iwa.op | IWA_OP_OPEN;       // it leaves with the client's own window: open
