@@ -7,8 +7,7 @@ port, client port, proto) mod FLOW_SLOTS`` (upstream packets hash their
 fields swapped, so both directions meet in one slot) and the full CRC is its
 signature. Per slot: signature, start time (the SYN-ACK's), the time of the
 flow's latest downstream packet, first sequence number of data, highest
-sequence number sent, and the *tail*: the payload of its latest new-data
-segment and whether it was shorter than the one before (``Track.ended``).
+sequence number sent.
 
 * ``TCP_RTX``   a downstream segment ending at or below the highest sequence
   seen: a retransmission;
@@ -38,7 +37,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from .constants import FLOW_SLOTS, TAIL_LEN_MASK, TAIL_SHORT, TrackFlag, TrafficClass
+from .constants import FLOW_SLOTS, TrackFlag, TrafficClass
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import IwaParams
 
@@ -75,10 +74,6 @@ class Track:
     isn: int = 0  # its first sequence number of data
     age: int = 0  # time since its SYN-ACK
     seqhi: int = 0  # the highest sequence number the server sent (as the switch saw it, before this segment)
-    # its latest new data was a segment shorter than the one before: a sender splits what it has into full
-    # segments and sends a short one only as the last of what it has (Linux: only the tail of its write queue),
-    # so a short segment after longer ones says that it had nothing more to send then (``shaper.server_idle``)
-    ended: bool = False
 
 
 class FlowTracker:
@@ -88,7 +83,6 @@ class FlowTracker:
         self.seen = [0] * FLOW_SLOTS  # its latest downstream data (0: closed, the slot is free)
         self.isn = [0] * FLOW_SLOTS
         self.seqhi = [0] * FLOW_SLOTS
-        self.tail = [0] * FLOW_SLOTS  # the latest new data's payload (low 16 bits) and TAIL_SHORT
 
     def track(self, p: IwaParams, pkt: Parsed, now: int, downstream: bool = True) -> Track:
         if pkt.udp_valid:
@@ -105,8 +99,7 @@ class FlowTracker:
         seen = self.seen[slot]
         live = sig != 0 and seen != 0 and (now - seen) & U64 <= p.age_ns
         tracked = sig != 0 and sig == h
-        tail = self.tail[slot]
-        base = dict(slot=slot, hash=h, tracked=tracked, isn=isn, age=age, seqhi=seqhi, ended=bool(tail & TAIL_SHORT))
+        base = dict(slot=slot, hash=h, tracked=tracked, isn=isn, age=age, seqhi=seqhi)
         cls = TrafficClass.TCP_EST if payload > 0 else TrafficClass.TCP_CTRL
         closing = bool(pkt.tcp_flags & (TCP_FIN | TCP_RST))
         if tracked and closing:  # a FIN or RST from either side: the slot is free for a new flow
@@ -123,9 +116,9 @@ class FlowTracker:
             if live and sig != h:
                 return Track(TrafficClass.TCP_CTRL, TrackFlag.COLLISION, **{**base, "tracked": False})
             self.sig[slot], self.start[slot], self.isn[slot], self.seqhi[slot] = h, now, first, first
-            self.seen[slot], self.tail[slot] = now, 0
+            self.seen[slot] = now
             return Track(TrafficClass.TCP_CTRL, TrackFlag.TRACKED | TrackFlag.NEW_FLOW,
-                         **{**base, "tracked": True, "isn": first, "age": 0, "seqhi": first, "ended": False})
+                         **{**base, "tracked": True, "isn": first, "age": 0, "seqhi": first})
         if payload == 0:
             return Track(TrafficClass.TCP_CTRL, TrackFlag.TRACKED if tracked else 0, **base)
         if not tracked:
@@ -137,6 +130,5 @@ class FlowTracker:
             return Track(TrafficClass.TCP_RTX, TrackFlag.TRACKED | TrackFlag.RTX, progress, payload=payload,
                          **base)
         self.seqhi[slot] = seq_end
-        self.tail[slot] = payload | (TAIL_SHORT if payload < tail & TAIL_LEN_MASK else 0)
         return Track(TrafficClass.TCP_START, TrackFlag.TRACKED | TrackFlag.STARTING, progress, payload=payload,
                      **base)

@@ -157,16 +157,6 @@ def app_limited(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: in
     return seq_before((seqhi + mss) & U32, mark) and ((now - mark_t) & U32) > 2 * lead
 
 
-def server_idle(t: Track, mark: int, mark_t: int, now: int, lead: int, mss: int, ack: int, acked: int) -> bool:
-    """The server has nothing to send: it left its window unused (``app_limited``), or this ACK acknowledges all
-    it sent and the last of that was a short segment after longer ones (``Track.ended``: a sender sends a short
-    segment only as the last of what it has). The second catches the end of a response whose server filled its
-    window to the end, whose last ACKs come within two server RTTs of its latest checkpoint (a keep-alive
-    page's connections, each a few segments a round: docs/iwa.md, "Restarts")."""
-    return app_limited(t.seqhi, mark, mark_t, now, lead, mss) or (
-        t.ended and acked > 0 and not seq_before(ack, t.seqhi))
-
-
 def checkpoint(edge: int, seqhi: int, acked: int, mss: int) -> int:
     """The next checkpoint an ACK sets: what a server with more to send must reach within one server RTT. The
     ACK frees ``acked`` bytes of its flight, and a sender limited by its congestion window refills at least
@@ -593,8 +583,7 @@ class StartShaper:
             # an RTT ahead); that window is queue to come, so it joins the virtual queue now (``waiting``)
             return Opening(0, edge, state & ~FLOW_IDLE, end,
                            waiting=0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32)
-        if server_idle(t, self.mark[t.slot], self.mark_t[t.slot], now, self.srtt[t.slot], p.mss_bytes, pkt.ack,
-                       acked):
+        if app_limited(t.seqhi, self.mark[t.slot], self.mark_t[t.slot], now, self.srtt[t.slot], p.mss_bytes):
             # the server left its window unused (a response ended): no opening, and what it sends next starts a
             # new start phase; once this very ACK acknowledges all it sent, its window is retracted to one MSS
             # (docs/iwa.md, "Restarts"), so that what it sends next is sized as a start

@@ -100,7 +100,7 @@ from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Floor, Grant, LinkShaping, at_floor, bounded, checkpoint, growth, roll_step, room_of, server_idle, shaped,
+    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, checkpoint, growth, roll_step, room_of, shaped,
     share_shift,
 )
 
@@ -540,7 +540,7 @@ class TnaShaper:
             if shaping and old & FLOW_ACKED:
                 if s & FLOW_IDLE and (pkt.tcp_payload > 0 or acked > 0):
                     branch, s = "restart", s & ~FLOW_IDLE
-                elif server_idle(t, mark, mark_t, now32, lead, p.mss_bytes, pkt.ack, acked):
+                elif app_limited(t.seqhi, mark, mark_t, now32, lead, p.mss_bytes):
                     branch = "idle"
                     if acked > 0 and not seq_before(pkt.ack, t.seqhi):
                         branch, s = "retract", s | FLOW_IDLE

@@ -4,9 +4,7 @@
  * is crc32(server, client, server port, client port, proto) mod FLOW_SLOTS
  * (the addresses IPv4's or IPv6's, whichever the packet carries)
  * (upstream packets hash their fields swapped, so both directions meet in one
- * slot) and the full CRC is its signature; per slot also its start, latest data, first and highest
- * sequence numbers and its tail (the latest new data's length, and whether it was shorter than the one before).
- * A slot holds its flow until another
+ * slot) and the full CRC is its signature. A slot holds its flow until another
  * takes it (a keep-alive connection reused after minutes is still its slot's);
  * a new flow may take a slot whose flow sent no data downstream for age_ns, or
  * closed (a FIN or RST from either side clears flow_seen). Collision: a SYN-ACK
@@ -28,7 +26,6 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     register<bit<64>>(FLOW_SLOTS) flow_seen;    // the flow's latest downstream data (0: closed, the slot is free)
     register<bit<32>>(FLOW_SLOTS) flow_isn;     // first sequence number of data
     register<bit<32>>(FLOW_SLOTS) flow_seqhi;   // highest sequence number sent
-    register<bit<32>>(FLOW_SLOTS) flow_tail;    // the latest new data's payload | TAIL_SHORT (shorter than the one before)
 
     apply {
         trk.flags = 0;
@@ -40,7 +37,6 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
         trk.isn = 0;
         trk.age = 0;
         trk.seqhi = 0;
-        trk.ended = false;
         if (hdr.udp.isValid()) {
             trk.cls = CLASS_UDP;
         } else if (!tcp_ok) {
@@ -72,22 +68,17 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<64> seen;
             bit<32> isn;
             bit<32> seqhi;
-            bit<32> tail;
             flow_sig.read(sig, slot);
             flow_start.read(start, slot);
             flow_seen.read(seen, slot);
             flow_isn.read(isn, slot);
             flow_seqhi.read(seqhi, slot);
-            flow_tail.read(tail, slot);
             bit<64> age = now - start;
             bool live = sig != 0 && seen != 0 && now - seen <= (bit<64>)cfg.age_ns;
             trk.tracked = sig != 0 && sig == h;
             trk.isn = isn;
             trk.age = age;
             trk.seqhi = seqhi;
-            // its latest new data was shorter than the data before: a sender sends a short segment only as the
-            // last of what it has (start_shaper.p4: the server is idle once all of it is acknowledged)
-            trk.ended = tail & TAIL_SHORT != 0;
             trk.cls = tcp_payload > 0 ? CLASS_TCP_EST : CLASS_TCP_CTRL;
             bit<64> seen_new = seen;
             if (trk.tracked && hdr.tcp.flags & (TCP_FLAG_FIN | TCP_FLAG_RST) != 0) {
@@ -111,14 +102,12 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     flow_start.write(slot, now);
                     flow_isn.write(slot, first);
                     flow_seqhi.write(slot, first);
-                    flow_tail.write(slot, 0);
                     seen_new = now;
                     trk.flags = TRACK_TRACKED | TRACK_NEW_FLOW;
                     trk.tracked = true;
                     trk.isn = first;
                     trk.age = 0;
                     trk.seqhi = first;
-                    trk.ended = false;
                 }
             } else if (tcp_payload == 0) {
                 if (trk.tracked) { trk.flags = TRACK_TRACKED; }
@@ -132,8 +121,6 @@ control FlowTracker(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     trk.flags = TRACK_TRACKED | TRACK_RTX;
                 } else {
                     flow_seqhi.write(slot, seq_end);
-                    bit<32> len = (bit<32>)tcp_payload;
-                    flow_tail.write(slot, len < (tail & TAIL_LEN_MASK) ? len | TAIL_SHORT : len);
                     trk.cls = CLASS_TCP_START;
                     trk.flags = TRACK_TRACKED | TRACK_STARTING;
                 }

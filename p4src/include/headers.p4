@@ -91,7 +91,6 @@ struct track_t {
     bit<32> isn;       // its first sequence number of data
     bit<64> age;       // time since its SYN-ACK
     bit<32> seqhi;     // the highest sequence number its server sent (before this segment)
-    bool    ended;     // its latest new data was a segment shorter than the one before (flow_tracker.p4)
 }
 
 /* What the start shaper did with an upstream ACK (start_shaper.p4). */

@@ -442,12 +442,10 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<64> deficit = used > avail ? used - avail : 0;
             g.room_ns = ns32(room);
             bool restart = state & FLOW_IDLE != 0 && (tcp_payload > 0 || acked > 0);
-            // the server has nothing to send (shaper.py: server_idle): it left its window unused, two server
-            // RTTs after it was given the checkpoint not sent up to one MSS of it; or this ACK acknowledges all
-            // it sent and the last of that was a short segment
-            bool limited = (seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark) &&
-                            (bit<64>)(now32 - mark_t) > 2 * (bit<64>)lead) ||
-                           (trk.ended && acked > 0 && !seq_before(ack, trk.seqhi));
+            // the server left its window unused: two server RTTs after it was given the checkpoint, not sent
+            // up to one MSS of it (shaper.py: app_limited)
+            bool limited = seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark) &&
+                           (bit<64>)(now32 - mark_t) > 2 * (bit<64>)lead;
             bool cutting = !first && !restart && !limited && deficit != 0;
             // one conversion: the room in bytes, or (above target) the deficit
             bit<64> conv_q32;
