@@ -18,7 +18,8 @@ forwarded it*, so a rewritten window is the one it obeys.
   growing only while cwnd-limited (in flight >= cwnd / 2 before the ACK, roughly as Linux); snd_wnd from the
   latest ACK allowed to set it (RFC 9293's SND.WL1 rule as Linux's ``tcp_may_update_window``: a request cannot
   shrink the window the ACK before it left); sends full segments (the last one may be short) while they fit in
-  min(cwnd, snd_wnd), or in cwnd alone for a sender that ignores the window. A FIN once everything is acked
+  min(cwnd, snd_wnd), or in cwnd alone for a sender that ignores the window; with ``split_window`` a window
+  that ends inside a segment is filled with a short one, as Linux does (under Nagle's Minshall check). A FIN once everything is acked
   (``close``). With ``half_wnd``, segments are at most half the largest window the server ever saw (Linux's
   ``tcp_bound_to_half_wnd``, RFC 1122's sender-side silly-window avoidance): a flow whose windows never
   exceeded two MSS sends half-size segments, twice the headers.
@@ -85,6 +86,11 @@ class Flow:
     lose_synacks: int = 0  # this many SYN-ACKs are lost after the switch (on the access link)
     delack: bool = False  # the client delays ACKs as Linux does past its quickack segments
     half_wnd: bool = False  # the server bounds its segments to half the largest window it saw (Linux)
+    # where the window ends inside a segment, the part that fits goes out as a short segment unless a short one
+    # sent earlier is still unacknowledged (Linux's tcp_mss_split_point under Nagle's Minshall check): a window
+    # of 1536 bytes came as 1448 + 88 on BMv2 (docs/iwa.md, "Restarts")
+    split_window: bool = False
+    small_end: int = 0  # one past the latest short segment the server sent
     max_wnd: int = 0  # the largest window the server saw
     # the server
     shift: int = 0  # the client's window shift as the server applies it
@@ -341,9 +347,16 @@ class Sim:
         while f.snd_nxt < f.end:
             n = min(mss, f.end - f.snd_nxt)
             if f.snd_nxt + n > f.snd_una + wnd:
+                part = f.snd_una + wnd - f.snd_nxt
+                if f.split_window and part > 0 and f.small_end <= f.snd_una:
+                    self.segment(f, f.snd_nxt, part)
+                    f.snd_nxt += part
+                    f.small_end = f.snd_nxt
                 break
             self.segment(f, f.snd_nxt, n)
             f.snd_nxt += n
+            if n < mss:
+                f.small_end = f.snd_nxt
         if idle and f.snd_nxt > f.snd_una:
             self.arm(f)
         if f.snd_nxt > f.snd_una or f.snd_nxt >= f.end or f.ignore_window:

@@ -4,7 +4,7 @@ a way that flatters a window rule."""
 
 from __future__ import annotations
 
-from frames import client_ack, client_syn
+from frames import MSS, client_ack, client_syn
 from tcpsim import CLIENT_ISN, Flow, Sim
 from test_iwa import params
 
@@ -47,3 +47,19 @@ def test_a_newer_sequence_number_or_new_data_acknowledged_may_shrink_it():
     # the sequence number the window was last taken from: only the new data acknowledged lets it shrink
     sim.server_rx(f, client_ack(f.snd_una + 1, window=8, seq=f.snd_wl1))
     assert f.snd_wnd == 8 << 7
+
+
+def test_a_window_that_ends_inside_a_segment_is_filled_with_a_short_one_as_linux_does():
+    """With ``split_window``, the part of a segment that fits the window goes out as a short segment, and no other
+    short one follows while it is unacknowledged (Nagle's Minshall check in Linux's tcp_mss_split_point); BMv2's
+    captures showed a 1536-byte window sent as 1448 + 88 bytes (MSS 1448 there, with timestamps). Without it the server waits for a whole segment."""
+    for split, want in ((True, [MSS, 1536 - MSS]), (False, [MSS])):
+        sim, f = established(12)  # 12 << 7 = 1536 bytes
+        f.split_window = split
+        sent = []
+        sim.segment = lambda f, seq, n, sent=sent: sent.append(n)
+        sim.server_rx(f, client_ack(f.isn + 1, window=12, seq=CLIENT_ISN + 1, payload=100, flags="PA"))
+        assert sent == want, (split, sent)
+        if split:  # the full segment's ACK opens 1448 more: a whole segment fits, nothing short is sent
+            sim.server_rx(f, client_ack(f.isn + 1 + MSS, window=12, seq=CLIENT_ISN + 101))
+            assert sent == [MSS, 1536 - MSS, MSS]
