@@ -77,8 +77,6 @@ def text() -> str:
         "",
         const("bit<32>", "RING_SIZE", C.RING_SIZE, "packet-limit ring, per link"),
         const("bit<32>", "FLOW_SLOTS", C.FLOW_SLOTS, "flow tracker (shared by all links: its slots are per flow)"),
-        const("bit<32>", "TAIL_LEN_MASK", C.TAIL_LEN_MASK, "flow_tail: the latest new data's payload ..."),
-        const("bit<32>", "TAIL_SHORT", C.TAIL_SHORT, "... and whether it ended short, before the edge"),
         "// Access links in one pipeline (a power of two): per-link state and keys. A program compiled with its own",
         "// N_LINKS (-DN_LINKS=..., as the TNA program's types.p4 allows) keeps that macro instead.",
         "#ifndef N_LINKS",
