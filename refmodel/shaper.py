@@ -102,7 +102,8 @@ from typing import NamedTuple
 from .constants import (
     EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
     FLOW_HELD, FLOW_PAUSED, FLOW_SCALE_MASK, FLOW_SHUT,
-    FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag, TrafficClass,
+    FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, IW_MIN_SEGMENTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
+    TrafficClass,
 )
 from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
@@ -157,14 +158,16 @@ def app_limited(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: in
     return seq_before((seqhi + mss) & U32, mark) and ((now - mark_t) & U32) > 2 * lead
 
 
-def checkpoint(edge: int, seqhi: int, acked: int, mss: int) -> int:
+def checkpoint(edge: int, seqhi: int, acked: int, mss: int, first: bool = False) -> int:
     """The next checkpoint an ACK sets: what a server with more to send must reach within one server RTT. The
     ACK frees ``acked`` bytes of its flight, and a sender limited by its congestion window refills at least
-    that (its window does not shrink on an ACK: slow start grows it), at least one MSS; so it sends up to
-    ``seqhi + acked`` or up to the ``edge`` it was given, whichever is nearer (``app_limited``'s one-MSS
+    that (its window does not shrink on an ACK: slow start grows it), at least one MSS; after the handshake's
+    ACK, its initial window, at least RFC 3390's three segments (``IW_MIN_SEGMENTS``). So it sends up to
+    ``seqhi`` plus that or up to the ``edge`` it was given, whichever is nearer (``app_limited``'s one-MSS
     tolerance added). A checkpoint at the edge alone took a slow-starting server far from a first window as
     large as the room (200 kB at LTE) for an ended response (docs/iwa.md, "Restarts")."""
-    near = (seqhi + mss + max(acked, mss)) & U32
+    need = IW_MIN_SEGMENTS * mss if first else max(acked, mss)
+    near = (seqhi + mss + need) & U32
     return near if seq_before(near, edge) else edge
 
 
@@ -567,7 +570,7 @@ class StartShaper:
         new_edge = (pkt.ack + (field << scale)) & U32
         if first or restart or not seq_before((t.seqhi + p.mss_bytes) & U32, self.mark[slot]):
             # a new start, or it reached the checkpoint: the next one
-            self.mark[slot], self.mark_t[slot] = checkpoint(new_edge, t.seqhi, acked, p.mss_bytes), now & U32
+            self.mark[slot], self.mark_t[slot] = checkpoint(new_edge, t.seqhi, acked, p.mss_bytes, first), now & U32
         return state, end, new_edge, field if field < pkt.window else None, room, o.waiting
 
     def _opening(self, p: IwaParams, pkt: Parsed, now: int, t: Track, lk: LinkShaping, state: int, edge: int,

@@ -616,7 +616,7 @@ class TnaShaper:
             window = fld if fld < pkt.window else None
             if r.first or r.branch == "restart" or not seq_before((t.seqhi + p.mss_bytes) & U32, r.mark):
                 op |= Op.MARK  # a new start, or the server reached its checkpoint: the next one, in the word
-                word = checkpoint(new_edge, t.seqhi, r.acked, p.mss_bytes)
+                word = checkpoint(new_edge, t.seqhi, r.acked, p.mss_bytes, r.first)
         elif r.state & (FLOW_SHUT | FLOW_HELD):  # it leaves with the client's own window: open
             op |= Op.OPEN
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0

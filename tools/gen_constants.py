@@ -77,6 +77,7 @@ def text() -> str:
         "",
         const("bit<32>", "RING_SIZE", C.RING_SIZE, "packet-limit ring, per link"),
         const("bit<32>", "FLOW_SLOTS", C.FLOW_SLOTS, "flow tracker (shared by all links: its slots are per flow)"),
+        const("bit<32>", "IW_MIN_SEGMENTS", C.IW_MIN_SEGMENTS, "the least initial window (RFC 3390), in MSS"),
         "// Access links in one pipeline (a power of two): per-link state and keys. A program compiled with its own",
         "// N_LINKS (-DN_LINKS=..., as the TNA program's types.p4 allows) keeps that macro instead.",
         "#ifndef N_LINKS",

@@ -551,7 +551,9 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 // a new start, or it reached the checkpoint: the next one is what a server with more to send
                 // must reach, the data this ACK freed (at least one MSS) or the new edge if nearer, plus
                 // the one-MSS tolerance (shaper.py: checkpoint)
+                // (after the handshake's ACK: its initial window, at least IW_MIN_SEGMENTS)
                 bit<32> need = acked > (bit<32>)cfg.mss_bytes ? acked : (bit<32>)cfg.mss_bytes;
+                if (first) { need = IW_MIN_SEGMENTS * (bit<32>)cfg.mss_bytes; }
                 bit<32> near = trk.seqhi + (bit<32>)cfg.mss_bytes + need;
                 flow_mark.write(slot, seq_before(near, new_edge) ? near : new_edge);
                 flow_mark_t.write(slot, now32);

@@ -13,7 +13,9 @@ if (md.iwa.shaping == 1) {
     // this ACK freed (at least one MSS) beyond what it sent, plus the one-MSS tolerance; worked out here, beside
     // the room, so that only its comparison with the new edge waits for the window
     bit<32> need = md.iwa.cfg.mss;
-    if (md.iwa.acked > md.iwa.cfg.mss) {
+    if (md.iwa.first_ack == 1) {
+        need = md.iwa.cfg.mss + (md.iwa.cfg.mss << 1);   // its initial window: IW_MIN_SEGMENTS (3) MSS
+    } else if (md.iwa.acked > md.iwa.cfg.mss) {
         need = md.iwa.acked;
     }
     bit<32> near = md.iwa.seqhi + md.iwa.cfg.mss + need;
