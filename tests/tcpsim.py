@@ -19,8 +19,8 @@ forwarded it*, so a rewritten window is the one it obeys.
   latest ACK allowed to set it (RFC 9293's SND.WL1 rule as Linux's ``tcp_may_update_window``: a request cannot
   shrink the window the ACK before it left); sends full segments (the last one may be short) while they fit in
   min(cwnd, snd_wnd), or in cwnd alone for a sender that ignores the window; with ``split_window`` a window
-  that ends inside a segment is filled with a short one, as Linux does (under Nagle's Minshall check). A FIN once everything is acked
-  (``close``). With ``half_wnd``, segments are at most half the largest window the server ever saw (Linux's
+  that ends inside a segment is filled with a short one, as Linux does (under Nagle's Minshall check). A FIN
+  once everything is acked (``close``). With ``half_wnd``, segments are at most half the largest window the server ever saw (Linux's
   ``tcp_bound_to_half_wnd``, RFC 1122's sender-side silly-window avoidance): a flow whose windows never
   exceeded two MSS sends half-size segments, twice the headers.
 * Losses are repaired and counted, so tests can demand there were none: fast retransmit on the third

@@ -171,9 +171,9 @@ def test_iwa_in_the_simulator_never_beats_the_bound(flows):
     target (and so above the bound for the whole budget): the bound is what the budget allows, not what IWA
     happens to reach. Within 0.5 s of it: web6 takes 2.67 s against 2.22 s here with the margin at half the
     flow's share (2.65 s while a checkpoint was the edge alone, which caught the ends of the first responses
-    an ACK train earlier, so their last ACKs opened no room they would not use: docs/iwa.md, "Restarts"; 2.52
-    s with IWA 3's margin at the flows' average window; IWA 2, 2.37 s, overshot the target by up to a round's
-    growth, docs/iwa.md). These senders ack every segment; on BMv2, with Linux's delayed
+    an ACK train earlier, so their last ACKs opened no room they would not use: docs/iwa.md, "Restarts";
+    2.52 s with IWA 3's margin at the flows' average window; IWA 2, 2.37 s, overshot the target by up to a
+    round's growth, docs/iwa.md). These senders ack every segment; on BMv2, with Linux's delayed
     ACKs and half-size segments, the half-share margin is the faster of the two (2.56 against 2.76 s, ten
     replications), so the simulator's plain senders are not the reason to keep either."""
     size = 6 * SIZE // flows

@@ -52,7 +52,8 @@ def test_a_newer_sequence_number_or_new_data_acknowledged_may_shrink_it():
 def test_a_window_that_ends_inside_a_segment_is_filled_with_a_short_one_as_linux_does():
     """With ``split_window``, the part of a segment that fits the window goes out as a short segment, and no other
     short one follows while it is unacknowledged (Nagle's Minshall check in Linux's tcp_mss_split_point); BMv2's
-    captures showed a 1536-byte window sent as 1448 + 88 bytes (MSS 1448 there, with timestamps). Without it the server waits for a whole segment."""
+    captures showed a 1536-byte window sent as 1448 + 88 bytes (MSS 1448 there, with timestamps). Without it the
+    server waits for a whole segment."""
     for split, want in ((True, [MSS, 1536 - MSS]), (False, [MSS])):
         sim, f = established(12)  # 12 << 7 = 1536 bytes
         f.split_window = split
