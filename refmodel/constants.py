@@ -21,13 +21,6 @@ RING_SIZE = 1024  # slots of the packet-limit ring (max packet limit is RING_SIZ
 # keep-alive run had three of its 30 connections collide for the whole session, all three at 0x7054. With 16 bits
 # no port difference is sent to 0 (tests/test_iwa.py), as on the Tofino program (IWA_SLOT_BITS).
 FLOW_SLOTS = 65536
-# A flow's tail (start_shaper's flow_tail): its latest new data's payload, and whether that was a short segment
-# that ended before the window's edge (shaper.py: StartShaper.downstream, server_idle)
-TAIL_LEN_MASK = 0xFFFF
-TAIL_SHORT = 1 << 16
-# ... which retracts the window only if it is at least this many MSS: a retraction to one MSS changes a smaller
-# window by at most one segment, and near its floor a flow's window splits look like short ends
-TAIL_MIN_SEGMENTS = 2
 IW_MIN_SEGMENTS = 3  # the least initial window a standard TCP sends (RFC 3390: 4380 bytes, 3 x 1460 B)
 N_LINKS = 16  # access links in one pipeline (a power of two): per-link registers, config keys and counters
 IDLE_KEY_SHIFT = 10  # RED idle-decay table key: idle time in units of 1024 ns

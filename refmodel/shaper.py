@@ -102,8 +102,8 @@ from typing import NamedTuple
 from .constants import (
     EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
     FLOW_HELD, FLOW_PAUSED, FLOW_SCALE_MASK, FLOW_SHUT,
-    FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, IW_MIN_SEGMENTS, N_LINKS, SYN_SEEN, SYN_WS, TAIL_LEN_MASK,
-    TAIL_MIN_SEGMENTS, TAIL_SHORT, WS_MAX, TrackFlag, TrafficClass,
+    FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, IW_MIN_SEGMENTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
+    TrafficClass,
 )
 from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
@@ -156,32 +156,6 @@ def app_limited(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: in
     still has not sent up to one MSS of it (a sender leaves less than a segment unused when it has more to send:
     it sends full segments only). ``mark_t`` and ``now`` are compared in 32 bits, wrap-safe."""
     return seq_before((seqhi + mss) & U32, mark) and ((now - mark_t) & U32) > 2 * lead
-
-
-def server_idle(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: int, ack: int, acked: int,
-                tail: int, edge: int) -> bool:
-    """The server has nothing to send: it left its window unused (``app_limited``), or this ACK acknowledges all
-    it sent, the last of that was a short segment that ended before its window's edge (``tail``:
-    ``StartShaper.downstream``), and the window it has (``edge`` beyond the ACK) is at least two MSS
-    (``TAIL_MIN_SEGMENTS``). A sender sends a short segment only as the last of what it has, or to fill a
-    window that ends inside a segment (Linux: 1448 + 88 bytes in a 1536-byte window), and the edge tells the
-    two apart except where ACKs moved it while the segment was on its way; that happens to flows near their
-    floor, whose segments follow their windows (768, then 1024 + 256 bytes), and a retraction to one MSS
-    changes their windows by at most one segment anyway, while it stalls them a round if they had more
-    (web6 3.28 s without the window's bound). It catches the end of a response whose server filled its window
-    to the last round, whose last ACKs come within two server RTTs of its latest checkpoint (docs/iwa.md,
-    "Restarts")."""
-    return app_limited(seqhi, mark, mark_t, now, lead, mss) or (
-        bool(tail & TAIL_SHORT) and acked > 0 and not seq_before(ack, seqhi)
-        and not seq_before(edge, (ack + TAIL_MIN_SEGMENTS * mss) & U32))
-
-
-def new_tail(tail: int, payload: int, seq_end: int, edge: int) -> int:
-    """A flow's tail after a new-data segment of ``payload`` bytes ending at ``seq_end``: its length, and
-    TAIL_SHORT if it is shorter than the one before and ends before the window's ``edge`` (the sender had no
-    more to send; one that ends at the edge filled a window that ended inside a segment)."""
-    short = payload < tail & TAIL_LEN_MASK and seq_before(seq_end, edge)
-    return payload | (TAIL_SHORT if short else 0)
 
 
 def checkpoint(edge: int, seqhi: int, acked: int, mss: int, first: bool = False) -> int:
@@ -417,7 +391,6 @@ class StartShaper:
         self.rtt = [0] * FLOW_SLOTS
         self.mark = [0] * FLOW_SLOTS
         self.mark_t = [0] * FLOW_SLOTS
-        self.tail = [0] * FLOW_SLOTS  # the latest new data's payload | TAIL_SHORT (a short one before the edge)
         self.link = [0] * FLOW_SLOTS  # the link each slot's flow was installed on
         self.links: list[LinkShaping] = [LinkShaping() for _ in range(N_LINKS)]
 
@@ -450,13 +423,10 @@ class StartShaper:
         elif cls == TrafficClass.TCP_START:  # a flow IWA does not shape: the standing-queue control's
             cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING
         if pkt.tcp_payload > 0 and shaped(state) and state & FLOW_ACKED:
-            seq_end = (pkt.seq + pkt.tcp_payload) & U32
-            if seq_before(edge, seq_end):
+            if seq_before(edge, (pkt.seq + pkt.tcp_payload) & U32):
                 flags |= TrackFlag.BEYOND
             if cls == TrafficClass.TCP_START and not seq_before(pkt.seq, end):
                 cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING  # past its start phase
-            if not flags & TrackFlag.RTX:
-                self.tail[slot] = new_tail(self.tail[slot], pkt.tcp_payload, seq_end, edge)
         return replace(t, cls=cls, flags=flags)
 
     def _install(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track, link: int) -> None:
@@ -482,7 +452,6 @@ class StartShaper:
         self.state[slot], self.edge[slot], self.end[slot], self.rtt[slot] = state, t.isn, t.isn, 0
         self.srtt[slot], self.ack[slot], self.link[slot] = server_rtt, t.isn, link
         self.mark[slot], self.mark_t[slot] = t.isn, now & U32
-        self.tail[slot] = 0
 
     def unheld_shift(self, p: IwaParams, now: int, link: int = 0) -> int:
         """The share of ``link`` what no window holds gets downstream, 1/2^shift (``LinkShaping.unheld_shift``;
@@ -617,8 +586,7 @@ class StartShaper:
             # an RTT ahead); that window is queue to come, so it joins the virtual queue now (``waiting``)
             return Opening(0, edge, state & ~FLOW_IDLE, end,
                            waiting=0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32)
-        if server_idle(t.seqhi, self.mark[t.slot], self.mark_t[t.slot], now, self.srtt[t.slot], p.mss_bytes,
-                       pkt.ack, acked, self.tail[t.slot], edge):
+        if app_limited(t.seqhi, self.mark[t.slot], self.mark_t[t.slot], now, self.srtt[t.slot], p.mss_bytes):
             # the server left its window unused (a response ended): no opening, and what it sends next starts a
             # new start phase; once this very ACK acknowledges all it sent, its window is retracted to one MSS
             # (docs/iwa.md, "Restarts"), so that what it sends next is sized as a start

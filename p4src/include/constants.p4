@@ -22,9 +22,6 @@ const bit<8> PROTO_UDP = 17;
 
 const bit<32> RING_SIZE = 1024;             // packet-limit ring, per link
 const bit<32> FLOW_SLOTS = 65536;           // flow tracker (shared by all links: its slots are per flow)
-const bit<32> TAIL_LEN_MASK = 65535;        // flow_tail: the latest new data's payload ...
-const bit<32> TAIL_SHORT = 65536;           // ... and whether it ended short, before the edge
-const bit<32> TAIL_MIN_SEGMENTS = 2;        // ... retracting windows of this many MSS or more
 const bit<32> IW_MIN_SEGMENTS = 3;          // the least initial window (RFC 3390), in MSS
 // Access links in one pipeline (a power of two): per-link state and keys. A program compiled with its own
 // N_LINKS (-DN_LINKS=..., as the TNA program's types.p4 allows) keeps that macro instead.

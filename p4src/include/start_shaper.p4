@@ -23,8 +23,6 @@
  *               radio's path holds more while it is faster); its share of the path and budget
  *               is span >> ceil(log2 flows)
  *   flow_end    where its current start phase ends; past it the flow is CoDel's too
- *   flow_tail   the latest new data's payload, and TAIL_SHORT: it was shorter than the
- *               one before and ended before the edge (the last of what the server had)
  *   flow_mark, flow_mark_t
  *               a checkpoint: what a server with more to send must reach (the edge it
  *               was given, or less: what its congestion window lets it send), and when;
@@ -129,7 +127,6 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     register<bit<32>>(FLOW_SLOTS) flow_end;
     register<bit<32>>(FLOW_SLOTS) flow_mark;
     register<bit<32>>(FLOW_SLOTS) flow_mark_t;
-    register<bit<32>>(FLOW_SLOTS) flow_tail;     // the latest new data's payload | TAIL_SHORT
     register<bit<16>>(FLOW_SLOTS) flow_link;     // the link the slot's flow was installed on
     // per access link, indexed by the packet's link (at)
     register<bit<64>>(N_LINKS) iwa_vq_tat;
@@ -288,7 +285,6 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 flow_link.write(slot, link);
                 flow_mark.write(slot, trk.isn);
                 flow_mark_t.write(slot, now32);
-                flow_tail.write(slot, 0);
             } else if (trk.tracked && !synack) {
                 bit<32> state;
                 flow_state.read(state, slot);
@@ -312,23 +308,12 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     bit<32> end;
                     flow_edge.read(edge, slot);
                     flow_end.read(end, slot);
-                    bit<32> seq_end = hdr.tcp.seqNo + (bit<32>)tcp_payload;
-                    if (seq_before(edge, seq_end)) {
+                    if (seq_before(edge, hdr.tcp.seqNo + (bit<32>)tcp_payload)) {
                         trk.flags = trk.flags | TRACK_BEYOND;
                     }
                     if (trk.cls == CLASS_TCP_START && !seq_before(hdr.tcp.seqNo, end)) {
                         trk.cls = CLASS_TCP_EST;            // past its start phase
                         trk.flags = trk.flags & ~TRACK_STARTING;
-                    }
-                    if (trk.flags & TRACK_RTX == 0) {
-                        // its tail: a segment shorter than the one before that ends before the edge was the
-                        // last of what the server had (one that ends at the edge filled the window: shaper.py,
-                        // new_tail)
-                        bit<32> tail;
-                        flow_tail.read(tail, slot);
-                        bit<32> len = (bit<32>)tcp_payload;
-                        bool short = len < (tail & TAIL_LEN_MASK) && seq_before(seq_end, edge);
-                        flow_tail.write(slot, short ? len | TAIL_SHORT : len);
                     }
                 }
             }
@@ -457,16 +442,10 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<64> deficit = used > avail ? used - avail : 0;
             g.room_ns = ns32(room);
             bool restart = state & FLOW_IDLE != 0 && (tcp_payload > 0 || acked > 0);
-            // the server has nothing to send (shaper.py: server_idle): it left its window unused, two server
-            // RTTs after it was given the checkpoint not sent up to one MSS of it; or this ACK acknowledges all
-            // it sent, the last of that was a short segment before the edge, and its window is at least
-            // TAIL_MIN_SEGMENTS MSS (a smaller one a retraction changes by at most a segment)
-            bit<32> tail;
-            flow_tail.read(tail, slot);
-            bool limited = (seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark) &&
-                            (bit<64>)(now32 - mark_t) > 2 * (bit<64>)lead) ||
-                           (tail & TAIL_SHORT != 0 && acked > 0 && !seq_before(ack, trk.seqhi) &&
-                            !seq_before(edge, ack + TAIL_MIN_SEGMENTS * (bit<32>)cfg.mss_bytes));
+            // the server left its window unused: two server RTTs after it was given the checkpoint, not sent
+            // up to one MSS of it (shaper.py: app_limited)
+            bool limited = seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark) &&
+                           (bit<64>)(now32 - mark_t) > 2 * (bit<64>)lead;
             bool cutting = !first && !restart && !limited && deficit != 0;
             // one conversion: the room in bytes, or (above target) the deficit
             bit<64> conv_q32;
