@@ -15,8 +15,8 @@ from .iplayer import PROTO_TCP, ip_layer
 
 TCP_SYN, TCP_ACK = 0x02, 0x10
 TCP_HEADER_COLUMNS = ["ts_ns", "ipver", "src", "dst", "sport", "dport", "seq", "ack", "flags", "ip_id", "tsval",
-                      "payload"]
-TCP_OPT_EOL, TCP_OPT_NOP, TCP_OPT_TIMESTAMP = 0, 1, 8
+                      "payload", "window", "wscale"]
+TCP_OPT_EOL, TCP_OPT_NOP, TCP_OPT_WSCALE, TCP_OPT_TIMESTAMP = 0, 1, 3, 8
 _PCAP_MAGICS = {b"\xd4\xc3\xb2\xa1": ("<", 1000), b"\xa1\xb2\xc3\xd4": (">", 1000),  # us timestamps
                 b"\x4d\x3c\xb2\xa1": ("<", 1), b"\xa1\xb2\x3c\x4d": (">", 1)}  # ns timestamps
 _DLT_EN10MB = 1
@@ -25,6 +25,13 @@ _DLT_EN10MB = 1
 def tcp_tsval(buf: bytes, at: int, end: int) -> int:
     """The TSval of the timestamp option (RFC 7323) among the TCP options in ``buf[at:end]``, 0 without one (or
     where the capture cut it): which transmission a copy of a segment is, where the IP header cannot say."""
+    return tcp_options(buf, at, end)[0]
+
+
+def tcp_options(buf: bytes, at: int, end: int) -> tuple[int, int]:
+    """The TSval (``tcp_tsval``) and the window-scale option's shift (RFC 7323; -1 without one, or where the
+    capture cut it) among the TCP options in ``buf[at:end]``."""
+    tsval, wscale = 0, -1
     while at + 1 < end:
         kind = buf[at]
         if kind == TCP_OPT_EOL:
@@ -36,9 +43,11 @@ def tcp_tsval(buf: bytes, at: int, end: int) -> int:
         if size < 2:
             break
         if kind == TCP_OPT_TIMESTAMP and size == 10 and at + 6 <= end:
-            return int.from_bytes(buf[at + 2:at + 6], "big")
+            tsval = int.from_bytes(buf[at + 2:at + 6], "big")
+        elif kind == TCP_OPT_WSCALE and size == 3 and at + 3 <= end:
+            wscale = buf[at + 2]
         at += size
-    return 0
+    return tsval, wscale
 
 
 def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
@@ -47,8 +56,9 @@ def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
     ipver 4 or 6; addresses as integers, 32 or 128 bits (int64 columns for a capture of IPv4 alone, Python
     integers where IPv6 is in it); seq/ack as unsigned 32-bit values; flags the TCP flag byte; ip_id the IPv4
     identification, 0 over IPv6, which has none; tsval the timestamp option's TSval, 0 without it (``tcp_tsval``);
-    payload the TCP payload's length from the IP header's
-    lengths, so a capture's snap length does not matter), and the time of the capture's last frame of any
+    payload the TCP payload's length from the IP header's lengths, so a capture's snap length does not matter;
+    window the window field as sent, unscaled; wscale the window-scale option's shift, -1 without one, which
+    only SYNs carry: ``tcp_options``), and the time of the capture's last frame of any
     kind (None without frames). The IP layer is ``iplayer.ip_layer``'s. Non-first IP fragments and frames too
     short for the TCP header are skipped; a capture cut inside its last record (tcpdump killed) is read up to
     the cut. A missing file, a file without a pcap header or of another link type raises MetricsError naming
@@ -84,9 +94,10 @@ def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
             continue
         sport, dport, seq, ack, doff, flags = tcp.unpack_from(data, ip.l4)
         hdr = (doff >> 4) * 4
-        tsval = tcp_tsval(data, ip.l4 + 20, min(ip.l4 + hdr, pos)) if hdr > 20 else 0
+        tsval, wscale = tcp_options(data, ip.l4 + 20, min(ip.l4 + hdr, pos)) if hdr > 20 else (0, -1)
+        window = int.from_bytes(data[ip.l4 + 14:ip.l4 + 16], "big") if ip.l4 + 16 <= pos else 0
         rows.append((last, ip.version, ip.src, ip.dst, sport, dport, seq, ack, flags, ip.ip_id, tsval,
-                     max(ip.l4_len - hdr, 0)))
+                     max(ip.l4_len - hdr, 0), window, wscale))
     df = pd.DataFrame(rows, columns=TCP_HEADER_COLUMNS) if rows else pd.DataFrame(
         {c: pd.Series(dtype="int64") for c in TCP_HEADER_COLUMNS})
     wide = (df["ipver"] == 6).any()  # 128-bit addresses do not fit int64: exact Python integers instead

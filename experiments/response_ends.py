@@ -1,0 +1,217 @@
+"""How a web server's responses end, read from its own capture: the evidence a switch has to retract an idle
+connection's window before its next request (docs/iwa.md, "Restarts").
+
+server.pcap is taken at the server and holds both directions there, so the window edge the server had when it
+sent a segment is exact: the highest ``ACK + (window << scale)`` of the client's ACKs captured before it. The
+switch sees the same segments one server RTT apart and holds a later edge when the data arrives; rules for it can
+be judged here against what the server really had, on real Linux senders, without a BMv2 run.
+
+Per connection (``response_ends``), every *burst tail*: a new-data segment after which the server sent nothing
+for ``gap_ns``. A tail is an *end* when the server sent nothing more before the client's next request (a segment
+with payload), or nothing more at all: it had sent all it had, and the connection idles. For each tail:
+
+* ``left``: the window the server had beyond the tail's end when it sent it (bytes, never negative);
+* ``short``: the tail is shorter than the connection's MSS (its largest segment);
+* for an end, ``leftover``: the window the server is left with once the client acknowledged everything (the
+  edge after the ACK of the tail's end, less that end): what an idle restart may send at once;
+* for an end, ``notice_ns``: how long before that ACK of everything the server had both sent the end and an MSS
+  of window beyond it (the later of the tail and the first ACK that gave it that window). A switch can tell from
+  the data missing that the server had nothing more only if its answer would have arrived by then, i.e.
+  ``notice_ns`` of at least the server RTT; the ACK of everything is the last one that can retract the window
+  before the next request.
+
+``summarize`` counts ends, ends whose leftover is at least ``harm_segments`` MSS (a burst on the next request),
+those of them a switch cannot notice in time (``notice_ns`` below the server RTT), and for the rule "a short
+tail with at least one MSS of its window left ends a response" the ends it catches and the tails that were not
+ends it takes for ends.
+
+    python -m experiments.response_ends RUN_OR_REP_DIR...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .base import MetricsError
+from .tcpcap import TCP_ACK, TCP_SYN, read_tcp_headers
+
+MS = 1_000_000
+GAP_NS = 3 * MS  # a server sends a burst's segments back to back: this much silence ends the burst
+HARM_SEGMENTS = 2  # a leftover window of this many MSS or more is a burst on the next request
+WEB_PORT = 8080  # the lab's web server (accessnet.web)
+U32 = 1 << 32
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The last new-data segment of a burst (module docstring)."""
+
+    client_port: int
+    ts_ns: int
+    payload: int
+    left: int
+    short: bool
+    end: bool
+    leftover: int | None  # an end's window once all it sent was acknowledged (None: not an end, or never acked)
+    notice_ns: int | None = None  # an end's: from sent with an MSS of window beyond it to the ACK of everything
+
+
+def _offset(value: int, isn: int) -> int:
+    """A sequence number as bytes after the server's ISN (responses are far below 2 GB)."""
+    return (int(value) - isn) % U32
+
+
+def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS) -> list[Tail]:
+    """The burst tails of one connection's segments ``seg`` (both directions, in capture order; its first SYN-ACK
+    of the server starts the connection, the client's last SYN before it gives the scale; ``read_tcp_headers``'
+    columns). The client's windows are scaled by its SYN's shift when both SYNs carried the option (RFC 7323)."""
+    down = (seg["sport"] == server_port).to_numpy()
+    is_synack = down & ((seg["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)).to_numpy()
+    if not is_synack.any():
+        return []
+    first = int(is_synack.argmax())
+    synack, before = seg.iloc[first], seg.iloc[:first]
+    syn = before[((before["sport"] != server_port) & ((before["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN))]
+    isn = int(synack["seq"])
+    scale = int(syn["wscale"].iloc[-1]) if not syn.empty and int(synack["wscale"]) >= 0 else 0
+    seg, down = seg.iloc[first:], down[first:]
+    data = seg[down & (seg["payload"] > 0).to_numpy()]
+    if data.empty:
+        return []
+    mss = int(data["payload"].max())
+    edge, hi = None, 0
+    sent: list[tuple[int, int, int, int, int]] = []  # new data: (ts, payload, end, edge when sent, index in down_ts)
+    down_ts: list[int] = []  # every data segment's time, in capture order (retransmissions too)
+    acks: list[tuple[int, int, int]] = []  # the client's ACKs: (ts, ack offset, edge offset after it)
+    requests: list[int] = []  # when the client's segments with payload (requests) were captured
+    for ts, sport, flags, sq, ak, payload, window in seg[["ts_ns", "sport", "flags", "seq", "ack", "payload",
+                                                         "window"]].itertuples(index=False):
+        if sport != server_port:
+            if flags & TCP_ACK and not flags & TCP_SYN:
+                a = _offset(ak, isn)
+                e = a + (int(window) << scale)
+                edge = e if edge is None else max(edge, e)
+                acks.append((int(ts), a, edge))
+            if payload > 0:
+                requests.append(int(ts))
+        elif payload > 0:
+            end = _offset(sq, isn) + int(payload)
+            if end > hi:  # new data (a retransmission ends at or before what was sent)
+                hi = end
+                sent.append((int(ts), int(payload), end, edge if edge is not None else end, len(down_ts)))
+            down_ts.append(int(ts))
+    tails = []
+    asked = np.array(requests, dtype=np.int64)
+    for ts, payload, end, e, i in sent:
+        nxt = down_ts[i + 1] if i + 1 < len(down_ts) else None
+        if nxt is not None and nxt - ts < gap_ns:
+            continue
+        r = int(np.searchsorted(asked, ts, side="right"))  # the first request after the tail
+        is_end = nxt is None or (r < len(asked) and asked[r] < nxt)
+        leftover = notice = None
+        if is_end:
+            fin = next(((ta, ea) for ta, a, ea in acks if ta > ts and a >= end), None)
+            if fin is not None:
+                leftover = max(fin[1] - end, 0)
+                seen = next((ta for ta, a, ea in acks if ea >= end + mss), fin[0])
+                notice = fin[0] - max(seen, ts)
+        tails.append(Tail(0, ts, payload, max(e - end, 0), payload < mss, is_end, leftover, notice))
+    return tails
+
+
+def response_ends(pcap: Path, server_port: int = WEB_PORT, gap_ns: int = GAP_NS) -> tuple[list[Tail], int]:
+    """Every burst tail of every connection of the server at ``server_port`` in ``pcap`` (a connection: a client
+    port from a SYN-ACK of the server to the next), and the largest MSS among them."""
+    pk, _ = read_tcp_headers(pcap)
+    web = pk[(pk["sport"] == server_port) | (pk["dport"] == server_port)]
+    client = web["dport"].where(web["sport"] == server_port, web["sport"])
+    tails: list[Tail] = []
+    mss = 0
+    for port, seg in web.groupby(client.to_numpy()):
+        seg = seg.sort_values("ts_ns", kind="stable")
+        synacks = seg.index[((seg["sport"] == server_port) & ((seg["flags"] & (TCP_SYN | TCP_ACK)) ==
+                                                              (TCP_SYN | TCP_ACK))).to_numpy()]
+        starts = [seg.index.get_loc(i) for i in synacks]
+        for k, start in enumerate(starts):  # a reused client port is a new connection
+            stop = starts[k + 1] if k + 1 < len(starts) else len(seg)
+            conn = seg.iloc[(starts[k - 1] + 1 if k else 0):stop]  # with the client's SYN before its SYN-ACK
+            data = conn[(conn["sport"] == server_port) & (conn["payload"] > 0)]
+            if not data.empty:
+                mss = max(mss, int(data["payload"].max()))
+            tails += [replace(t, client_port=int(port)) for t in connection_tails(conn, server_port, gap_ns)]
+    return tails, mss
+
+
+def summarize(tails: list[Tail], mss: int, server_rtt_ns: int, harm_segments: int = HARM_SEGMENTS) -> dict:
+    """Counts over ``tails`` (module docstring): ``tails``, ``ends``, ``harmful`` (ends left ``harm_segments``
+    MSS or more), ``unnoticed`` (harmful ends whose ``notice_ns`` is below ``server_rtt_ns``), ``caught`` and
+    ``caught_harmful`` (ends the short-tail rule catches), ``false`` (tails the rule takes for ends that were
+    not), and the leftover segments of the harmful ends it misses (``missed_segments``)."""
+    rule = [t.short and t.left >= mss for t in tails]
+    harmful = [t.end and t.leftover is not None and t.leftover >= harm_segments * mss for t in tails]
+    return {
+        "tails": len(tails),
+        "ends": sum(t.end for t in tails),
+        "harmful": sum(harmful),
+        "unnoticed": sum(h and t.notice_ns is not None and t.notice_ns < server_rtt_ns
+                         for h, t in zip(harmful, tails)),
+        "caught": sum(r and t.end for r, t in zip(rule, tails)),
+        "caught_harmful": sum(r and h for r, h in zip(rule, harmful)),
+        "false": sum(r and not t.end for r, t in zip(rule, tails)),
+        "missed_segments": sum(t.leftover // mss for r, h, t in zip(rule, harmful, tails) if h and not r),
+    }
+
+
+def server_rtt_ms(rep: Path, given: float | None) -> float:
+    """The server RTT at the switch: ``given``, else twice the replication's profile's server delay (0 if its
+    meta.json does not say)."""
+    if given is not None:
+        return given
+    try:
+        return 2 * float(json.loads((rep / "meta.json").read_text())["profile"]["server_delay_ms"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
+def _captures(paths: list[Path]) -> list[Path]:
+    out = []
+    for p in paths:
+        out += ([p / "server.pcap"] if (p / "server.pcap").exists()
+                else sorted(p.glob("rep*/server.pcap")) or sorted(p.glob("*/rep*/server.pcap")))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="+", type=Path, help="replication or run directories")
+    ap.add_argument("--port", type=int, default=WEB_PORT, help="the web server's port")
+    ap.add_argument("--server-rtt-ms", type=float, default=None,
+                    help="the server RTT at the switch (default: twice meta.json's profile.server_delay_ms)")
+    a = ap.parse_args(argv)
+    caps = _captures(a.paths)
+    if not caps:
+        print("no server.pcap under " + ", ".join(map(str, a.paths)), file=sys.stderr)
+        return 2
+    cols = ["tails", "ends", "harmful", "unnoticed", "caught", "caught_harmful", "false", "missed_segments"]
+    print("| capture | MSS | " + " | ".join(cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    for cap in caps:
+        try:
+            tails, mss = response_ends(cap, a.port)
+        except MetricsError as e:
+            print(f"{cap}: {e}", file=sys.stderr)
+            continue
+        s = summarize(tails, max(mss, 1), round(server_rtt_ms(cap.parent, a.server_rtt_ms) * MS))
+        print(f"| {cap.parent} | {mss} | " + " | ".join(str(s[c]) for c in cols) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

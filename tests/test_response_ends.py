@@ -1,0 +1,92 @@
+"""experiments.response_ends on a server capture built with Scapy, whose tails, edges and leftovers are worked
+out by hand from how it is built (window scale 7: a window field of 36 is 4608 bytes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bulkcapture import write_pcap_us
+from experiments.response_ends import main, response_ends, summarize
+from experiments.tcpcap import read_tcp_headers
+from frames import tcp
+
+MS = 1_000_000
+TB = 1_700_000_001_000_000_000
+SERVER, CLIENT, WEB = "10.0.0.1", "10.0.0.2", 8080
+
+
+class Conn:
+    """One connection as server.pcap shows it; offsets are bytes of the server's data after its ISN."""
+
+    def __init__(self, port: int, isn: int) -> None:
+        self.port, self.isn, self.frames = port, isn, []
+        self.up = dict(src=CLIENT, dst=SERVER, sport=port, dport=WEB)
+        self.down = dict(src=SERVER, dst=CLIENT, sport=WEB, dport=port)
+        self.frames += [(TB, tcp(seq=5000, flags="S", payload=0, window=64240, options=[("WScale", 7)], **self.up)),
+                        (TB + MS, tcp(seq=isn, flags="SA", payload=0, ack=5001, options=[("WScale", 7)],
+                                      **self.down))]
+
+    def ack(self, t_ms: float, off: int, field: int, request: int = 0) -> None:
+        self.frames.append((TB + int(t_ms * MS), tcp(seq=5001, ack=self.isn + 1 + off, window=field,
+                                                     payload=request, **self.up)))
+
+    def data(self, t_ms: float, off: int, n: int) -> None:
+        self.frames.append((TB + int(t_ms * MS), tcp(seq=self.isn + 1 + off, ack=5001 + 10, payload=n, **self.down)))
+
+
+def capture(path: Path) -> Path:
+    a = Conn(40001, 2**32 - 3000)  # its sequence numbers wrap in the first round
+    a.ack(2, 0, 24, request=10)  # edge 3072
+    a.data(3, 0, 1448), a.data(3, 1448, 1448), a.data(3, 2896, 176)  # fills the window: left 0, not an end
+    a.ack(50, 3072, 36)  # edge 7680
+    a.data(51, 3072, 1448), a.data(51, 4520, 1448), a.data(51, 5968, 500)  # left 1212 < MSS
+    a.ack(100, 6468, 36)  # edge 11076
+    a.data(101, 6468, 1448), a.data(101, 7916, 300)  # the end: short, left 2860
+    a.ack(150, 8216, 36)  # edge 12824: leftover 4608
+    a.ack(2000, 8216, 36, request=10)
+    a.data(2001, 8216, 1448)  # the last end: a full segment, left 4608 - 1448
+    a.ack(2050, 9664, 36)  # edge 14272: leftover 4608 (3 MSS)
+    b = Conn(40002, 7777)
+    b.ack(2, 0, 48, request=10)  # edge 6144
+    b.data(3, 0, 1448), b.data(3, 1448, 500)  # short with 4196 left, but more follows without a request
+    b.data(30, 1948, 1448)  # the end: full
+    b.ack(80, 3396, 48)  # edge 9540: leftover 6144 (4 MSS)
+    path.mkdir(parents=True)
+    write_pcap_us(path / "server.pcap", sorted(a.frames + b.frames, key=lambda f: f[0]))
+    return path
+
+
+def test_the_reader_keeps_windows_and_the_syns_scale(tmp_path):
+    pk, _ = read_tcp_headers(capture(tmp_path / "rep0") / "server.pcap")
+    syns = pk[(pk["flags"] & 0x02) != 0]
+    assert set(syns["wscale"]) == {7} and set(pk[(pk["flags"] & 0x02) == 0]["wscale"]) == {-1}
+    assert sorted(set(pk[pk["dport"] == WEB]["window"])) == [24, 36, 48, 64240]
+
+
+def test_tails_ends_and_leftovers_as_built(tmp_path):
+    tails, mss = response_ends(capture(tmp_path / "rep0") / "server.pcap")
+    assert mss == 1448
+    got = sorted((t.client_port, (t.ts_ns - TB) // MS, t.payload, t.left, t.short, t.end, t.leftover) for t in tails)
+    assert got == [
+        (40001, 3, 176, 0, True, False, None),
+        (40001, 51, 500, 1212, True, False, None),
+        (40001, 101, 300, 2860, True, True, 4608),
+        (40001, 2001, 1448, 12824 - 9664, False, True, 4608),
+        (40002, 3, 500, 4196, True, False, None),
+        (40002, 30, 1448, 6144 - 3396, False, True, 6144),
+    ]
+    notice = sorted((t.client_port, t.notice_ns // MS) for t in tails if t.end)
+    # sent at 101, 2001 and 30 ms, each with an MSS of window beyond it already (the first ACKs giving it: 100 ms,
+    # edge 11076 >= 8216 + 1448; 150 ms, 12824 >= 9664 + 1448; 2 ms, 6144 >= 3396 + 1448); their ACKs of
+    # everything at 150, 2050 and 80 ms
+    assert notice == [(40001, 49), (40001, 49), (40002, 50)]
+    assert summarize(tails, mss, 50 * MS) == {"tails": 6, "ends": 3, "harmful": 3, "unnoticed": 2, "caught": 1,
+                                              "caught_harmful": 1, "false": 1, "missed_segments": 3 + 4}
+
+
+def test_the_command_line_prints_a_row_per_capture_and_says_when_there_is_none(tmp_path, capsys):
+    capture(tmp_path / "run" / "case" / "rep0")
+    assert main([str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and out[2].split("|")[3:11] == [" 6 ", " 3 ", " 3 ", " 0 ", " 1 ", " 1 ", " 1 ", " 7 "]
+    assert main([str(tmp_path / "nothing")]) == 2
