@@ -11,6 +11,8 @@ for ``gap_ns``. A tail is an *end* when the server sent nothing more before the 
 with payload), or nothing more at all: it had sent all it had, and the connection idles. For each tail:
 
 * ``left``: the window the server had beyond the tail's end when it sent it (bytes, never negative);
+* ``left_late``: the same against the edge the server had ``late_ns`` later: with the server RTT, the edge a
+  switch beside the server's path holds when the tail reaches it (the ACKs that passed it meanwhile moved it);
 * ``short``: the tail is shorter than the connection's MSS (its largest segment);
 * for an end, ``leftover``: the window the server is left with once the client acknowledged everything (the
   edge after the ACK of the tail's end, less that end): what an idle restart may send at once;
@@ -23,7 +25,7 @@ with payload), or nothing more at all: it had sent all it had, and the connectio
 ``summarize`` counts ends, ends whose leftover is at least ``harm_segments`` MSS (a burst on the next request),
 those of them a switch cannot notice in time (``notice_ns`` below the server RTT), and for the rule "a short
 tail with at least one MSS of its window left ends a response" the ends it catches and the tails that were not
-ends it takes for ends.
+ends it takes for ends, judged against the server's edge and against the later one.
 
     python -m experiments.response_ends RUN_OR_REP_DIR...
 """
@@ -61,6 +63,7 @@ class Tail:
     end: bool
     leftover: int | None  # an end's window once all it sent was acknowledged (None: not an end, or never acked)
     notice_ns: int | None = None  # an end's: from sent with an MSS of window beyond it to the ACK of everything
+    left_late: int = 0
 
 
 def _offset(value: int, isn: int) -> int:
@@ -68,7 +71,7 @@ def _offset(value: int, isn: int) -> int:
     return (int(value) - isn) % U32
 
 
-def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS) -> list[Tail]:
+def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS, late_ns: int = 0) -> list[Tail]:
     """The burst tails of one connection's segments ``seg`` (both directions, in capture order; its first SYN-ACK
     of the server starts the connection, the client's last SYN before it gives the scale; ``read_tcp_headers``'
     columns). The client's windows are scaled by its SYN's shift when both SYNs carried the option (RFC 7323)."""
@@ -109,6 +112,7 @@ def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS) 
             down_ts.append(int(ts))
     tails = []
     asked = np.array(requests, dtype=np.int64)
+    ack_ts = np.array([ta for ta, _, _ in acks], dtype=np.int64)
     for ts, payload, end, e, i in sent:
         nxt = down_ts[i + 1] if i + 1 < len(down_ts) else None
         if nxt is not None and nxt - ts < gap_ns:
@@ -122,13 +126,17 @@ def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS) 
                 leftover = max(fin[1] - end, 0)
                 seen = next((ta for ta, a, ea in acks if ea >= end + mss), fin[0])
                 notice = fin[0] - max(seen, ts)
-        tails.append(Tail(0, ts, payload, max(e - end, 0), payload < mss, is_end, leftover, notice))
+        j = int(np.searchsorted(ack_ts, ts + late_ns, side="right"))  # the ACKs captured by then
+        late = acks[j - 1][2] if j and late_ns else e
+        tails.append(Tail(0, ts, payload, max(e - end, 0), payload < mss, is_end, leftover, notice,
+                          max(late - end, 0)))
     return tails
 
 
-def response_ends(pcap: Path, server_port: int = WEB_PORT, gap_ns: int = GAP_NS) -> tuple[list[Tail], int]:
+def response_ends(pcap: Path, server_port: int = WEB_PORT, gap_ns: int = GAP_NS,
+                  late_ns: int = 0) -> tuple[list[Tail], int]:
     """Every burst tail of every connection of the server at ``server_port`` in ``pcap`` (a connection: a client
-    port from a SYN-ACK of the server to the next), and the largest MSS among them."""
+    port from a SYN-ACK of the server to the next; ``connection_tails``), and the largest MSS among them."""
     pk, _ = read_tcp_headers(pcap)
     web = pk[(pk["sport"] == server_port) | (pk["dport"] == server_port)]
     client = web["dport"].where(web["sport"] == server_port, web["sport"])
@@ -145,7 +153,8 @@ def response_ends(pcap: Path, server_port: int = WEB_PORT, gap_ns: int = GAP_NS)
             data = conn[(conn["sport"] == server_port) & (conn["payload"] > 0)]
             if not data.empty:
                 mss = max(mss, int(data["payload"].max()))
-            tails += [replace(t, client_port=int(port)) for t in connection_tails(conn, server_port, gap_ns)]
+            tails += [replace(t, client_port=int(port))
+                      for t in connection_tails(conn, server_port, gap_ns, late_ns)]
     return tails, mss
 
 
@@ -153,8 +162,10 @@ def summarize(tails: list[Tail], mss: int, server_rtt_ns: int, harm_segments: in
     """Counts over ``tails`` (module docstring): ``tails``, ``ends``, ``harmful`` (ends left ``harm_segments``
     MSS or more), ``unnoticed`` (harmful ends whose ``notice_ns`` is below ``server_rtt_ns``), ``caught`` and
     ``caught_harmful`` (ends the short-tail rule catches), ``false`` (tails the rule takes for ends that were
-    not), and the leftover segments of the harmful ends it misses (``missed_segments``)."""
+    not), the leftover segments of the harmful ends it misses (``missed_segments``), and the rule against the later
+    edge (``left_late``): ``caught_late``, ``false_late``."""
     rule = [t.short and t.left >= mss for t in tails]
+    late = [t.short and t.left_late >= mss for t in tails]
     harmful = [t.end and t.leftover is not None and t.leftover >= harm_segments * mss for t in tails]
     return {
         "tails": len(tails),
@@ -166,6 +177,8 @@ def summarize(tails: list[Tail], mss: int, server_rtt_ns: int, harm_segments: in
         "caught_harmful": sum(r and h for r, h in zip(rule, harmful)),
         "false": sum(r and not t.end for r, t in zip(rule, tails)),
         "missed_segments": sum(t.leftover // mss for r, h, t in zip(rule, harmful, tails) if h and not r),
+        "caught_late": sum(r and t.end for r, t in zip(late, tails)),
+        "false_late": sum(r and not t.end for r, t in zip(late, tails)),
     }
 
 
@@ -199,16 +212,18 @@ def main(argv: list[str] | None = None) -> int:
     if not caps:
         print("no server.pcap under " + ", ".join(map(str, a.paths)), file=sys.stderr)
         return 2
-    cols = ["tails", "ends", "harmful", "unnoticed", "caught", "caught_harmful", "false", "missed_segments"]
+    cols = ["tails", "ends", "harmful", "unnoticed", "caught", "caught_harmful", "false", "missed_segments",
+            "caught_late", "false_late"]
     print("| capture | MSS | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
     for cap in caps:
+        rtt_ns = round(server_rtt_ms(cap.parent, a.server_rtt_ms) * MS)
         try:
-            tails, mss = response_ends(cap, a.port)
+            tails, mss = response_ends(cap, a.port, late_ns=rtt_ns)
         except MetricsError as e:
             print(f"{cap}: {e}", file=sys.stderr)
             continue
-        s = summarize(tails, max(mss, 1), round(server_rtt_ms(cap.parent, a.server_rtt_ms) * MS))
+        s = summarize(tails, max(mss, 1), rtt_ns)
         print(f"| {cap.parent} | {mss} | " + " | ".join(str(s[c]) for c in cols) + " |", flush=True)
     return 0
 

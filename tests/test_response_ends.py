@@ -81,12 +81,25 @@ def test_tails_ends_and_leftovers_as_built(tmp_path):
     # everything at 150, 2050 and 80 ms
     assert notice == [(40001, 49), (40001, 49), (40002, 50)]
     assert summarize(tails, mss, 50 * MS) == {"tails": 6, "ends": 3, "harmful": 3, "unnoticed": 2, "caught": 1,
-                                              "caught_harmful": 1, "false": 1, "missed_segments": 3 + 4}
+                                              "caught_harmful": 1, "false": 1, "missed_segments": 3 + 4,
+                                              "caught_late": 1, "false_late": 1}
+
+
+def test_against_a_later_edge_window_fills_look_like_ends(tmp_path):
+    """60 ms after each tail the server had the next round's edge: the window-filling 176 bytes (edge 7680 by
+    then: 4608 beyond), the 500 bytes Nagle left short of an MSS (11076: 4608) and the pause of 40002 (6144: 4196)
+    all look like ends against it; the end of 101 ms is still caught (12824: 4608)."""
+    tails, _ = response_ends(capture(tmp_path / "rep0") / "server.pcap", late_ns=60 * MS)
+    late = sorted((t.client_port, (t.ts_ns - TB) // MS, t.left_late) for t in tails if t.short)
+    assert late == [(40001, 3, 4608), (40001, 51, 4608), (40001, 101, 4608), (40002, 3, 4196)]
+    s = summarize(tails, 1448, 60 * MS)
+    assert (s["caught"], s["false"], s["caught_late"], s["false_late"]) == (1, 1, 1, 3)
 
 
 def test_the_command_line_prints_a_row_per_capture_and_says_when_there_is_none(tmp_path, capsys):
     capture(tmp_path / "run" / "case" / "rep0")
     assert main([str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 3 and out[2].split("|")[3:11] == [" 6 ", " 3 ", " 3 ", " 0 ", " 1 ", " 1 ", " 1 ", " 7 "]
+    assert len(out) == 3 and out[2].split("|")[3:13] == [" 6 ", " 3 ", " 3 ", " 0 ", " 1 ", " 1 ", " 1 ", " 7 ", " 1 ",
+                                                          " 1 "]
     assert main([str(tmp_path / "nothing")]) == 2
