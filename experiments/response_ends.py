@@ -216,16 +216,22 @@ def main(argv: list[str] | None = None) -> int:
             "caught_late", "false_late"]
     print("| capture | MSS | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
+    total = dict.fromkeys(cols, 0)
+    read = 0
     for cap in caps:
         rtt_ns = round(server_rtt_ms(cap.parent, a.server_rtt_ms) * MS)
         try:
             tails, mss = response_ends(cap, a.port, late_ns=rtt_ns)
-        except MetricsError as e:
+        except MetricsError as e:  # a broken capture is named and skipped; the others still count
             print(f"{cap}: {e}", file=sys.stderr)
             continue
         s = summarize(tails, max(mss, 1), rtt_ns)
+        read += 1
+        total = {c: total[c] + s[c] for c in cols}
         print(f"| {cap.parent} | {mss} | " + " | ".join(str(s[c]) for c in cols) + " |", flush=True)
-    return 0
+    if read > 1:
+        print(f"| all {read} | | " + " | ".join(str(total[c]) for c in cols) + " |")
+    return 0 if read else 1
 
 
 if __name__ == "__main__":

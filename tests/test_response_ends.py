@@ -96,10 +96,18 @@ def test_against_a_later_edge_window_fills_look_like_ends(tmp_path):
     assert (s["caught"], s["false"], s["caught_late"], s["false_late"]) == (1, 1, 1, 3)
 
 
-def test_the_command_line_prints_a_row_per_capture_and_says_when_there_is_none(tmp_path, capsys):
+def test_the_command_line_prints_a_row_per_capture_a_total_and_skips_a_broken_one(tmp_path, capsys):
+    """Two captures and their total; a third, cut inside its header, is named on stderr and left out; no capture
+    at all is an error."""
     capture(tmp_path / "run" / "case" / "rep0")
+    capture(tmp_path / "run" / "case" / "rep1")
+    (tmp_path / "run" / "case" / "rep2").mkdir()
+    (tmp_path / "run" / "case" / "rep2" / "server.pcap").write_bytes(b"\xd4\xc3\xb2")
     assert main([str(tmp_path / "run")]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert len(out) == 3 and out[2].split("|")[3:13] == [" 6 ", " 3 ", " 3 ", " 0 ", " 1 ", " 1 ", " 1 ", " 7 ", " 1 ",
-                                                          " 1 "]
+    cap = capsys.readouterr()
+    out = cap.out.splitlines()
+    one = [" 6 ", " 3 ", " 3 ", " 0 ", " 1 ", " 1 ", " 1 ", " 7 ", " 1 ", " 1 "]
+    assert len(out) == 5 and out[2].split("|")[3:13] == one and out[3].split("|")[3:13] == one
+    assert out[4].startswith("| all 2 |") and out[4].split("|")[3:13] == [f" {2 * int(v)} " for v in one]
+    assert "rep2/server.pcap" in cap.err and "truncated" in cap.err
     assert main([str(tmp_path / "nothing")]) == 2
