@@ -64,6 +64,7 @@ class Tail:
     leftover: int | None  # an end's window once all it sent was acknowledged (None: not an end, or never acked)
     notice_ns: int | None = None  # an end's: from sent with an MSS of window beyond it to the ACK of everything
     left_late: int = 0
+    retracts: bool = False  # not an end, and its ACK of everything reaches the switch before more data does
 
 
 def _offset(value: int, isn: int) -> int:
@@ -113,23 +114,29 @@ def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS, 
     tails = []
     asked = np.array(requests, dtype=np.int64)
     ack_ts = np.array([ta for ta, _, _ in acks], dtype=np.int64)
+    ack_hi = np.maximum.accumulate(np.array([a for _, a, _ in acks], dtype=np.int64)) if acks else ack_ts
+    edges = np.array([ea for _, _, ea in acks], dtype=np.int64)  # cumulative: never decreasing
     for ts, payload, end, e, i in sent:
         nxt = down_ts[i + 1] if i + 1 < len(down_ts) else None
         if nxt is not None and nxt - ts < gap_ns:
             continue
         r = int(np.searchsorted(asked, ts, side="right"))  # the first request after the tail
         is_end = nxt is None or (r < len(asked) and asked[r] < nxt)
+        # the ACK of everything: the first after the tail that acknowledges its end
+        k = max(int(np.searchsorted(ack_ts, ts, side="right")), int(np.searchsorted(ack_hi, end)))
+        fin = (int(ack_ts[k]), int(edges[k])) if k < len(acks) else None
         leftover = notice = None
-        if is_end:
-            fin = next(((ta, ea) for ta, a, ea in acks if ta > ts and a >= end), None)
-            if fin is not None:
-                leftover = max(fin[1] - end, 0)
-                seen = next((ta for ta, a, ea in acks if ea >= end + mss), fin[0])
-                notice = fin[0] - max(seen, ts)
+        if is_end and fin is not None:
+            leftover = max(fin[1] - end, 0)
+            m = int(np.searchsorted(edges, end + mss))  # the first ACK giving an MSS beyond the end
+            notice = fin[0] - max(int(ack_ts[m]) if m < len(acks) else fin[0], ts)
+        # not an end, but its ACK of everything reaches a switch one server RTT (late_ns) from the server before
+        # the server's next data does: a rule that takes it for an end retracts a server that had more
+        retracts = not is_end and fin is not None and nxt is not None and fin[0] < nxt + late_ns
         j = int(np.searchsorted(ack_ts, ts + late_ns, side="right"))  # the ACKs captured by then
-        late = acks[j - 1][2] if j and late_ns else e
+        late = int(edges[j - 1]) if j and late_ns else e
         tails.append(Tail(0, ts, payload, max(e - end, 0), payload < mss, is_end, leftover, notice,
-                          max(late - end, 0)))
+                          max(late - end, 0), retracts))
     return tails
 
 
@@ -158,14 +165,16 @@ def response_ends(pcap: Path, server_port: int = WEB_PORT, gap_ns: int = GAP_NS,
     return tails, mss
 
 
-def summarize(tails: list[Tail], mss: int, server_rtt_ns: int, harm_segments: int = HARM_SEGMENTS) -> dict:
+def summarize(tails: list[Tail], mss: int, server_rtt_ns: int, harm_segments: int = HARM_SEGMENTS,
+              min_left: int | None = None) -> dict:
     """Counts over ``tails`` (module docstring): ``tails``, ``ends``, ``harmful`` (ends left ``harm_segments``
     MSS or more), ``unnoticed`` (harmful ends whose ``notice_ns`` is below ``server_rtt_ns``), ``caught`` and
     ``caught_harmful`` (ends the short-tail rule catches), ``false`` (tails the rule takes for ends that were
-    not), the leftover segments of the harmful ends it misses (``missed_segments``), and the rule against the later
-    edge (``left_late``): ``caught_late``, ``false_late``."""
-    rule = [t.short and t.left >= mss for t in tails]
-    late = [t.short and t.left_late >= mss for t in tails]
+    not, where that costs: their ACK of everything reaches the switch before the server's next data), the leftover segments of the harmful ends it misses (``missed_segments``), and the rule against the later
+    edge (``left_late``): ``caught_late``, ``false_late``. ``min_left`` (bytes) replaces the rule's one MSS."""
+    need = mss if min_left is None else max(min_left, 1)  # the window a short tail must leave: an MSS by default
+    rule = [t.short and t.left >= need for t in tails]
+    late = [t.short and t.left_late >= need for t in tails]
     harmful = [t.end and t.leftover is not None and t.leftover >= harm_segments * mss for t in tails]
     return {
         "tails": len(tails),
@@ -175,10 +184,10 @@ def summarize(tails: list[Tail], mss: int, server_rtt_ns: int, harm_segments: in
                          for h, t in zip(harmful, tails)),
         "caught": sum(r and t.end for r, t in zip(rule, tails)),
         "caught_harmful": sum(r and h for r, h in zip(rule, harmful)),
-        "false": sum(r and not t.end for r, t in zip(rule, tails)),
+        "false": sum(r and t.retracts for r, t in zip(rule, tails)),
         "missed_segments": sum(t.leftover // mss for r, h, t in zip(rule, harmful, tails) if h and not r),
         "caught_late": sum(r and t.end for r, t in zip(late, tails)),
-        "false_late": sum(r and not t.end for r, t in zip(late, tails)),
+        "false_late": sum(r and t.retracts for r, t in zip(late, tails)),
     }
 
 
@@ -207,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=WEB_PORT, help="the web server's port")
     ap.add_argument("--server-rtt-ms", type=float, default=None,
                     help="the server RTT at the switch (default: twice meta.json's profile.server_delay_ms)")
+    ap.add_argument("--min-left", type=int, default=None,
+                    help="bytes of window a short tail must leave to count as an end (default: one MSS)")
     a = ap.parse_args(argv)
     caps = _captures(a.paths)
     if not caps:
@@ -225,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         except MetricsError as e:  # a broken capture is named and skipped; the others still count
             print(f"{cap}: {e}", file=sys.stderr)
             continue
-        s = summarize(tails, max(mss, 1), rtt_ns)
+        s = summarize(tails, max(mss, 1), rtt_ns, min_left=a.min_left)
         read += 1
         total = {c: total[c] + s[c] for c in cols}
         print(f"| {cap.parent} | {mss} | " + " | ".join(str(s[c]) for c in cols) + " |", flush=True)

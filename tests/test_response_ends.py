@@ -48,7 +48,8 @@ def capture(path: Path) -> Path:
     a.ack(2050, 9664, 36)  # edge 14272: leftover 4608 (3 MSS)
     b = Conn(40002, 7777)
     b.ack(2, 0, 48, request=10)  # edge 6144
-    b.data(3, 0, 1448), b.data(3, 1448, 500)  # short with 4196 left, but more follows without a request
+    b.data(3, 0, 1448), b.data(3, 1448, 500)  # short with 4196 left, but more follows without a request ...
+    b.ack(20, 1948, 48)  # ... after this ACK of everything (edge 8092): a rule taking the 500 for an end retracts
     b.data(30, 1948, 1448)  # the end: full
     b.ack(80, 3396, 48)  # edge 9540: leftover 6144 (4 MSS)
     path.mkdir(parents=True)
@@ -73,7 +74,7 @@ def test_tails_ends_and_leftovers_as_built(tmp_path):
         (40001, 101, 300, 2860, True, True, 4608),
         (40001, 2001, 1448, 12824 - 9664, False, True, 4608),
         (40002, 3, 500, 4196, True, False, None),
-        (40002, 30, 1448, 6144 - 3396, False, True, 6144),
+        (40002, 30, 1448, 8092 - 3396, False, True, 6144),
     ]
     notice = sorted((t.client_port, t.notice_ns // MS) for t in tails if t.end)
     # sent at 101, 2001 and 30 ms, each with an MSS of window beyond it already (the first ACKs giving it: 100 ms,
@@ -87,11 +88,12 @@ def test_tails_ends_and_leftovers_as_built(tmp_path):
 
 def test_against_a_later_edge_window_fills_look_like_ends(tmp_path):
     """60 ms after each tail the server had the next round's edge: the window-filling 176 bytes (edge 7680 by
-    then: 4608 beyond), the 500 bytes Nagle left short of an MSS (11076: 4608) and the pause of 40002 (6144: 4196)
-    all look like ends against it; the end of 101 ms is still caught (12824: 4608)."""
+    then: 4608 beyond), the 500 bytes Nagle left short of an MSS (11076: 4608) and the pause of 40002 (8092: 6144)
+    all look like ends against it, and each one's ACK of everything comes before the server's next data has
+    reached a switch 60 ms away; the end of 101 ms is still caught (12824: 4608)."""
     tails, _ = response_ends(capture(tmp_path / "rep0") / "server.pcap", late_ns=60 * MS)
     late = sorted((t.client_port, (t.ts_ns - TB) // MS, t.left_late) for t in tails if t.short)
-    assert late == [(40001, 3, 4608), (40001, 51, 4608), (40001, 101, 4608), (40002, 3, 4196)]
+    assert late == [(40001, 3, 4608), (40001, 51, 4608), (40001, 101, 4608), (40002, 3, 6144)]
     s = summarize(tails, 1448, 60 * MS)
     assert (s["caught"], s["false"], s["caught_late"], s["false_late"]) == (1, 1, 1, 3)
 
