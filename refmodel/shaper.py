@@ -102,8 +102,8 @@ from typing import NamedTuple
 from .constants import (
     EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
     FLOW_HELD, FLOW_PAUSED, FLOW_SCALE_MASK, FLOW_SHUT,
-    FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, IW_MIN_SEGMENTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX, TrackFlag,
-    TrafficClass,
+    FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, IW_MIN_SEGMENTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX,
+    TrackFlag, TrafficClass,
 )
 from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
@@ -156,6 +156,27 @@ def app_limited(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: in
     still has not sent up to one MSS of it (a sender leaves less than a segment unused when it has more to send:
     it sends full segments only). ``mark_t`` and ``now`` are compared in 32 bits, wrap-safe."""
     return seq_before((seqhi + mss) & U32, mark) and ((now - mark_t) & U32) > 2 * lead
+
+
+def server_idle(seqhi: int, mark: int, mark_t: int, now: int, lead: int, mss: int, ack: int, acked: int,
+                tail: bool) -> bool:
+    """The server has nothing to send: it left its window unused (``app_limited``), or this ACK acknowledges all
+    it sent and the last of that was a short segment that left at least an MSS of its window (``tail``:
+    ``short_end``). It catches the end of a response whose last ACKs come within two server RTTs of its latest
+    checkpoint: the ACK after the last burst reaches the checkpoint and sets the next with a fresh clock
+    (docs/iwa.md, "Restarts")."""
+    return app_limited(seqhi, mark, mark_t, now, lead, mss) or (tail and acked > 0 and not seq_before(ack, seqhi))
+
+
+def short_end(payload: int, seq_end: int, edge: int, mss: int) -> bool:
+    """A new-data segment of ``payload`` bytes ending at ``seq_end`` was the last of what its server had: shorter
+    than one MSS and at least one MSS before the ``edge`` the switch holds. A sender with more to send fills its
+    window to less than an MSS: Linux's window-filling short segments (1448 + 88 bytes in a 1536-byte window) end
+    at its edge, and Nagle holds back less than an MSS left. Judged on the web server's own captures
+    (``experiments/response_ends.py``, docs/iwa.md "Restarts"): in web6's 10 replications this takes 3 tails for
+    ends that were not, against 43 when any window left counted (the rule reverted in ad038f0, whose web6 pages
+    took 3.28 s); the edge the switch holds is one server RTT later than the server's, which counts for less."""
+    return payload < mss and not seq_before(edge, (seq_end + mss) & U32)
 
 
 def checkpoint(edge: int, seqhi: int, acked: int, mss: int, first: bool = False) -> int:
@@ -391,6 +412,7 @@ class StartShaper:
         self.rtt = [0] * FLOW_SLOTS
         self.mark = [0] * FLOW_SLOTS
         self.mark_t = [0] * FLOW_SLOTS
+        self.tail = [False] * FLOW_SLOTS  # its latest new data was a short end (``short_end``)
         self.link = [0] * FLOW_SLOTS  # the link each slot's flow was installed on
         self.links: list[LinkShaping] = [LinkShaping() for _ in range(N_LINKS)]
 
@@ -423,10 +445,13 @@ class StartShaper:
         elif cls == TrafficClass.TCP_START:  # a flow IWA does not shape: the standing-queue control's
             cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING
         if pkt.tcp_payload > 0 and shaped(state) and state & FLOW_ACKED:
-            if seq_before(edge, (pkt.seq + pkt.tcp_payload) & U32):
+            seq_end = (pkt.seq + pkt.tcp_payload) & U32
+            if seq_before(edge, seq_end):
                 flags |= TrackFlag.BEYOND
             if cls == TrafficClass.TCP_START and not seq_before(pkt.seq, end):
                 cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING  # past its start phase
+            if not flags & TrackFlag.RTX:
+                self.tail[slot] = short_end(pkt.tcp_payload, seq_end, edge, p.mss_bytes)
         return replace(t, cls=cls, flags=flags)
 
     def _install(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, iwa_on: bool, t: Track, link: int) -> None:
@@ -452,6 +477,7 @@ class StartShaper:
         self.state[slot], self.edge[slot], self.end[slot], self.rtt[slot] = state, t.isn, t.isn, 0
         self.srtt[slot], self.ack[slot], self.link[slot] = server_rtt, t.isn, link
         self.mark[slot], self.mark_t[slot] = t.isn, now & U32
+        self.tail[slot] = False
 
     def unheld_shift(self, p: IwaParams, now: int, link: int = 0) -> int:
         """The share of ``link`` what no window holds gets downstream, 1/2^shift (``LinkShaping.unheld_shift``;
@@ -586,7 +612,8 @@ class StartShaper:
             # an RTT ahead); that window is queue to come, so it joins the virtual queue now (``waiting``)
             return Opening(0, edge, state & ~FLOW_IDLE, end,
                            waiting=0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32)
-        if app_limited(t.seqhi, self.mark[t.slot], self.mark_t[t.slot], now, self.srtt[t.slot], p.mss_bytes):
+        if server_idle(t.seqhi, self.mark[t.slot], self.mark_t[t.slot], now, self.srtt[t.slot], p.mss_bytes,
+                       pkt.ack, acked, self.tail[t.slot]):
             # the server left its window unused (a response ended): no opening, and what it sends next starts a
             # new start phase; once this very ACK acknowledges all it sent, its window is retracted to one MSS
             # (docs/iwa.md, "Restarts"), so that what it sends next is sized as a start

@@ -44,6 +44,8 @@ flow_link                  read: its link, SHAPE, scale and    -
                            flow_state's action
 flow_srtt                  read (the server's RTT, ``lead``)   -
 flow_mark {mark, mark_t}   read (app-limited?)                 write (a new checkpoint, from the word)
+flow_tail                  read (a short end, an MSS before   -
+                           the edge?)
 flow_edge                  read                                max(edge, new edge); or set (retract,
                                                                a pause's shut window)
 flow_ack                   max(ack, packet's ack), returns     -
@@ -72,7 +74,7 @@ more conditions than one ALU takes; the P4 may have to split those bits over two
 The other packets take one pass, each register touched once: the client's SYN (``flow_syn``), a SYN-ACK
 (install: the roll and the reserve's frame on its link), a FIN or RST (uncount on the flow's link), a closed
 flow's ACK (``flow_edge``: its own edge), downstream data (reads ``flow_state``, ``flow_edge``,
-``flow_end``). One exception: a SYN-ACK that takes a slot whose flow is still counted rolls its own link's
+``flow_end``; writes ``flow_tail``). One exception: a SYN-ACK that takes a slot whose flow is still counted rolls its own link's
 counts in pass 1 and uncounts the displaced flow (on that flow's link, with that link's epoch) in a second
 pass, since both touch ``iwa_act``.
 
@@ -100,8 +102,8 @@ from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Floor, Grant, LinkShaping, app_limited, at_floor, bounded, checkpoint, growth, roll_step, room_of, shaped,
-    share_shift,
+    Floor, Grant, LinkShaping, at_floor, bounded, checkpoint, growth, roll_step, room_of, server_idle, short_end,
+    shaped, share_shift,
 )
 
 U32 = 0xFFFFFFFF
@@ -296,6 +298,7 @@ class TnaShaper:
         self.flow_span = reg("flow_span", FLOW_SLOTS)
         self.flow_end = reg("flow_end", FLOW_SLOTS)
         self.flow_mark = reg("flow_mark", FLOW_SLOTS, (0, 0))
+        self.flow_tail = reg("flow_tail", FLOW_SLOTS, False)
         self.iwa_epoch = reg("iwa_epoch", N_LINKS, (0, 0))
         self.iwa_act_cur = reg("iwa_act_cur", N_LINKS)
         self.iwa_act = reg("iwa_act", N_LINKS, (0, 0))
@@ -373,10 +376,13 @@ class TnaShaper:
         elif cls == TrafficClass.TCP_START:
             cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING
         if pkt.tcp_payload > 0 and shaped(state) and state & FLOW_ACKED:
-            if seq_before(edge, (pkt.seq + pkt.tcp_payload) & U32):
+            seq_end = (pkt.seq + pkt.tcp_payload) & U32
+            if seq_before(edge, seq_end):
                 flags |= TrackFlag.BEYOND
             if cls == TrafficClass.TCP_START and not seq_before(pkt.seq, end):
                 cls, flags = TrafficClass.TCP_EST, flags & ~TrackFlag.STARTING
+            if not flags & TrackFlag.RTX:  # flow_tail: one write, the edge read before it
+                self.flow_tail.write(slot, short_end(pkt.tcp_payload, seq_end, edge, p.mss_bytes))
         return replace(t, cls=cls, flags=flags)
 
     def upstream(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, queue_tat: int, iwa_on: bool,
@@ -477,6 +483,7 @@ class TnaShaper:
         self.flow_srtt.write(slot, server_rtt)
         self.flow_ack.write(slot, t.isn)
         self.flow_mark.write(slot, (t.isn, now32))
+        self.flow_tail.write(slot, False)
         if old & FLOW_COUNTED:  # the slot's previous flow never closed: uncounted on its link, in pass 2
             self._resubmit(p, Pass2(Op.UNCOUNT, field=old_link, word=old, slot=slot, link=old_link), now)
 
@@ -502,6 +509,7 @@ class TnaShaper:
         counting = iwa_on and info.shape  # shaper.py rolls the epoch and counts the flow
         lead = self.flow_srtt.read(slot)
         mark, mark_t = self.flow_mark.read(slot)
+        tail = self.flow_tail.read(slot)
         edge = self.flow_edge.read(slot)
         last_ack = self.flow_ack.rmw(slot, lambda a: (pkt.ack if seq_before(a, pkt.ack) else a, a))
         acked = (pkt.ack - last_ack) & U32 if seq_before(last_ack, pkt.ack) else 0
@@ -509,7 +517,8 @@ class TnaShaper:
         own = (pkt.ack + scale_down(pkt.window, scale)) & U32  # the client's own right edge
         shaping = counting and not seq_before(own, edge)
 
-        old_state, state, branch = self._state(p, pkt, now32, t, epoch, counting, shaping, acked, lead, mark, mark_t)
+        old_state, state, branch = self._state(p, pkt, now32, t, epoch, counting, shaping, acked, lead, mark, mark_t,
+                                               tail)
         first = not old_state & FLOW_ACKED
         _, counted_now, fresh = counted(old_state, epoch) if counting else (0, False, False)
         released = first and bool(old_state & FLOW_ANNOUNCED)
@@ -526,7 +535,7 @@ class TnaShaper:
                     mine_cur, res_cur, res_old, span, end, self.iwa_vq.read(link))
 
     def _state(self, p: IwaParams, pkt: Parsed, now32: int, t: Track, epoch: int, counting: bool, shaping: bool,
-               acked: int, lead: int, mark: int, mark_t: int) -> tuple[int, int, str]:
+               acked: int, lead: int, mark: int, mark_t: int, tail: bool) -> tuple[int, int, str]:
         """flow_state: one action; its conditions (the epoch, the ACK, the checkpoint) are known before it.
         Returns the state it had, the state it has, and what the server is doing: "restart" (a new start after
         its window was retracted), "idle" (it left its window unused), "retract" (... and all it sent is
@@ -540,7 +549,7 @@ class TnaShaper:
             if shaping and old & FLOW_ACKED:
                 if s & FLOW_IDLE and (pkt.tcp_payload > 0 or acked > 0):
                     branch, s = "restart", s & ~FLOW_IDLE
-                elif app_limited(t.seqhi, mark, mark_t, now32, lead, p.mss_bytes):
+                elif server_idle(t.seqhi, mark, mark_t, now32, lead, p.mss_bytes, pkt.ack, acked, tail):
                     branch = "idle"
                     if acked > 0 and not seq_before(pkt.ack, t.seqhi):
                         branch, s = "retract", s | FLOW_IDLE

@@ -371,6 +371,37 @@ def test_iwa_lets_a_lone_flow_grow_into_a_free_target_like_the_model(sw):
     assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
 
 
+def tail_items():
+    """One shaped flow on a 2 Mbit/s link, 50 ms of server RTT: a response of three full segments and a short one
+    (its end), then, 10 ms apart, the client's ACKs of two segments each: the last acknowledges all the server
+    sent, well within two server RTTs of the checkpoint its first ACK set."""
+    items = [(2, client_syn(options=LINUX_SYN, sport=40000)), ("sleep", 0.05),  # a server RTT of 50 ms
+             (1, syn_ack(1000, dport=40000, ack=5001, options=[("MSS", 1460), ("WScale", 9)])),
+             (2, client_ack(1001, window=502, sport=40000)),
+             (2, client_ack(1001, window=502, seq=5001, payload=120, flags="PA", sport=40000))]
+    items += [(1, tcp(1001 + j * MSS, dport=40000)) for j in range(3)]
+    items += [(1, tcp(1001 + 3 * MSS, payload=600, dport=40000)), ("sleep", 0.03)]
+    items += [(2, client_ack(1001 + 2 * MSS, window=502, seq=5121, sport=40000)), ("sleep", 0.01),
+              (2, client_ack(1001 + 3 * MSS + 600, window=502, seq=5121, sport=40000))]
+    return items
+
+
+def test_tail_sequence_exercises_the_short_tail():
+    """Without the short tail (the checkpoint alone) the last ACK of tail_items leaves another window."""
+    from refmodel.shaper import app_limited
+    only_checkpoint = lambda seqhi, mark, mark_t, now, lead, mss, ack, acked, tail: app_limited(  # noqa: E731
+        seqhi, mark, mark_t, now, lead, mss)
+    assert windows_differ(pipeline_params(2e6, "iwa", limit_pkts=48), tail_items(), server_idle=only_checkpoint) >= 1
+
+
+def test_a_response_ending_in_a_short_segment_is_retracted_like_the_model(sw):
+    """tail_items through BMv2 and the model: BMv2 keeps the flow's tail (the short segment ends before the
+    edge) and retracts the window of the ACK that acknowledges it as the model does (every frame and record
+    agree)."""
+    records, _ = run_mixed(sw, pipeline_params(2e6, "iwa", limit_pkts=48), tail_items())
+    assert Reason(records[-1].reason) == Reason.IWA_WINDOW
+
+
 def test_a_flow_that_keeps_sending_stays_tracked_past_age_like_the_model(sw):
     """Slots age from the flow's latest downstream packet: a flow that sends every 0.1 s is still tracked
     and shaped 0.6 s after its SYN-ACK with age_s = 0.25 (aged from the SYN-ACK, BMv2 would write no

@@ -225,29 +225,77 @@ def test_keepalive_pages_keep_the_audio_in_its_budget(kept):
     assert max(so for _, so in s.audio) <= BUDGET_NS + 15 * MS
 
 
+def retracted(s: Sim) -> int:
+    """How many of the loop's responses left their server one MSS of window (rounded up to the client's scale)
+    once their last byte was acknowledged."""
+    left = []
+    for f in s.flows.values():
+        for k in range(1 + len(f.more)):
+            e = f.isn + 1 + f.size * (k + 1)
+            left.append(next(edge - ack for t, ack, _, _, edge in f.acks if ack == e))  # its last byte's ACK
+    return sum(MSS <= w < MSS + (1 << 7) for w in left)
+
+
 def test_a_finished_response_leaves_the_server_one_segment_of_window(kept):
     """When a response ends, the server's window stops opening, and the ACK of its last byte retracts it to one
     MSS (rounded up to the client's scale): on the next request it starts from there, as the last of a parallel
-    start does, not from the window the response ended with. Not every time: a last ACK cannot tell an ended
-    response from a server still answering it when it comes within two server RTTs of the window's latest
-    opening, or when the response ended less than one MSS short of the edge its server had (a sender with more
-    to send leaves less than a segment unused), and leaves the window as it is; those are the only cases."""
+    start does, not from the window the response ended with. Each response (30 kB) ends in a short segment; one
+    that leaves an MSS of the window tells the end even when the last ACKs come within two server RTTs of the
+    latest checkpoint: 20 of these 24 are retracted, 18 by the checkpoint alone. The other 4 filled their window
+    to within an MSS, as a window fill does, and their leftover came from the final ACKs."""
+    import refmodel.shaper as shaper
     s = kept["iwa"]
-    server_rtt = 2 * 11 * MS
+    assert all(f.size % MSS for f in s.flows.values()), "the responses must end in a short segment"
+    orig = shaper.short_end
+    shaper.short_end = lambda payload, seq_end, edge, mss: False
+    try:
+        alone = retracted(keepalive())
+    finally:
+        shaper.short_end = orig
+    assert retracted(s) >= 20 > alone >= 18
+
+
+def test_a_response_that_fills_its_last_segment_is_caught_by_its_silence():
+    """A response whose size is a multiple of the segment ends in a full segment, so only the checkpoint tells
+    its end: its last ACKs retract the window when they come more than two server RTTs after the latest
+    checkpoint, which at HSPA's 140 ms client side is most of the time (23 of these 24)."""
+    s = keepalive(size=20 * MSS)
     left = []
     for f in s.flows.values():
-        opened = [t for t, port, r in s.grants if port == f.port and r.s2 >> 32]  # ACKs that opened its window
         for k in range(4):
             e = f.isn + 1 + f.size * (k + 1)
-            t, window = next((t, edge - ack) for t, ack, _, _, edge in f.acks if ack == e)  # its last byte's ACK
-            left.append(window)
-            if not MSS <= window < MSS + (1 << f.shift):
-                at_switch = t - 11 * MS
-                latest = max(o for o in opened if o < at_switch)
-                sent = max(ts for ts, port, seq, _ in s.data if port == f.port and seq < e) - 11 * MS  # its last
-                edge = [edge for ta, _, _, _, edge in f.acks if ta <= sent][-1]  # segment left the server
-                assert at_switch - latest <= 2 * server_rtt or edge - e < MSS, (f.port, k, window)
+            left.append(next(edge - ack for t, ack, _, _, edge in f.acks if ack == e))
     assert sum(MSS <= w < MSS + (1 << 7) for w in left) >= 0.75 * len(left), sorted(left)
+    assert level2(s) == 0.0
+
+
+def test_a_window_filled_with_a_short_segment_is_not_an_end():
+    """Linux fills a window that ends inside a segment with a short one (``split_window``; 1448 + 88 bytes in a
+    1536-byte window on BMv2). That short segment ends at the window's edge, the end of a response before it: a
+    short end must leave at least an MSS of the edge (``shaper.short_end``). web6 at HSPA with Linux's delayed
+    ACKs, half-size segments and split windows ends within 0.5 s of the bound at IWA's target, the audio at
+    0.0 %; taking any short segment for an end (the rule reverted in ca4ecd8, 7.2 s on BMv2) it takes over 5 s.
+    (tcpsim does not show the rule reverted in ad038f0, a short segment that leaves any window, which took 3.28
+    s on BMv2: its windows do not race the segments the way BMv2's do; the servers' captures show it,
+    ``experiments/response_ends.py``.)"""
+    import refmodel.shaper as shaper
+    from test_iwa_bound import SIZE as PAGE_FLOW
+
+    def page() -> Sim:
+        flows = [Flow(40000 + i, start=10 * MS, size=PAGE_FLOW, isn=1_000_000 * (i + 1), delack=True,
+                      half_wnd=True, split_window=True) for i in range(6)]
+        return Sim(params(), flows, audio=(0, 6000 * MS)).run(9000 * MS)
+
+    s = page()
+    assert all(f.done for f in s.flows.values()) and max(f.done for f in s.flows.values()) < 2700 * MS
+    assert level2(s) == 0.0
+    orig = shaper.short_end
+    shaper.short_end = lambda payload, seq_end, edge, mss: payload < mss
+    try:
+        slow = page()
+    finally:
+        shaper.short_end = orig
+    assert max(f.done or 10**12 for f in slow.flows.values()) > 5000 * MS
 
 
 def test_a_slow_starting_server_is_not_taken_for_an_idle_one():

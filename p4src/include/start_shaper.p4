@@ -23,6 +23,8 @@
  *               radio's path holds more while it is faster); its share of the path and budget
  *               is span >> ceil(log2 flows)
  *   flow_end    where its current start phase ends; past it the flow is CoDel's too
+ *   flow_tail   1: the latest new data was shorter than an MSS and ended at least an MSS
+ *               before the edge (the last of what the server had)
  *   flow_mark, flow_mark_t
  *               a checkpoint: what a server with more to send must reach (the edge it
  *               was given, or less: what its congestion window lets it send), and when;
@@ -127,6 +129,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     register<bit<32>>(FLOW_SLOTS) flow_end;
     register<bit<32>>(FLOW_SLOTS) flow_mark;
     register<bit<32>>(FLOW_SLOTS) flow_mark_t;
+    register<bit<8>>(FLOW_SLOTS) flow_tail;      // 1: the latest new data was a short end (shaper.short_end)
     register<bit<16>>(FLOW_SLOTS) flow_link;     // the link the slot's flow was installed on
     // per access link, indexed by the packet's link (at)
     register<bit<64>>(N_LINKS) iwa_vq_tat;
@@ -285,6 +288,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 flow_link.write(slot, link);
                 flow_mark.write(slot, trk.isn);
                 flow_mark_t.write(slot, now32);
+                flow_tail.write(slot, 8w0);
             } else if (trk.tracked && !synack) {
                 bit<32> state;
                 flow_state.read(state, slot);
@@ -308,12 +312,21 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                     bit<32> end;
                     flow_edge.read(edge, slot);
                     flow_end.read(end, slot);
-                    if (seq_before(edge, hdr.tcp.seqNo + (bit<32>)tcp_payload)) {
+                    bit<32> seq_end = hdr.tcp.seqNo + (bit<32>)tcp_payload;
+                    if (seq_before(edge, seq_end)) {
                         trk.flags = trk.flags | TRACK_BEYOND;
                     }
                     if (trk.cls == CLASS_TCP_START && !seq_before(hdr.tcp.seqNo, end)) {
                         trk.cls = CLASS_TCP_EST;            // past its start phase
                         trk.flags = trk.flags & ~TRACK_STARTING;
+                    }
+                    if (trk.flags & TRACK_RTX == 0) {
+                        // a short end: shorter than an MSS and at least an MSS before the edge, the last of what
+                        // the server had (a window fill ends at the edge, and Nagle holds back less than an MSS
+                        // left: shaper.py, short_end)
+                        bool short_end = tcp_payload < cfg.mss_bytes &&
+                                         !seq_before(edge, seq_end + (bit<32>)cfg.mss_bytes);
+                        flow_tail.write(slot, short_end ? 8w1 : 8w0);
                     }
                 }
             }
@@ -442,10 +455,14 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<64> deficit = used > avail ? used - avail : 0;
             g.room_ns = ns32(room);
             bool restart = state & FLOW_IDLE != 0 && (tcp_payload > 0 || acked > 0);
-            // the server left its window unused: two server RTTs after it was given the checkpoint, not sent
-            // up to one MSS of it (shaper.py: app_limited)
-            bool limited = seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark) &&
-                           (bit<64>)(now32 - mark_t) > 2 * (bit<64>)lead;
+            // the server has nothing to send (shaper.py: server_idle): it left its window unused, two server
+            // RTTs after it was given the checkpoint not sent up to one MSS of it; or this ACK acknowledges all
+            // it sent and the last of that was a short end (flow_tail)
+            bit<8> tail;
+            flow_tail.read(tail, slot);
+            bool limited = (seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark) &&
+                            (bit<64>)(now32 - mark_t) > 2 * (bit<64>)lead) ||
+                           (tail == 1 && acked > 0 && !seq_before(ack, trk.seqhi));
             bool cutting = !first && !restart && !limited && deficit != 0;
             // one conversion: the room in bytes, or (above target) the deficit
             bit<64> conv_q32;
