@@ -2,7 +2,8 @@
 connection's window before its next request (docs/iwa.md, "Restarts").
 
 server.pcap is taken at the server and holds both directions there, so the window edge the server had when it
-sent a segment is exact: the highest ``ACK + (window << scale)`` of the client's ACKs captured before it. The
+sent a segment is exact: ``ACK + (window << scale)`` of the client's ACKs captured before it, taken as Linux
+takes a window (from an ACK of new data even when it shrinks: a switch's retraction). The
 switch sees the same segments one server RTT apart and holds a later edge when the data arrives; rules for it can
 be judged here against what the server really had, on real Linux senders, without a BMv2 run.
 
@@ -90,7 +91,7 @@ def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS, 
     if data.empty:
         return []
     mss = int(data["payload"].max())
-    edge, hi = None, 0
+    edge, hi, una = None, 0, 0
     sent: list[tuple[int, int, int, int, int]] = []  # new data: (ts, payload, end, edge when sent, index in down_ts)
     down_ts: list[int] = []  # every data segment's time, in capture order (retransmissions too)
     acks: list[tuple[int, int, int]] = []  # the client's ACKs: (ts, ack offset, edge offset after it)
@@ -101,7 +102,12 @@ def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS, 
             if flags & TCP_ACK and not flags & TCP_SYN:
                 a = _offset(ak, isn)
                 e = a + (int(window) << scale)
-                edge = e if edge is None else max(edge, e)
+                # the server takes the window as Linux's tcp_may_update_window does: from an ACK of new data
+                # even when it shrinks (a switch's retraction), from one of nothing new only when it opens
+                if edge is None or a > una:
+                    edge, una = e, a
+                elif a == una:
+                    edge = max(edge, e)
                 acks.append((int(ts), a, edge))
             if payload > 0:
                 requests.append(int(ts))
@@ -115,7 +121,8 @@ def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS, 
     asked = np.array(requests, dtype=np.int64)
     ack_ts = np.array([ta for ta, _, _ in acks], dtype=np.int64)
     ack_hi = np.maximum.accumulate(np.array([a for _, a, _ in acks], dtype=np.int64)) if acks else ack_ts
-    edges = np.array([ea for _, _, ea in acks], dtype=np.int64)  # cumulative: never decreasing
+    edges = np.array([ea for _, _, ea in acks], dtype=np.int64)  # the server's edge after each ACK
+    widest = np.maximum.accumulate(edges) if acks else edges  # the farthest it had been given so far
     for ts, payload, end, e, i in sent:
         nxt = down_ts[i + 1] if i + 1 < len(down_ts) else None
         if nxt is not None and nxt - ts < gap_ns:
@@ -128,7 +135,7 @@ def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS, 
         leftover = notice = None
         if is_end and fin is not None:
             leftover = max(fin[1] - end, 0)
-            m = int(np.searchsorted(edges, end + mss))  # the first ACK giving an MSS beyond the end
+            m = int(np.searchsorted(widest, end + mss))  # the first ACK giving an MSS beyond the end
             notice = fin[0] - max(int(ack_ts[m]) if m < len(acks) else fin[0], ts)
         # not an end, but its ACK of everything reaches a switch one server RTT (late_ns) from the server before
         # the server's next data does: a rule that takes it for an end retracts a server that had more

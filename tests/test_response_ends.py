@@ -113,3 +113,23 @@ def test_the_command_line_prints_a_row_per_capture_a_total_and_skips_a_broken_on
     assert out[4].startswith("| all 2 |") and out[4].split("|")[3:13] == [f" {2 * int(v)} " for v in one]
     assert "rep2/server.pcap" in cap.err and "truncated" in cap.err
     assert main([str(tmp_path / "nothing")]) == 2
+
+
+def test_a_retracted_window_is_the_servers_window(tmp_path):
+    """A switch's retraction shrinks the window on the ACK of everything (new data acknowledged: Linux takes the
+    smaller window). The end at 3 ms (1448 + 300 bytes, edge 6144) is retracted to 1536 bytes at 60 ms: a leftover
+    of one MSS rounded up, not harmful. The request at 2000 ms, which acknowledges nothing new, opens the window
+    again (7892), and the next end is retracted too."""
+    c = Conn(40003, 5555)
+    c.ack(2, 0, 48, request=10)
+    c.data(3, 0, 1448), c.data(3, 1448, 300)
+    c.ack(60, 1748, 12)  # edge 1748 + 1536 = 3284, below 6144
+    c.ack(2000, 1748, 48, request=10)  # same ACK, larger window: 7892
+    c.data(2001, 1748, 1448)
+    c.ack(2050, 3196, 12)  # 4732, below 7892
+    (tmp_path / "rep0").mkdir()
+    write_pcap_us(tmp_path / "rep0" / "server.pcap", c.frames)
+    tails, mss = response_ends(tmp_path / "rep0" / "server.pcap")
+    got = sorted(((t.ts_ns - TB) // MS, t.left, t.end, t.leftover) for t in tails)
+    assert got == [(3, 6144 - 1748, True, 1536), (2001, 7892 - 3196, True, 1536)]
+    assert summarize(tails, mss, 0)["harmful"] == 0
