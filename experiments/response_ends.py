@@ -3,9 +3,9 @@ connection's window before its next request (docs/iwa.md, "Restarts").
 
 server.pcap is taken at the server and holds both directions there, so the window edge the server had when it
 sent a segment is exact: ``ACK + (window << scale)`` of the client's ACKs captured before it, taken as Linux
-takes a window (from an ACK of new data even when it shrinks: a switch's retraction). The
-switch sees the same segments one server RTT apart and holds a later edge when the data arrives; rules for it can
-be judged here against what the server really had, on real Linux senders, without a BMv2 run.
+takes a window (from an ACK of new data even when it shrinks: a switch's retraction). The switch sees the same
+segments one server RTT apart and holds a later edge when the data arrives; rules for it can be judged here
+against what the server really had, on real Linux senders, without a BMv2 run.
 
 Per connection (``response_ends``), every *burst tail*: a new-data segment after which the server sent nothing
 for ``gap_ns``. A tail is an *end* when the server sent nothing more before the client's next request (a segment
@@ -28,7 +28,7 @@ those of them a switch cannot notice in time (``notice_ns`` below the server RTT
 tail with at least one MSS of its window left ends a response" the ends it catches and the tails that were not
 ends it takes for ends, judged against the server's edge and against the later one.
 
-    python -m experiments.response_ends RUN_OR_REP_DIR...
+    python -m experiments.response_ends RUN_CASE_OR_REP_DIR... [--server-rtt-ms MS] [--min-left BYTES]
 """
 
 from __future__ import annotations
@@ -177,8 +177,9 @@ def summarize(tails: list[Tail], mss: int, server_rtt_ns: int, harm_segments: in
     """Counts over ``tails`` (module docstring): ``tails``, ``ends``, ``harmful`` (ends left ``harm_segments``
     MSS or more), ``unnoticed`` (harmful ends whose ``notice_ns`` is below ``server_rtt_ns``), ``caught`` and
     ``caught_harmful`` (ends the short-tail rule catches), ``false`` (tails the rule takes for ends that were
-    not, where that costs: their ACK of everything reaches the switch before the server's next data), the leftover segments of the harmful ends it misses (``missed_segments``), and the rule against the later
-    edge (``left_late``): ``caught_late``, ``false_late``. ``min_left`` (bytes) replaces the rule's one MSS."""
+    not, where that costs: their ACK of everything reaches the switch before the server's next data), the
+    leftover segments of the harmful ends it misses (``missed_segments``), and the rule against the later edge
+    (``left_late``): ``caught_late``, ``false_late``. ``min_left`` (bytes) replaces the rule's one MSS."""
     need = mss if min_left is None else max(min_left, 1)  # the window a short tail must leave: an MSS by default
     rule = [t.short and t.left >= need for t in tails]
     late = [t.short and t.left_late >= need for t in tails]

@@ -37,6 +37,10 @@ Per flow:
   still has not, it has nothing to send (*application-limited*), and its ACKs
   no longer open its window: the window it would start its next response with
   stays what it has. The next checkpoint is set once the server reaches this one.
+* ``tail``: its latest new data was a *short end* (``short_end``: shorter than an
+  MSS, at least an MSS before the edge): the last of what the server had, so the
+  ACK of everything after it finds the server idle too (``server_idle``), also
+  when that ACK comes within the checkpoint's two server RTTs.
 
 Per access link (IWA only; ``LinkShaping``, start_shaper.p4's registers indexed by the packet's link, so each
 link's queue room is its own while the flow slots stay shared):

@@ -74,9 +74,9 @@ more conditions than one ALU takes; the P4 may have to split those bits over two
 The other packets take one pass, each register touched once: the client's SYN (``flow_syn``), a SYN-ACK
 (install: the roll and the reserve's frame on its link), a FIN or RST (uncount on the flow's link), a closed
 flow's ACK (``flow_edge``: its own edge), downstream data (reads ``flow_state``, ``flow_edge``,
-``flow_end``; writes ``flow_tail``). One exception: a SYN-ACK that takes a slot whose flow is still counted rolls its own link's
-counts in pass 1 and uncounts the displaced flow (on that flow's link, with that link's epoch) in a second
-pass, since both touch ``iwa_act``.
+``flow_end``; writes ``flow_tail``). One exception: a SYN-ACK that takes a slot whose flow is still counted
+rolls its own link's counts in pass 1 and uncounts the displaced flow (on that flow's link, with that link's
+epoch) in a second pass, since both touch ``iwa_act``.
 
 What this twin does not cover: the flow tracker (``flows.py``: each register already touched once per
 packet, but ``flow_seen`` is 64-bit ns, the 10 s slot age; the TNA program needs a coarser clock there) and
