@@ -72,12 +72,14 @@ def replay(params, items, step_ns: int = 2_000_000, **kw) -> list:
     return ModelDriver(params, step_ns, **kw).feed(items)
 
 
-def shown_on_bmv2(sw, params, items, measure, holds, tries: int = 3, **kw):
+def shown_on_bmv2(sw, params, items, measure, holds, tries: int = 5, **kw):
     """``measure`` of BMv2's records of ``items`` once ``holds`` it. BMv2 runs in real time: a sequence that needs
     a queue the host keeps above the target is only as well timed as the host sends it, and under a loaded host
     (the whole suite) its queue can drain where the model's at the ideal spacing did not. Every run must agree
     with the model at BMv2's own times, packet for packet (``run_mixed``); a run whose timing did not build the
-    scenario is repeated on a fresh switch, up to ``tries`` runs, and the property must hold on one of them."""
+    scenario is repeated on a fresh switch, up to ``tries`` runs, and the property must hold on one of them. (Five:
+    on 2026-11-28 a fresh-clone CI, with the hypervisor taking up to 10 % of the CPU, missed the floor-limit
+    sequence's scenario in three runs, each agreeing with the model; run alone it was shown.)"""
     seen = []
     for k in range(tries):
         if k:
