@@ -43,13 +43,14 @@ import numpy as np
 import pandas as pd
 
 from .base import MetricsError
-from .tcpcap import TCP_ACK, TCP_SYN, read_tcp_headers
+from .tcpcap import TCP_ACK, TCP_SYN, connection_segments, read_tcp_headers
 
 MS = 1_000_000
 GAP_NS = 3 * MS  # a server sends a burst's segments back to back: this much silence ends the burst
 HARM_SEGMENTS = 2  # a leftover window of this many MSS or more is a burst on the next request
 WEB_PORT = 8080  # the lab's web server (accessnet.web)
 U32 = 1 << 32
+CONNECTION = ["s_ip", "s_port", "c_ip", "c_port", "isn"]  # connection_segments' key of a connection
 
 
 @dataclass(frozen=True)
@@ -73,32 +74,34 @@ def _offset(value: int, isn: int) -> int:
     return (int(value) - isn) % U32
 
 
-def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS, late_ns: int = 0) -> list[Tail]:
-    """The burst tails of one connection's segments ``seg`` (both directions, in capture order; its first SYN-ACK
-    of the server starts the connection, the client's last SYN before it gives the scale; ``read_tcp_headers``'
-    columns). The client's windows are scaled by its SYN's shift when both SYNs carried the option (RFC 7323)."""
-    down = (seg["sport"] == server_port).to_numpy()
+def connection_tails(seg: pd.DataFrame, gap_ns: int = GAP_NS, late_ns: int = 0) -> tuple[list[Tail], int]:
+    """The burst tails of one connection's segments ``seg`` (``tcpcap.connection_segments``' rows of one
+    connection, both directions, in capture order: ``down`` marks the server's, ``isn`` is the server's ISN) and
+    the connection's MSS (its largest segment; 0 without data). The server's SYN-ACK starts the connection; the
+    client's last SYN before it gives the scale, by which the client's windows are scaled when both SYNs carried
+    the option (RFC 7323)."""
+    down = seg["down"].to_numpy(dtype=bool)
     is_synack = down & ((seg["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)).to_numpy()
     if not is_synack.any():
-        return []
+        return [], 0
     first = int(is_synack.argmax())
     synack, before = seg.iloc[first], seg.iloc[:first]
-    syn = before[((before["sport"] != server_port) & ((before["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN))]
-    isn = int(synack["seq"])
+    syn = before[~down[:first] & ((before["flags"] & (TCP_SYN | TCP_ACK)) == TCP_SYN).to_numpy()]
+    isn = int(synack["isn"])
     scale = int(syn["wscale"].iloc[-1]) if not syn.empty and int(synack["wscale"]) >= 0 else 0
     seg, down = seg.iloc[first:], down[first:]
     data = seg[down & (seg["payload"] > 0).to_numpy()]
     if data.empty:
-        return []
+        return [], 0
     mss = int(data["payload"].max())
     edge, hi, una = None, 0, 0
     sent: list[tuple[int, int, int, int, int]] = []  # new data: (ts, payload, end, edge when sent, index in down_ts)
     down_ts: list[int] = []  # every data segment's time, in capture order (retransmissions too)
     acks: list[tuple[int, int, int]] = []  # the client's ACKs: (ts, ack offset, edge offset after it)
     requests: list[int] = []  # when the client's segments with payload (requests) were captured
-    for ts, sport, flags, sq, ak, payload, window in seg[["ts_ns", "sport", "flags", "seq", "ack", "payload",
-                                                         "window"]].itertuples(index=False):
-        if sport != server_port:
+    for ts, is_down, flags, sq, ak, payload, window in seg[["ts_ns", "down", "flags", "seq", "ack", "payload",
+                                                           "window"]].itertuples(index=False):
+        if not is_down:
             if flags & TCP_ACK and not flags & TCP_SYN:
                 a = _offset(ak, isn)
                 e = a + (int(window) << scale)
@@ -144,31 +147,24 @@ def connection_tails(seg: pd.DataFrame, server_port: int, gap_ns: int = GAP_NS, 
         late = int(edges[j - 1]) if j and late_ns else e
         tails.append(Tail(0, ts, payload, max(e - end, 0), payload < mss, is_end, leftover, notice,
                           max(late - end, 0), retracts))
-    return tails
+    return tails, mss
 
 
 def response_ends(pcap: Path, server_port: int = WEB_PORT, gap_ns: int = GAP_NS,
                   late_ns: int = 0) -> tuple[list[Tail], int]:
-    """Every burst tail of every connection of the server at ``server_port`` in ``pcap`` (a connection: a client
-    port from a SYN-ACK of the server to the next; ``connection_tails``), and the largest MSS among them."""
+    """Every burst tail of every connection of the server at ``server_port`` in ``pcap`` (a connection:
+    ``tcpcap.connection_segments``', a 4-tuple and the server's ISN, so a reused client port is a new one;
+    ``connection_tails``), and the largest MSS among them."""
     pk, _ = read_tcp_headers(pcap)
-    web = pk[(pk["sport"] == server_port) | (pk["dport"] == server_port)]
-    client = web["dport"].where(web["sport"] == server_port, web["sport"])
+    synacks = pk[(pk["sport"] == server_port) & ((pk["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK))]
+    if synacks.empty:
+        return [], 0
     tails: list[Tail] = []
     mss = 0
-    for port, seg in web.groupby(client.to_numpy()):
-        seg = seg.sort_values("ts_ns", kind="stable")
-        synacks = seg.index[((seg["sport"] == server_port) & ((seg["flags"] & (TCP_SYN | TCP_ACK)) ==
-                                                              (TCP_SYN | TCP_ACK))).to_numpy()]
-        starts = [seg.index.get_loc(i) for i in synacks]
-        for k, start in enumerate(starts):  # a reused client port is a new connection
-            stop = starts[k + 1] if k + 1 < len(starts) else len(seg)
-            conn = seg.iloc[(starts[k - 1] + 1 if k else 0):stop]  # with the client's SYN before its SYN-ACK
-            data = conn[(conn["sport"] == server_port) & (conn["payload"] > 0)]
-            if not data.empty:
-                mss = max(mss, int(data["payload"].max()))
-            tails += [replace(t, client_port=int(port))
-                      for t in connection_tails(conn, server_port, gap_ns, late_ns)]
+    for key, conn in connection_segments(pk, synacks).groupby(CONNECTION, sort=False):
+        got, m = connection_tails(conn, gap_ns, late_ns)
+        mss = max(mss, m)
+        tails += [replace(t, client_port=int(key[CONNECTION.index("c_port")])) for t in got]
     return tails, mss
 
 

@@ -106,18 +106,21 @@ def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
 
 def connection_segments(pk: pd.DataFrame, synacks: pd.DataFrame) -> pd.DataFrame:
     """pk's segments of the server's connections (a TCP connection: a 4-tuple and the server's initial sequence
-    number, so a reused client port is a new connection), each with its connection's key (client address and port,
-    server address and port) and the server's ISN in force when it was captured (the latest SYN-ACK of the
-    4-tuple in ``synacks`` at or before it; for the client's SYN, the one at or after it)."""
+    number, so a reused client port is a new connection), in capture order, each with its connection's key
+    (client address and port, server address and port), ``down`` (sent by the server) and the server's ISN in
+    force when it was captured (the latest SYN-ACK of the 4-tuple in ``synacks`` at or before it; for the
+    client's SYN, the one at or after it)."""
     down = pk.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port"})
     up = pk.rename(columns={"dst": "s_ip", "dport": "s_port", "src": "c_ip", "sport": "c_port"})
     down["down"], up["down"] = True, False
-    both = pd.concat([down, up], ignore_index=True)
+    both = pd.concat([down, up])  # pk's index: the capture's order
     key = ["s_ip", "s_port", "c_ip", "c_port"]
     isn = synacks.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port",
                                   "seq": "isn", "ts_ns": "isn_ts"})[key + ["isn", "isn_ts"]]
     isn = isn.drop_duplicates(key + ["isn"]).sort_values("isn_ts")
-    both = both[both.set_index(key).index.isin(isn.set_index(key).index)].sort_values("ts_ns")
+    both = both[both.set_index(key).index.isin(isn.set_index(key).index)]
+    # by time, and segments captured at the same time in the capture's order
+    both = both.sort_index(kind="stable").sort_values("ts_ns", kind="stable").reset_index(drop=True)
     back = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="backward")
     ahead = pd.merge_asof(both, isn, left_on="ts_ns", right_on="isn_ts", by=key, direction="forward")
     # a client's SYN comes before its connection's SYN-ACK (the first, or the one answering it when sent again);

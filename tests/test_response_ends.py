@@ -18,12 +18,12 @@ SERVER, CLIENT, WEB = "10.0.0.1", "10.0.0.2", 8080
 class Conn:
     """One connection as server.pcap shows it; offsets are bytes of the server's data after its ISN."""
 
-    def __init__(self, port: int, isn: int) -> None:
+    def __init__(self, port: int, isn: int, client: str = CLIENT, t0_ms: float = 0) -> None:
         self.port, self.isn, self.frames = port, isn, []
-        self.up = dict(src=CLIENT, dst=SERVER, sport=port, dport=WEB)
-        self.down = dict(src=SERVER, dst=CLIENT, sport=WEB, dport=port)
-        self.frames += [(TB, tcp(seq=5000, flags="S", payload=0, window=64240, options=[("WScale", 7)], **self.up)),
-                        (TB + MS, tcp(seq=isn, flags="SA", payload=0, ack=5001, options=[("WScale", 7)],
+        self.up = dict(src=client, dst=SERVER, sport=port, dport=WEB)
+        self.down = dict(src=SERVER, dst=client, sport=WEB, dport=port)
+        self.frames += [(TB + int(t0_ms * MS), tcp(seq=5000, flags="S", payload=0, window=64240, options=[("WScale", 7)], **self.up)),
+                        (TB + int(t0_ms * MS) + MS, tcp(seq=isn, flags="SA", payload=0, ack=5001, options=[("WScale", 7)],
                                       **self.down))]
 
     def ack(self, t_ms: float, off: int, field: int, request: int = 0) -> None:
@@ -133,3 +133,31 @@ def test_a_retracted_window_is_the_servers_window(tmp_path):
     got = sorted(((t.ts_ns - TB) // MS, t.left, t.end, t.leftover) for t in tails)
     assert got == [(3, 6144 - 1748, True, 1536), (2001, 7892 - 3196, True, 1536)]
     assert summarize(tails, mss, 0)["harmful"] == 0
+
+
+def one_response(c: Conn, t_ms: float, field: int) -> Conn:
+    """A request at ``t_ms`` answered by 1448 + 300 bytes, acknowledged 50 ms later with window ``field``."""
+    c.ack(t_ms, 0, field, request=10)
+    c.data(t_ms + 1, 0, 1448), c.data(t_ms + 1, 1448, 300)
+    c.ack(t_ms + 50, 1748, field)
+    return c
+
+
+def test_connections_are_a_four_tuple_and_an_isn(tmp_path):
+    """Two clients on the same port at once, and that port reused later with a new ISN, are three connections:
+    together in one capture they give each the tails it gives in a capture of its own (tcpcap's
+    connection_segments; grouping by client port would mix their sequence numbers)."""
+    conns = [one_response(Conn(40001, 1000), 2, 24), one_response(Conn(40001, 900_000, "10.0.0.3"), 3, 48),
+             one_response(Conn(40001, 2**32 - 500, t0_ms=500), 502, 36)]
+
+    def tails_of(name: str, frames: list) -> list:
+        (tmp_path / name).mkdir()
+        write_pcap_us(tmp_path / name / "server.pcap", sorted(frames, key=lambda f: f[0]))
+        tails, mss = response_ends(tmp_path / name / "server.pcap")
+        assert mss == 1448
+        return sorted((t.ts_ns, t.payload, t.left, t.end, t.leftover) for t in tails)
+
+    alone = sorted(sum((tails_of(f"alone{i}", c.frames) for i, c in enumerate(conns)), []))
+    assert tails_of("together", sum((c.frames for c in conns), [])) == alone
+    # and each as built: 1748 bytes sent into windows of 3072, 6144 and 4608, all of it left once acknowledged
+    assert [(t[2], t[4]) for t in alone] == [(3072 - 1748, 3072), (6144 - 1748, 6144), (4608 - 1748, 4608)]
