@@ -145,3 +145,21 @@ def test_tna_pie_matches_its_twin():
     text = (P4 / "tofino" / "pie.p4").read_text()
     assert re.search(r"default_action = set_scale\((\d+), (\d+)\);", text).groups() == (str(T.E_OFFSET),
                                                                                      str(T.CAP_NONE))
+
+
+def test_multiples_by_shifts_are_the_products():
+    """gen_constants' ``times`` macros (a constant's multiples as sums of shifts, for a Tofino) evaluate, as C
+    operators do on 32-bit values, to the product for every factor up to 64; and IW_MIN_BYTES in constants.p4 is
+    IW_MIN_SEGMENTS times its argument."""
+    gen = generator("gen_constants")
+
+    def expand(line: str, x: int) -> int:
+        m = re.match(r"#define\s+\w+\(x\)\s+(.*?)\s*(/\*.*)?$", line)
+        return eval(m[1].replace("(x)", f"({x})")) & 0xFFFFFFFF  # only +, << and parentheses: Python's agree
+
+    for factor in range(1, 65):
+        line = gen.times("T", factor)
+        for x in (0, 1, 1448, 9000, 0x7FFF):
+            assert expand(line, x) == x * factor, (factor, x, line)
+    line = next(s for s in (P4 / "include" / "constants.p4").read_text().splitlines() if "IW_MIN_BYTES(x)" in s)
+    assert expand(line, 1448) == 1448 * C.IW_MIN_SEGMENTS

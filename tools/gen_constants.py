@@ -36,6 +36,16 @@ def define(name: str, value: int, comment: str = "") -> str:
     return f"{line:<44}/* {comment} */" if comment else line
 
 
+def times(name: str, factor: int, comment: str = "") -> str:
+    """A macro ``name(x)`` for x * ``factor`` as a sum of shifts, one per set bit of the factor: a Tofino's
+    ALUs add and shift but do not multiply, so the TNA program takes a constant's multiples this way."""
+    if factor <= 0:
+        raise ValueError(f"{name}: factor {factor} is not positive")
+    terms = ["(x)" if k == 0 else f"((x) << {k})" for k in range(factor.bit_length()) if factor >> k & 1]
+    line = f"#define {name}(x) ({' + '.join(terms)})"
+    return f"{line:<44}/* {comment} */" if comment else line
+
+
 def enum(title: str, prefix: str, members: list[tuple[str, int]], comments: dict[str, str] | None = None,
          fmt: str = "d") -> list[str]:
     """One ``const bit<8> PREFIX_NAME = value;`` per member, under a ``// title`` line."""
@@ -78,6 +88,7 @@ def text() -> str:
         const("bit<32>", "RING_SIZE", C.RING_SIZE, "packet-limit ring, per link"),
         const("bit<32>", "FLOW_SLOTS", C.FLOW_SLOTS, "flow tracker (shared by all links: its slots are per flow)"),
         const("bit<32>", "IW_MIN_SEGMENTS", C.IW_MIN_SEGMENTS, "the least initial window (RFC 3390), in MSS"),
+        times("IW_MIN_BYTES", C.IW_MIN_SEGMENTS, "x * IW_MIN_SEGMENTS without a multiply (Tofino)"),
         "// Access links in one pipeline (a power of two): per-link state and keys. A program compiled with its own",
         "// N_LINKS (-DN_LINKS=..., as the TNA program's types.p4 allows) keeps that macro instead.",
         "#ifndef N_LINKS",

@@ -14,7 +14,7 @@ if (md.iwa.shaping == 1) {
     // the room, so that only its comparison with the new edge waits for the window
     bit<32> need = md.iwa.cfg.mss;
     if (md.iwa.first_ack == 1) {
-        need = md.iwa.cfg.mss + (md.iwa.cfg.mss << 1);   // its initial window: IW_MIN_SEGMENTS (3) MSS
+        need = IW_MIN_BYTES(md.iwa.cfg.mss);   // its initial window: IW_MIN_SEGMENTS MSS, by shifts
     } else if (md.iwa.acked > md.iwa.cfg.mss) {
         need = md.iwa.acked;
     }
