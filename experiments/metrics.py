@@ -36,7 +36,7 @@ import pandas as pd
 from accessnet.web import WEB_PORT
 
 from .base import MS, NS, MetricsError
-from .tcpcap import TCP_ACK, TCP_SYN, connection_segments, read_tcp_headers
+from .tcpcap import CONNECTION_KEY, TCP_ACK, TCP_SYN, connection_segments, read_tcp_headers, server_synacks
 from .tcpcap import tcp_tsval  # noqa: F401  (a name of metrics before tcpcap: tests/test_iplayer.py)
 from .timeouts import FIELDS as TIMEOUT_FIELDS
 from .timeouts import timeouts
@@ -686,12 +686,11 @@ def data_periods(seg: pd.DataFrame, last_ns: int) -> ServerConnection:
 
 def web_connections(pk: pd.DataFrame, last_ns: int) -> list[ServerConnection]:
     """The web server's connections (its SYN-ACKs from ``accessnet.web.WEB_PORT``) in a capture's TCP headers."""
-    synacks = pk[((pk["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)) & (pk["sport"] == WEB_PORT)]
+    synacks = server_synacks(pk, WEB_PORT)
     if synacks.empty:
         return []
     segs = connection_segments(pk, synacks)
-    return [data_periods(g, last_ns) for _, g in segs.groupby(["s_ip", "s_port", "c_ip", "c_port", "isn"],
-                                                              sort=False)]
+    return [data_periods(g, last_ns) for _, g in segs.groupby(CONNECTION_KEY, sort=False)]
 
 
 def link_rate_bps(meta: dict, t_ns: np.ndarray) -> np.ndarray:

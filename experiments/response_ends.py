@@ -43,14 +43,13 @@ import numpy as np
 import pandas as pd
 
 from .base import MetricsError
-from .tcpcap import TCP_ACK, TCP_SYN, connection_segments, read_tcp_headers
+from .tcpcap import CONNECTION_KEY, TCP_ACK, TCP_SYN, connection_segments, read_tcp_headers, server_synacks
 
 MS = 1_000_000
 GAP_NS = 3 * MS  # a server sends a burst's segments back to back: this much silence ends the burst
 HARM_SEGMENTS = 2  # a leftover window of this many MSS or more is a burst on the next request
 WEB_PORT = 8080  # the lab's web server (accessnet.web)
 U32 = 1 << 32
-CONNECTION = ["s_ip", "s_port", "c_ip", "c_port", "isn"]  # connection_segments' key of a connection
 
 
 @dataclass(frozen=True)
@@ -156,15 +155,15 @@ def response_ends(pcap: Path, server_port: int = WEB_PORT, gap_ns: int = GAP_NS,
     ``tcpcap.connection_segments``', a 4-tuple and the server's ISN, so a reused client port is a new one;
     ``connection_tails``), and the largest MSS among them."""
     pk, _ = read_tcp_headers(pcap)
-    synacks = pk[(pk["sport"] == server_port) & ((pk["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK))]
+    synacks = server_synacks(pk, server_port)
     if synacks.empty:
         return [], 0
     tails: list[Tail] = []
     mss = 0
-    for key, conn in connection_segments(pk, synacks).groupby(CONNECTION, sort=False):
+    for _, conn in connection_segments(pk, synacks).groupby(CONNECTION_KEY, sort=False):
         got, m = connection_tails(conn, gap_ns, late_ns)
         mss = max(mss, m)
-        tails += [replace(t, client_port=int(key[CONNECTION.index("c_port")])) for t in got]
+        tails += [replace(t, client_port=int(conn["c_port"].iloc[0])) for t in got]
     return tails, mss
 
 

@@ -104,6 +104,16 @@ def read_tcp_headers(path: Path) -> tuple[pd.DataFrame, int | None]:
     return df.astype({c: object if wide and c in ("src", "dst") else "int64" for c in TCP_HEADER_COLUMNS}), last
 
 
+CONNECTION_KEY = ["s_ip", "s_port", "c_ip", "c_port", "isn"]  # connection_segments' columns naming a connection
+
+
+def server_synacks(pk: pd.DataFrame, port: int | None = None) -> pd.DataFrame:
+    """pk's SYN-ACKs (of the server at ``port`` only, if given): what ``connection_segments`` starts
+    connections from."""
+    synack = (pk["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)
+    return pk[synack if port is None else synack & (pk["sport"] == port)]
+
+
 def connection_segments(pk: pd.DataFrame, synacks: pd.DataFrame) -> pd.DataFrame:
     """pk's segments of the server's connections (a TCP connection: a 4-tuple and the server's initial sequence
     number, so a reused client port is a new connection), in capture order, each with its connection's key
@@ -114,7 +124,7 @@ def connection_segments(pk: pd.DataFrame, synacks: pd.DataFrame) -> pd.DataFrame
     up = pk.rename(columns={"dst": "s_ip", "dport": "s_port", "src": "c_ip", "sport": "c_port"})
     down["down"], up["down"] = True, False
     both = pd.concat([down, up])  # pk's index: the capture's order
-    key = ["s_ip", "s_port", "c_ip", "c_port"]
+    key = CONNECTION_KEY[:-1]
     isn = synacks.rename(columns={"src": "s_ip", "sport": "s_port", "dst": "c_ip", "dport": "c_port",
                                   "seq": "isn", "ts_ns": "isn_ts"})[key + ["isn", "isn_ts"]]
     isn = isn.drop_duplicates(key + ["isn"]).sort_values("isn_ts")

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .base import MetricsError
-from .tcpcap import TCP_ACK, TCP_SYN, read_tcp_headers
+from .tcpcap import CONNECTION_KEY, TCP_ACK, TCP_SYN, read_tcp_headers, server_synacks
 from .tcpcap import connection_segments as _epochs
 
 MS = 1_000_000
@@ -128,13 +128,12 @@ def timeouts(rep: Path) -> dict:
     except MetricsError as e:
         return {**dict.fromkeys(FIELDS), "not_measured": str(e)}
     sv, cl = sv.assign(mark=copy_marks(sv)), cl.assign(mark=copy_marks(cl))
-    synacks = sv[(sv["flags"] & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)]
+    synacks = server_synacks(sv)
     total = dict.fromkeys(FIELDS, 0)
     if synacks.empty:
         return {**total, "not_measured": None}
-    key = ["s_ip", "s_port", "c_ip", "c_port", "isn"]
-    sv_c = dict(tuple(_epochs(sv, synacks).groupby(key, sort=False)))
-    cl_c = dict(tuple(_epochs(cl, synacks).groupby(key, sort=False)))
+    sv_c = dict(tuple(_epochs(sv, synacks).groupby(CONNECTION_KEY, sort=False)))
+    cl_c = dict(tuple(_epochs(cl, synacks).groupby(CONNECTION_KEY, sort=False)))
     empty = next(iter(sv_c.values())).iloc[0:0]
     for k, s in sv_c.items():
         for f, v in count_connection(s, cl_c.get(k, empty)).items():

@@ -22,8 +22,9 @@ class Conn:
         self.port, self.isn, self.frames = port, isn, []
         self.up = dict(src=client, dst=SERVER, sport=port, dport=WEB)
         self.down = dict(src=SERVER, dst=client, sport=WEB, dport=port)
-        self.frames += [(TB + int(t0_ms * MS), tcp(seq=5000, flags="S", payload=0, window=64240, options=[("WScale", 7)], **self.up)),
-                        (TB + int(t0_ms * MS) + MS, tcp(seq=isn, flags="SA", payload=0, ack=5001, options=[("WScale", 7)],
+        t0 = TB + int(t0_ms * MS)
+        self.frames += [(t0, tcp(seq=5000, flags="S", payload=0, window=64240, options=[("WScale", 7)], **self.up)),
+                        (t0 + MS, tcp(seq=isn, flags="SA", payload=0, ack=5001, options=[("WScale", 7)],
                                       **self.down))]
 
     def ack(self, t_ms: float, off: int, field: int, request: int = 0) -> None:

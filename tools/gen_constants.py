@@ -31,7 +31,7 @@ def const(kind: str, name: str, value: int, comment: str = "", fmt: str = "d") -
     return f"{line:<44}// {comment}" if comment else line
 
 
-def define(name: str, value: int, comment: str = "") -> str:
+def define(name: str, value: int | str, comment: str = "") -> str:
     line = f"#define {name} {value}"
     return f"{line:<44}/* {comment} */" if comment else line
 
@@ -42,8 +42,7 @@ def times(name: str, factor: int, comment: str = "") -> str:
     if factor <= 0:
         raise ValueError(f"{name}: factor {factor} is not positive")
     terms = ["(x)" if k == 0 else f"((x) << {k})" for k in range(factor.bit_length()) if factor >> k & 1]
-    line = f"#define {name}(x) ({' + '.join(terms)})"
-    return f"{line:<44}/* {comment} */" if comment else line
+    return define(f"{name}(x)", f"({' + '.join(terms)})", comment)
 
 
 def enum(title: str, prefix: str, members: list[tuple[str, int]], comments: dict[str, str] | None = None,
