@@ -106,6 +106,7 @@ FLOW_IDLE = 0x800  # its server had nothing more to send and all it sent was ack
 FLOW_PAUSED = 0x1000  # paused (the floor limit) in the epoch of its stamp: not again before the next epoch
 FLOW_SHUT = 0x2000  # its window is shut (zero) by IWA: only its server's zero-window probe can reopen it
 FLOW_HELD = 0x4000  # ... and one probe's answer already kept it shut (the queue had no room): the next reopens it
+FLOW_ASKED = 0x8000  # its server's window joined the virtual queue (a start, a restart) and it has sent nothing since
 FLOW_STAMP_SHIFT = 16
 EPOCH_MASK = 0xFFFF  # epochs are numbered mod 2^16
 # The client's SYN, remembered until the SYN-ACK (``flow_syn``): signature (top 24 bits of the hash) | bits

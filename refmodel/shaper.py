@@ -13,7 +13,7 @@ Per flow:
   its first ACK), ACKED, the parity of the reserve's epoch it reserved in,
   COUNTED and FRESH (how it is counted among its link's active flows, see
   below), CLOSED (a FIN or RST from either side: never shaped or counted
-  again), IDLE, PAUSED, SHUT and HELD (``at_floor``), and in its top 16 bits
+  again), IDLE, PAUSED, SHUT and HELD (``at_floor``), ASKED (``asks``), and in its top 16 bits
   the *stamp*: the epoch it was last counted in.
 * ``edge``: the right edge of the window the server was given (ACK number +
   scaled window). Every upstream ACK moves it; it never moves left.
@@ -46,7 +46,8 @@ Per access link (IWA only; ``LinkShaping``, start_shaper.p4's registers indexed 
 link's queue room is its own while the flow slots stay shared):
 
 * ``vq_tat``: every window opening (replacement and growth alike) as a virtual
-  queue served at the link rate from the moment it is granted. The server
+  queue served at the link rate from the moment it is granted, and at a restart (a
+  request that starts the server's next response) the whole window the server has. The server
   sends a grant's data one server RTT later, at the spacing the grants had,
   so the real queue one server RTT from now is this virtual queue now: the
   queue the next grant's data will find. (IWA 2 counted growth only, as a
@@ -71,7 +72,8 @@ Every upstream ACK of a shaped flow (SHAPE, IWA on) may move the edge by
     grant = room                                  (its first ACK)
     grant = acked + min(room, acked)
     grant = acked - min(deficit, acked / 2)       while the queue will be above target
-    grant = 0                                     while the server leaves its window unused
+    grant = 0                                     while the server leaves its window unused,
+                                                  or a request starts its next response
     room  = target - max(queue, virtual queue) - reserve   (+ its own frame)
 
 ``acked`` is what the ACK acknowledges: it left the queue, so replacing it
@@ -104,7 +106,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from .constants import (
-    EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
+    EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_ASKED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
     FLOW_HELD, FLOW_PAUSED, FLOW_SCALE_MASK, FLOW_SHUT,
     FLOW_SHAPE, FLOW_SLOTS, FLOW_STAMP_SHIFT, IW_MIN_SEGMENTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX,
     TrackFlag, TrafficClass,
@@ -181,6 +183,17 @@ def short_end(payload: int, seq_end: int, edge: int, mss: int) -> bool:
     ends that were not, against 43 when any window left counted (the rule reverted in ad038f0, whose web6 pages
     took 3.28 s); the edge the switch holds is one server RTT later than the server's, which counts for less."""
     return payload < mss and not seq_before(edge, (seq_end + mss) & U32)
+
+
+def asks(state: int, payload: int, acked: int, ack: int, seqhi: int) -> bool:
+    """A client's request (a segment with data) that acknowledges all its server sent, while the server's window
+    has not joined the virtual queue since the server last sent (``FLOW_ASKED``, which segments acknowledging
+    nothing new keep: an upload's later segments ask once): it starts the server's next response. An HTTP/1.1
+    client asks only once it has the whole response, so its server is idle even where the switch could not see
+    the response end (its last ACKs came within two server RTTs of the window's latest opening:
+    ``experiments/response_ends.py``'s unnoticed ends), and answers with the window it was left, back to back
+    (docs/iwa.md, "Restarts")."""
+    return payload > 0 and not seq_before(ack, seqhi) and not (state & FLOW_ASKED and acked == 0)
 
 
 def checkpoint(edge: int, seqhi: int, acked: int, mss: int, first: bool = False) -> int:
@@ -389,7 +402,6 @@ class Opening(NamedTuple):
     end: int
     cutting: bool = False  # the queue is above target: less than replacement
     retract: bool = False  # the server left its window unused and all it sent is acknowledged: back to one MSS
-    waiting: int = 0  # a restart's window: bytes of queue to come
 
 
 def coarse(p: IwaParams, scale: int) -> bool:
@@ -543,18 +555,18 @@ class StartShaper:
             lk.roll(p.hold_ns, now)
             state = lk.count(state)
         mine_cur = bool(state & FLOW_EPOCH) == bool(lk.epoch & 1)  # its frame is in the current generation
-        new_edge, window, room, waiting = (own if seq_before(edge, own) else edge), None, 0, 0
+        new_edge, window, room, charge = (own if seq_before(edge, own) else edge), None, 0, 0
         if shaping:
             if seq_before(edge, end):
                 flags |= TrackFlag.STARTING
             own_frame = mtu_ns if released and (lk.reserve_cur if mine_cur else lk.reserve_old) > 0 else 0
-            state, end, new_edge, window, room, waiting = self._shape(
+            state, end, new_edge, window, room, charge = self._shape(
                 p, mtu_ns, pkt, now, queue_tat, t, lk, state, edge, end, span, own, own_frame, first)
         else:  # it leaves with the client's own window: whatever IWA shut is open
             state &= ~(FLOW_SHUT | FLOW_HELD)
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
-        if shaping and advance + waiting:  # served at the link rate from now: the queue its data builds one RTT on
-            lk.vq_tat = max(lk.vq_tat, now) + bytes_to_ns(p, min(advance + waiting, U32))
+        if charge:  # served at the link rate from now: the queue its data builds one server RTT on
+            lk.vq_tat = max(lk.vq_tat, now) + bytes_to_ns(p, min(charge, U32))
         self.state[slot], self.edge[slot], self.end[slot], self.rtt[slot] = state, new_edge, end, rtt
         if seq_before(last_ack, pkt.ack):
             self.ack[slot] = pkt.ack
@@ -570,15 +582,19 @@ class StartShaper:
                first: bool) -> tuple[int, int, int, int | None, int, int]:
         """The window a shaped flow's ACK leaves with: the room, the opening it asks for (``_opening``), the
         bounds (``bounded``, ``at_floor``), rounded up to the client's scale. Returns the flow's state, its start
-        phase's end, its new edge, the window field to write (None: the client's own), the room (ns) and a
-        restart's window (bytes of queue to come)."""
+        phase's end, its new edge, the window field to write (None: the client's own), the room (ns) and the
+        bytes that join the link's virtual queue: what it opened, or at a restart the whole window."""
         slot, scale = t.slot, state & FLOW_SCALE_MASK
         last_ack = self.ack[slot]
         acked = (pkt.ack - last_ack) & U32 if seq_before(last_ack, pkt.ack) else 0
         granted = max(queue_tat - now, lk.vq_tat - now, 0)  # the grants' virtual queue, or the queue now if more
         room, deficit = room_of(p, lk.reserve_cur, lk.reserve_old, granted, own_frame)
         restart = bool(state & FLOW_IDLE) and (pkt.tcp_payload > 0 or acked > 0)
-        o = self._opening(p, pkt, now, t, lk, state, edge, end, span, acked, room, deficit, first, restart)
+        request = not first and not restart and asks(state, pkt.tcp_payload, acked, pkt.ack, t.seqhi)
+        if acked > 0:  # its server sent more since its window last joined the virtual queue
+            state &= ~FLOW_ASKED
+        o = self._opening(p, pkt, now, t, lk, state, edge, end, span, acked, room, deficit, first, restart,
+                          request)
         state, end = o.state, o.end
         want, floor, floored = bounded((o.base + o.grant) & U32, own, pkt.ack, p.mss_bytes)
         if floored and o.cutting and seq_before(pkt.ack, end):
@@ -598,24 +614,30 @@ class StartShaper:
             want = edge
         field = (((want - pkt.ack) & U32) + (1 << scale) - 1) >> scale  # round up: never below want
         new_edge = (pkt.ack + (field << scale)) & U32
-        if first or restart or not seq_before((t.seqhi + p.mss_bytes) & U32, self.mark[slot]):
+        charge = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0  # what it opened: queue to come
+        if restart or request:
+            # the server's next response starts: the window it now has is queue to come one server RTT from
+            # now, back to back (the grants that opened it left the virtual queue long ago), so it joins the
+            # virtual queue now and the other flows' ACKs in that server RTT make room for it; a retraction
+            # (``server_idle`` on a request that acknowledges new data) left it one MSS, and so did a request
+            # after a retraction: the requests of a page's connections come together, and the switch cannot
+            # know how many follow this one (their SYN-ACKs announced fresh flows an RTT ahead)
+            state = state & ~FLOW_IDLE | FLOW_ASKED
+            charge = (new_edge - pkt.ack) & U32 if seq_before(pkt.ack, new_edge) else 0
+        if first or restart or request or not seq_before((t.seqhi + p.mss_bytes) & U32, self.mark[slot]):
             # a new start, or it reached the checkpoint: the next one
             self.mark[slot], self.mark_t[slot] = checkpoint(new_edge, t.seqhi, acked, p.mss_bytes, first), now & U32
-        return state, end, new_edge, field if field < pkt.window else None, room, o.waiting
+        return state, end, new_edge, field if field < pkt.window else None, room, charge
 
     def _opening(self, p: IwaParams, pkt: Parsed, now: int, t: Track, lk: LinkShaping, state: int, edge: int,
-                 end: int, span: int, acked: int, room: int, deficit: int, first: bool, restart: bool) -> Opening:
+                 end: int, span: int, acked: int, room: int, deficit: int, first: bool, restart: bool,
+                 request: bool) -> Opening:
         """How far an ACK asks to move its flow's edge, before the bounds: one of the rules of docs/iwa.md, by
         what the flow is doing."""
-        if first:  # a first window: the room
-            return Opening(ns_to_bytes(p, min(room, U32)), pkt.ack, state, end)
-        if restart:
-            # a new start whose first window is the MSS its retraction left it, as the last of a parallel
-            # start's gets: the requests of a page's connections come together, and the switch cannot know how
-            # many follow this one to leave room for their first segments (their SYN-ACKs announced fresh flows
-            # an RTT ahead); that window is queue to come, so it joins the virtual queue now (``waiting``)
-            return Opening(0, edge, state & ~FLOW_IDLE, end,
-                           waiting=0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32)
+        if first:  # a first window: the room (it joins the virtual queue as it is granted)
+            return Opening(ns_to_bytes(p, min(room, U32)), pkt.ack, state | FLOW_ASKED, end)
+        if restart:  # a request after a retraction: its first window is the MSS the retraction left it
+            return Opening(0, edge, state, end)
         if server_idle(t.seqhi, self.mark[t.slot], self.mark_t[t.slot], now, self.srtt[t.slot], p.mss_bytes,
                        pkt.ack, acked, self.tail[t.slot]):
             # the server left its window unused (a response ended): no opening, and what it sends next starts a
@@ -623,6 +645,8 @@ class StartShaper:
             # (docs/iwa.md, "Restarts"), so that what it sends next is sized as a start
             return Opening(0, edge, state, (t.seqhi + span) & U32,
                            retract=acked > 0 and not seq_before(pkt.ack, t.seqhi))
+        if request:  # a new start, with the window an end the switch could not see left its server
+            return Opening(0, edge, state, (t.seqhi + span) & U32)
         if deficit:
             # the queue is above target: replace only part of what left (at most half), so it drains; at most
             # half, because this ACK sees the queue one server RTT before its data would arrive

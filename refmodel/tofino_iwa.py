@@ -94,7 +94,7 @@ from typing import Any, NamedTuple
 
 from .arith import s32
 from .constants import (
-    EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
+    EPOCH_MASK, FLOW_ACKED, FLOW_ANNOUNCED, FLOW_ASKED, FLOW_CLOSED, FLOW_COUNTED, FLOW_EPOCH, FLOW_FRESH, FLOW_IDLE,
     FLOW_HELD, FLOW_PAUSED, FLOW_SCALE_MASK, FLOW_SHAPE, FLOW_SHUT, FLOW_SLOTS, N_LINKS, SYN_SEEN, SYN_WS, WS_MAX,
     TrackFlag, TrafficClass,
 )
@@ -102,7 +102,7 @@ from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Floor, Grant, LinkShaping, at_floor, bounded, checkpoint, growth, roll_step, room_of, server_idle, short_end,
+    Floor, Grant, LinkShaping, asks, at_floor, bounded, checkpoint, growth, roll_step, room_of, server_idle, short_end,
     shaped, share_shift,
 )
 
@@ -248,7 +248,8 @@ class Read(NamedTuple):
     edge: int
     acked: int  # what the ACK acknowledges
     state: int  # flow_state as pass 1 left it
-    branch: str  # "restart", "idle", "retract" or ""
+    branch: str  # "restart", "idle", "retract", "request" or ""
+    request: bool  # a request that starts the server's next response (shaper.asks; "request", or with "retract")
     first: bool  # the handshake's ACK
     released: bool  # ... and it releases the frame its SYN-ACK reserved
     nflows: int
@@ -517,8 +518,8 @@ class TnaShaper:
         own = (pkt.ack + scale_down(pkt.window, scale)) & U32  # the client's own right edge
         shaping = counting and not seq_before(own, edge)
 
-        old_state, state, branch = self._state(p, pkt, now32, t, epoch, counting, shaping, acked, lead, mark, mark_t,
-                                               tail)
+        old_state, state, branch, request = self._state(p, pkt, now32, t, epoch, counting, shaping, acked, lead,
+                                                        mark, mark_t, tail)
         first = not old_state & FLOW_ACKED
         _, counted_now, fresh = counted(old_state, epoch) if counting else (0, False, False)
         released = first and bool(old_state & FLOW_ANNOUNCED)
@@ -531,29 +532,41 @@ class TnaShaper:
 
         res_cur, res_old = self._reserve(link, step, mtu_ns if iwa_on and released else 0, mine_cur)
         span, end = self._phase(p, t, first, lead, branch)
-        return Read(shaping, own, mark, edge, acked, state, branch, first, released, nflows,
+        return Read(shaping, own, mark, edge, acked, state, branch, request, first, released, nflows,
                     mine_cur, res_cur, res_old, span, end, self.iwa_vq.read(link))
 
     def _state(self, p: IwaParams, pkt: Parsed, now32: int, t: Track, epoch: int, counting: bool, shaping: bool,
-               acked: int, lead: int, mark: int, mark_t: int, tail: bool) -> tuple[int, int, str]:
+               acked: int, lead: int, mark: int, mark_t: int, tail: bool) -> tuple[int, int, str, bool]:
         """flow_state: one action; its conditions (the epoch, the ACK, the checkpoint) are known before it.
-        Returns the state it had, the state it has, and what the server is doing: "restart" (a new start after
-        its window was retracted), "idle" (it left its window unused), "retract" (... and all it sent is
-        acknowledged: back to one MSS) or ""."""
-        def action(s: int) -> tuple[int, tuple[int, int, str]]:
-            old, branch = s, ""
+        Returns the state it had, the state it has, what the server is doing: "restart" (a new start after its
+        window was retracted), "idle" (it left its window unused), "retract" (... and all it sent is
+        acknowledged: back to one MSS), "request" (a request starts its next response: ``shaper.asks``) or "",
+        and whether the ACK is such a request (also with "idle" or "retract": the window it leaves with joins
+        the virtual queue)."""
+        def action(s: int) -> tuple[int, tuple[int, int, str, bool]]:
+            old, branch, request = s, "", False
             if not s & FLOW_ACKED:  # the handshake's ACK
                 s = (s | FLOW_ACKED) & ~FLOW_ANNOUNCED
             if counting:
                 s = counted(s, epoch)[0]
-            if shaping and old & FLOW_ACKED:
-                if s & FLOW_IDLE and (pkt.tcp_payload > 0 or acked > 0):
-                    branch, s = "restart", s & ~FLOW_IDLE
-                elif server_idle(t.seqhi, mark, mark_t, now32, lead, p.mss_bytes, pkt.ack, acked, tail):
-                    branch = "idle"
-                    if acked > 0 and not seq_before(pkt.ack, t.seqhi):
-                        branch, s = "retract", s | FLOW_IDLE
-            return s, (old, s, branch)
+            if shaping:
+                if acked > 0:  # its server sent more since its window last joined the virtual queue
+                    s &= ~FLOW_ASKED
+                if not old & FLOW_ACKED:
+                    s |= FLOW_ASKED  # a first window joins the virtual queue as it is granted
+                elif s & FLOW_IDLE and (pkt.tcp_payload > 0 or acked > 0):
+                    branch, s = "restart", s & ~FLOW_IDLE | FLOW_ASKED
+                else:
+                    request = asks(old, pkt.tcp_payload, acked, pkt.ack, t.seqhi)
+                    if server_idle(t.seqhi, mark, mark_t, now32, lead, p.mss_bytes, pkt.ack, acked, tail):
+                        branch = "idle"
+                        if acked > 0 and not seq_before(pkt.ack, t.seqhi):
+                            branch, s = "retract", s | FLOW_IDLE
+                    elif request:
+                        branch = "request"
+                    if request:
+                        s = s & ~FLOW_IDLE | FLOW_ASKED
+            return s, (old, s, branch, request)
         return self.flow_state.rmw(t.slot, action)
 
     def _reserve(self, link: int, step: int, release: int, mine_cur: bool) -> tuple[int, int]:
@@ -585,7 +598,7 @@ class TnaShaper:
             if first:
                 e = (t.isn + span) & U32
             seen = e
-            if branch in ("idle", "retract"):
+            if branch in ("idle", "retract", "request"):
                 e = (t.seqhi + span) & U32
             return e, seen
         return span, self.flow_end.rmw(t.slot, end_action)
@@ -595,7 +608,7 @@ class TnaShaper:
         """The grant, from what pass 1 read (shaper.py's arithmetic, in its order), and the second pass's header."""
         scale, edge = info.scale, r.edge
         flags = TrackFlag.TRACKED | (TrackFlag.FIRST_ACK if r.first else 0)
-        op, window, room, waiting, word = Op.EDGE, None, 0, 0, 0
+        op, window, room, word = Op.EDGE, None, 0, 0
         new_edge = r.own if seq_before(edge, r.own) else edge
         if r.shaping:
             if seq_before(edge, r.end):
@@ -603,7 +616,7 @@ class TnaShaper:
             granted = max(backlog, s32(r.vq - (now & U32)), 0)
             own_frame = mtu_ns if r.released and (r.res_cur if r.mine_cur else r.res_old) > 0 else 0
             room, deficit = room_of(p, r.res_cur, r.res_old, granted, own_frame)
-            grant, base, cutting, waiting = self._opening(p, pkt, r, room, deficit)
+            grant, base, cutting = self._opening(p, pkt, r, room, deficit)
             want, floor, floored = bounded((base + grant) & U32, r.own, pkt.ack, p.mss_bytes)
             if floored and cutting and seq_before(pkt.ack, r.end):
                 op |= Op.END_AT_ACK  # the floor limit: its data is CoDel's from now
@@ -623,34 +636,35 @@ class TnaShaper:
             fld = scale_up((want - pkt.ack) & U32, scale)
             new_edge = (pkt.ack + scale_down(fld, scale)) & U32
             window = fld if fld < pkt.window else None
-            if r.first or r.branch == "restart" or not seq_before((t.seqhi + p.mss_bytes) & U32, r.mark):
+            if r.first or r.branch == "restart" or r.request or not seq_before((t.seqhi + p.mss_bytes) & U32, r.mark):
                 op |= Op.MARK  # a new start, or the server reached its checkpoint: the next one, in the word
                 word = checkpoint(new_edge, t.seqhi, r.acked, p.mss_bytes, r.first)
         elif r.state & (FLOW_SHUT | FLOW_HELD):  # it leaves with the client's own window: open
             op |= Op.OPEN
         advance = (new_edge - edge) & U32 if seq_before(edge, new_edge) else 0
+        charge = advance  # what it opened; at a restart the whole window it now has (shaper.py says why)
+        if r.shaping and (r.branch == "restart" or r.request):
+            charge = (new_edge - pkt.ack) & U32 if seq_before(pkt.ack, new_edge) else 0
         vq_ns = 0
-        if r.shaping and advance + waiting:  # served at the link rate from now: the queue its data builds
-            op, vq_ns = op | Op.VQ, bytes_to_ns(p, min(advance + waiting, U32))
+        if r.shaping and charge:  # served at the link rate from now: the queue its data builds
+            op, vq_ns = op | Op.VQ, bytes_to_ns(p, min(charge, U32))
         self._resubmit(p, Pass2(op, pkt.window if window is None else window, scale, vq_ns, word, pkt.ack, t.slot,
                                 link), now)
         return Grant(True, False, flags, window, new_edge, advance, room)
 
     @staticmethod
-    def _opening(p: IwaParams, pkt: Parsed, r: Read, room: int, deficit: int) -> tuple[int, int, bool, int]:
-        """shaper.py's ``_opening``: the grant beyond its base before the bounds, whether the queue is above
-        target, and a restart's window."""
+    def _opening(p: IwaParams, pkt: Parsed, r: Read, room: int, deficit: int) -> tuple[int, int, bool]:
+        """shaper.py's ``_opening``: the grant beyond its base before the bounds, and whether the queue is above
+        target."""
         edge, acked = r.edge, r.acked
         if r.first:  # a first window: the room
-            return ns_to_bytes(p, min(room, U32)), pkt.ack, False, 0
-        if r.branch == "restart":  # a new start from the MSS its retraction left (shaper.py says why)
-            return 0, edge, False, 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
-        if r.branch:  # the server left its window unused: no opening
-            return 0, edge, False, 0
+            return ns_to_bytes(p, min(room, U32)), pkt.ack, False
+        if r.branch:  # a new start (a request), or the server left its window unused: no opening
+            return 0, edge, False
         if deficit:  # above target: replace at most half less than left
-            return acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, True, 0
+            return acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, True
         # replacement and growth (shaper.growth)
-        return acked + growth(p, edge, pkt.ack, r.span, r.nflows, acked, room), edge, False, 0
+        return acked + growth(p, edge, pkt.ack, r.span, r.nflows, acked, room), edge, False
 
     def _pass2(self, p: IwaParams, h: Pass2, now: int) -> None:
         """A packet's second pass: each register once, the values from the header (and the packet's ACK)."""

@@ -206,6 +206,39 @@ def test_a_response_after_idle_is_a_new_start_like_the_model(sw):
     assert any(Reason(r.reason) == Reason.IWA_WINDOW for r in records)
 
 
+# --------------------------------------------------------------------------- a request after an end unseen
+
+def request_items() -> list:
+    """Flow B opens; flow A opens and its server sends four segments, up to its first checkpoint; the client's
+    ACK of two (the checkpoint reached: the next one's clock starts) and 2 ms later of all four (within two
+    server RTTs of it, full segments: an end the switch cannot see); A's next request; 20 ms later an ACK of B's,
+    whose room shows the virtual queue (without the rule it has drained to 12 ms by then, with it 44 ms)."""
+    items = handshake(40001, isn=7000, server_rtt=0.011) + handshake(40000, server_rtt=0.011)
+    items += [(1, tcp(1001 + k * MSS, dport=40000)) for k in range(4)] + [("sleep", 0.15)]
+    items += [(2, client_ack(1001 + 2 * MSS, window=502, seq=5121, sport=40000)),
+              (2, client_ack(1001 + 4 * MSS, window=502, seq=5121, sport=40000)),
+              (2, client_ack(1001 + 4 * MSS, window=502, seq=5121, payload=120, flags="PA", sport=40000)),
+              ("sleep", 0.02), (2, client_ack(7001, window=502, seq=5121, sport=40001))]
+    return items
+
+
+def test_a_request_after_an_unseen_end_joins_the_virtual_queue_on_the_model(monkeypatch):
+    """The request puts A's window (edge - ACK) in the link's virtual queue: B's ACK after it finds that much less
+    room than with the rule taken out."""
+    import refmodel.shaper as shaper
+
+    def b_room() -> int:
+        res = replay(IDLE, request_items())
+        return res[-1].record.s2 & 0xFFFFFFFF
+    with_rule = b_room()
+    monkeypatch.setattr(shaper, "asks", lambda *a: False)
+    assert with_rule < b_room()
+
+
+def test_a_request_after_an_unseen_end_joins_the_virtual_queue_like_the_model(sw):
+    records, model = run_mixed(sw, IDLE, request_items())
+    assert sum(r.reason in (Reason.IWA_WINDOW, Reason.UPSTREAM) for r in records) >= 6
+
 # --------------------------------------------------------------------------- closes, TFO
 
 def test_closes_from_either_side_uncount_like_the_model(sw):

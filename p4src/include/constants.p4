@@ -118,6 +118,7 @@ const bit<32> FLOW_IDLE = 0x800;
 const bit<32> FLOW_PAUSED = 0x1000;
 const bit<32> FLOW_SHUT = 0x2000;
 const bit<32> FLOW_HELD = 0x4000;
+const bit<32> FLOW_ASKED = 0x8000;
 #define FLOW_STAMP_SHIFT 16
 const bit<32> EPOCH_MASK = 0xFFFF;
 // The client's SYN as remembered until the SYN-ACK (flow_syn): signature (hash & 0xFFFFFF00) | these bits

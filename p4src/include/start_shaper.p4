@@ -454,7 +454,13 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<64> room = avail > used ? avail - used : 0;
             bit<64> deficit = used > avail ? used - avail : 0;
             g.room_ns = ns32(room);
+            // a client's segment that starts its server's next response: the first after a retraction that
+            // carries a request or acknowledges new data, or (shaper.py: asks) a request that acknowledges all
+            // the server sent while its window has not joined the virtual queue since the server last sent
             bool restart = state & FLOW_IDLE != 0 && (tcp_payload > 0 || acked > 0);
+            bool request = !first && !restart && tcp_payload > 0 && !seq_before(ack, trk.seqhi) &&
+                           !(state & FLOW_ASKED != 0 && acked == 0);
+            if (acked > 0) { state = state & ~FLOW_ASKED; }   // its server sent more since
             // the server has nothing to send (shaper.py: server_idle): it left its window unused, two server
             // RTTs after it was given the checkpoint not sent up to one MSS of it; or this ACK acknowledges all
             // it sent and the last of that was a short end (flow_tail)
@@ -463,7 +469,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bool limited = (seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark) &&
                             (bit<64>)(now32 - mark_t) > 2 * (bit<64>)lead) ||
                            (tail == 1 && acked > 0 && !seq_before(ack, trk.seqhi));
-            bool cutting = !first && !restart && !limited && deficit != 0;
+            bool cutting = !first && !restart && !limited && !request && deficit != 0;
             // one conversion: the room in bytes, or (above target) the deficit
             bit<64> conv_q32;
             room_bytes.apply(rate_class, cutting ? ns32(deficit) : g.room_ns, conv_q32);
@@ -472,21 +478,20 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<32> share = span >> share_shift;   // its share of the path and budget among the link's flows
             bit<32> base = edge;
             bool retract = false;
-            bit<32> waiting = 0;   // a restart's window, queue to come (shaper.py)
             if (first) {
-                base = ack;        // a first window: the room
+                base = ack;        // a first window: the room (it joins the virtual queue as it is granted)
+                state = state | FLOW_ASKED;
             } else if (restart) {
-                // a new start whose first window is the MSS its retraction left it: the requests of a page's
-                // connections come together, and the switch cannot know how many follow this one
-                state = state & ~FLOW_IDLE;
-                grant = 0;
-                waiting = seq_before(edge, ack) ? 0 : edge - ack;
+                grant = 0;         // a request after a retraction: its first window is the MSS it was left
             } else if (limited) {
                 // no opening, and what it sends next starts a new start phase; once this very ACK acknowledges
                 // all it sent, its window is retracted to one MSS (docs/iwa.md, "Restarts")
                 grant = 0;
                 end = trk.seqhi + span;
                 retract = acked > 0 && !seq_before(ack, trk.seqhi);
+            } else if (request) {
+                grant = 0;         // a new start, with the window an end the switch could not see left it
+                end = trk.seqhi + span;
             } else if (cutting) {
                 // the queue is above target: replace only part of what left (at most half), so it drains
                 bit<32> half = acked >> 1;
@@ -564,7 +569,15 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 g.rewrite = true;
                 g.window = (bit<16>)field;
             }
-            if (first || restart || !seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark)) {
+            bit<32> charge = seq_before(edge, new_edge) ? new_edge - edge : 0;    // what it opened: queue to come
+            if (restart || request) {
+                // the server's next response starts: the window it now has is queue to come one server RTT from
+                // now, back to back (the grants that opened it left the virtual queue long ago), so it joins the
+                // virtual queue now, and the other flows' ACKs in that server RTT make room for it (shaper.py)
+                state = (state & ~FLOW_IDLE) | FLOW_ASKED;
+                charge = seq_before(ack, new_edge) ? new_edge - ack : 0;
+            }
+            if (first || restart || request || !seq_before(trk.seqhi + (bit<32>)cfg.mss_bytes, mark)) {
                 // a new start, or it reached the checkpoint: the next one is what a server with more to send
                 // must reach, the data this ACK freed (at least one MSS) or the new edge if nearer, plus
                 // the one-MSS tolerance (shaper.py: checkpoint)
@@ -575,12 +588,10 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 flow_mark.write(slot, seq_before(near, new_edge) ? near : new_edge);
                 flow_mark_t.write(slot, now32);
             }
-            bit<32> advance = seq_before(edge, new_edge) ? new_edge - edge : 0;
-            bit<33> charge = (bit<33>)advance + (bit<33>)waiting;
             if (charge != 0) {
                 // served at the link rate from now: the queue its data builds one server RTT on
                 bit<64> adv_q16;
-                grant_ns.apply(rate_class, charge > 0xFFFFFFFF ? 0xFFFFFFFF : (bit<32>)charge, adv_q16);
+                grant_ns.apply(rate_class, charge, adv_q16);
                 iwa_vq_tat.write(at, (vq_tat > now ? vq_tat : now) + (adv_q16 >> BYTE_TIME_FRAC));
             }
         } else {
