@@ -36,6 +36,7 @@ import pandas as pd
 from refmodel.constants import Reason, TrafficClass
 
 from .base import MetricsError
+from .metrics import find_reps
 from .telemetry_reader import read_telemetry
 
 MS = 1_000_000
@@ -138,15 +139,6 @@ def server_rtt_of(rep: Path, given: float | None) -> int:
         raise MetricsError(f"{rep / 'meta.json'}: no profile.server_delay_ms ({e}); give --server-rtt-ms") from None
 
 
-def _reps(paths: list[Path]) -> list[Path]:
-    out = []
-    for p in paths:
-        out += ([p] if (p / "telemetry.pcap").exists()
-                else sorted(q.parent for q in p.glob("rep*/telemetry.pcap"))
-                or sorted(q.parent for q in p.glob("*/rep*/telemetry.pcap")))
-    return out
-
-
 COLUMNS = ["grants", "matched", "median_ms", "p90_ms", "p99_ms", "over_budget_pct", "high", "start_kb_high",
            "start_kb_rest", "est_kb_high", "est_kb_rest"]
 
@@ -159,9 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--server-rtt-ms", type=float, default=None,
                     help="the server RTT at the switch (default: twice meta.json's profile.server_delay_ms)")
     a = ap.parse_args(argv)
-    reps = _reps(a.paths)
+    reps = [r for p in a.paths for r in find_reps(p)]
     if not reps:
-        print("no telemetry.pcap under " + ", ".join(map(str, a.paths)), file=sys.stderr)
+        print("no replication under " + ", ".join(map(str, a.paths)), file=sys.stderr)
         return 2
     print("| replication | " + " | ".join(COLUMNS) + " |")
     print("|---|" + "---|" * len(COLUMNS))

@@ -91,7 +91,8 @@ def test_the_target_is_the_replications_most_common(rep):
 
 def test_cli_names_a_replication_it_cannot_read_and_reads_the_others(rep, tmp_path_factory, capsys):
     bad = tmp_path_factory.mktemp("bad")
-    write_pcap_us(bad / "telemetry.pcap", FRAMES)  # no tuning.csv, no meta.json
+    write_pcap_us(bad / "telemetry.pcap", FRAMES)  # no tuning.csv, and meta.json without the profile
+    (bad / "meta.json").write_text("{}")
     assert main([str(rep), str(bad)]) == 0
     out, err = capsys.readouterr()
     assert f"| {rep} | 3 | 2 | 6.5 |" in out and str(bad) in err and "tuning.csv" in err

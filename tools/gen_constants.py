@@ -133,7 +133,8 @@ def text() -> str:
         "// then these flags; the top 16 bits (FLOW_STAMP_SHIFT) hold the link's epoch the flow was last counted in.",
         *(const("bit<32>", name, getattr(C, name), fmt="02X" if name == "FLOW_SCALE_MASK" else "X")
           for name in ("FLOW_SCALE_MASK", "FLOW_SHAPE", "FLOW_ANNOUNCED", "FLOW_ACKED", "FLOW_EPOCH", "FLOW_COUNTED",
-                       "FLOW_FRESH", "FLOW_CLOSED", "FLOW_IDLE", "FLOW_PAUSED", "FLOW_SHUT", "FLOW_HELD", "FLOW_ASKED")),
+                       "FLOW_FRESH", "FLOW_CLOSED", "FLOW_IDLE", "FLOW_PAUSED", "FLOW_SHUT", "FLOW_HELD",
+                       "FLOW_ASKED")),
         define("FLOW_STAMP_SHIFT", C.FLOW_STAMP_SHIFT),
         const("bit<32>", "EPOCH_MASK", C.EPOCH_MASK, fmt="04X"),
         "// The client's SYN as remembered until the SYN-ACK (flow_syn): signature (hash & 0xFFFFFF00) | these bits",
