@@ -38,6 +38,11 @@ forwarded it*, so a rewritten window is the one it obeys.
   data one below ``snd_una`` (``tcp_xmit_probe_skb``), and the client answers it at once with an ACK
   (``tcp_send_dupack``) that carries its window. Probes are counted (``probes``), never as retransmissions.
 * ``Sim.close`` ends a connection at a given time: the client's FIN, the server's FIN or a RST from either side.
+* Timers (``hz``): by default every timer fires at its exact time. With ``hz`` (Linux's ``CONFIG_HZ``; 250 on
+  the lab's kernel) the server's retransmission and persist timers and the client's delayed-ACK timer fire as
+  Linux's timer wheel fires them (``linux_timer``): in jiffies, rounded up to their wheel level's granularity
+  (8 jiffies from 63 jiffies on, 64 from 504), so timers of different connections that end in the same bucket
+  fire together: the zero-window probes of flows paused within ~30 ms of each other at HZ=250 go out at once.
 """
 
 from __future__ import annotations
@@ -58,6 +63,21 @@ RTO = 1000 * MS
 QUICKACKS = 16  # Linux's TCP_MAX_QUICKACKS
 ATO = 40 * MS  # Linux's TCP_ATO_MIN: the delayed-ACK timer
 TCP_MSS_DEFAULT = 536  # Linux bounds segments to half the largest window seen only above this
+LVL_CLK_SHIFT, LVL_BITS = 3, 6  # Linux's timer wheel (kernel/time/timer.c): 64 buckets a level, each 8x coarser
+
+
+def linux_timer(now: int, delay: int, hz: int) -> int:
+    """When a timer armed at ``now`` for ``delay`` ns fires in Linux's timer wheel at ``hz``: the expiry in
+    jiffies (``jiffies + delay`` rounded up), then its level's bucket: ``calc_index`` rounds up to the next
+    multiple of the level's granularity, so a timer never fires early and fires with its bucket."""
+    jiffy = 1_000_000_000 // hz
+    clk = now // jiffy
+    expires = clk + -(-delay // jiffy)
+    lvl = 0
+    while (expires - clk) >= ((1 << LVL_BITS) - 1) << (lvl * LVL_CLK_SHIFT):
+        lvl += 1
+    shift = lvl * LVL_CLK_SHIFT
+    return (((expires >> shift) + 1) << shift) * jiffy
 AUDIO = audio()
 
 
@@ -139,8 +159,10 @@ class Flow:
 
 
 class Sim:
-    def __init__(self, params, flows, *, d_server=11 * MS, d_client=70 * MS, audio=(0, 0), pipeline=None):
+    def __init__(self, params, flows, *, d_server=11 * MS, d_client=70 * MS, audio=(0, 0), pipeline=None,
+                 hz: int | None = None):
         self.p = pipeline or Pipeline(ROUTES, params)
+        self.hz = hz
         self.flows = {f.port: f for f in flows}
         self.d_server, self.d_client = d_server, d_client
         self.q, self.n, self.now = [], 0, 0
@@ -158,6 +180,10 @@ class Sim:
     def at(self, t, fn, *args):
         heapq.heappush(self.q, (t, self.n, fn, args))
         self.n += 1
+
+    def timer(self, delay: int) -> int:
+        """When a TCP timer armed now for ``delay`` fires (exactly, or as Linux's timer wheel at ``hz``)."""
+        return self.now + delay if self.hz is None else linux_timer(self.now, delay, self.hz)
 
     def run(self, until: int) -> "Sim":
         while self.q and self.q[0][0] <= until:
@@ -257,7 +283,7 @@ class Sim:
             f.unacked += 1
             if f.unacked < 2:  # a lone segment: the delayed-ACK timer
                 f.dtimer += 1
-                self.at(self.now + ATO, self.delayed_ack, f, f.dtimer)
+                self.at(self.timer(ATO), self.delayed_ack, f, f.dtimer)
                 return
         f.quickacks = max(0, f.quickacks - 1)
         f.unacked = 0
@@ -392,11 +418,11 @@ class Sim:
     def arm(self, f):
         f.timer += 1
         if f.snd_una < min(f.snd_nxt, f.end):
-            self.at(self.now + f.rto, self.on_rto, f, f.timer)
+            self.at(self.timer(f.rto), self.on_rto, f, f.timer)
 
     def persist(self, f):
         f.probing, f.ptimer = True, f.ptimer + 1
-        self.at(self.now + (f.restart_ns << f.backoff), self.on_probe, f, f.ptimer)
+        self.at(self.timer(f.restart_ns << f.backoff), self.on_probe, f, f.ptimer)
 
     def on_probe(self, f, timer):
         if timer != f.ptimer or f.snd_nxt > f.snd_una or f.snd_nxt >= f.end:

@@ -5,7 +5,7 @@ a way that flatters a window rule."""
 from __future__ import annotations
 
 from frames import MSS, client_ack, client_syn
-from tcpsim import CLIENT_ISN, Flow, Sim
+from tcpsim import CLIENT_ISN, MS as MS_, Flow, Sim, linux_timer
 from test_iwa import params
 
 
@@ -64,3 +64,33 @@ def test_a_window_that_ends_inside_a_segment_is_filled_with_a_short_one_as_linux
         if split:  # the full segment's ACK opens 1448 more: a whole segment fits, nothing short is sent
             sim.server_rx(f, client_ack(f.isn + 1 + MSS, window=12, seq=CLIENT_ISN + 101))
             assert sent == [MSS, 1536 - MSS, MSS]
+
+
+def test_linux_timer_wheel_rounds_up_to_its_levels_granularity():
+    """kernel/time/timer.c (calc_wheel_index, calc_index): a timer ``expires`` jiffies from the wheel's clock goes
+    to level 0 below 63 jiffies (1-jiffy buckets), level 1 below 504 (8 jiffies), level 2 below 4032 (64); its
+    bucket fires at ``((expires >> shift) + 1) << shift``. At HZ=250 a jiffy is 4 ms; worked by hand."""
+    jiffy = 4 * MS_
+    assert linux_timer(0, 40 * MS_, 250) == 11 * jiffy  # 10 jiffies: level 0, the next jiffy
+    assert linux_timer(0, 400 * MS_, 250) == 104 * jiffy  # 100 jiffies: level 1, (12 + 1) * 8
+    assert linux_timer(5 * MS_, 400 * MS_, 250) == 104 * jiffy  # clock 1, expires 101: the same bucket
+    assert linux_timer(0, 2100 * MS_, 250) == 576 * jiffy  # 525 jiffies: level 2, (8 + 1) * 64
+    # never early, and two connections' persist timers armed 12 ms apart (expires 100 and 103) fire at once
+    for now in range(0, 60 * MS_, MS_):
+        assert linux_timer(now, 400 * MS_, 250) >= now + 400 * MS_
+    assert linux_timer(0, 400 * MS_, 250) == linux_timer(12 * MS_, 400 * MS_, 250)
+
+
+def test_zero_window_probes_of_flows_paused_apart_go_out_together_at_hz_250():
+    """Two servers whose windows were shut 12 ms apart probe at the same instant under Linux's timer wheel, and
+    12 ms apart with exact timers (``hz`` None)."""
+    for hz, apart in ((None, 12 * MS_), (250, 0)):
+        flows = [Flow(40000 + i, start=0, size=10_000) for i in range(2)]
+        sim = Sim(params(), flows, hz=hz)
+        probes = []
+        sim.on_probe = lambda f, timer, probes=probes: probes.append(sim.now)
+        for i, f in enumerate(flows):
+            sim.now = i * 12 * MS_
+            sim.persist(f)
+        sim.run(2000 * MS_)
+        assert sorted(probes)[1] - sorted(probes)[0] == apart, (hz, probes)
