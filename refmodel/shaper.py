@@ -83,7 +83,7 @@ flow whose window is above its share, or above half its share while the room
 is short (less than twice ``acked``) and partly in use (``margin_holds``), so
 flows that started later catch up instead of waiting for the first ones to
 finish. While the queue is above target (a negative room) the
-edge moves by less than replacement, by at most half, so the queue drains.
+edge moves by replacement less the excess, so the queue comes back to it.
 Never below one MSS beyond the ACK, except where that MSS finds no room beyond the
 floor limit (``at_floor``): a first window is shut, and a flow at its floor whose
 ACK of data finds the queue still above target pauses (its edge stays: a zero
@@ -648,8 +648,9 @@ class StartShaper:
         if request:  # a new start, with the window an end the switch could not see left its server
             return Opening(0, edge, state, (t.seqhi + span) & U32)
         if deficit:
-            # the queue is above target: replace only part of what left (at most half), so it drains; at most
-            # half, because this ACK sees the queue one server RTT before its data would arrive
-            return Opening(acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, state, end, cutting=True)
+            # the queue its data will meet is above target: replace what left less the excess, so that queue
+            # comes back to the target (the cut leaves the virtual queue at once, so the next ACK sees what is
+            # left of the excess; docs/iwa.md, "Established flows")
+            return Opening(acked - min(acked, ns_to_bytes(p, min(deficit, U32))), edge, state, end, cutting=True)
         inc = growth(p, edge, pkt.ack, span, lk.nflows, acked, room)
         return Opening(acked + inc, edge, state, end)

@@ -661,8 +661,8 @@ class TnaShaper:
             return ns_to_bytes(p, min(room, U32)), pkt.ack, False
         if r.branch:  # a new start (a request), or the server left its window unused: no opening
             return 0, edge, False
-        if deficit:  # above target: replace at most half less than left
-            return acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32))), edge, True
+        if deficit:  # above target: replace what left less the excess
+            return acked - min(acked, ns_to_bytes(p, min(deficit, U32))), edge, True
         # replacement and growth (shaper.growth)
         return acked + growth(p, edge, pkt.ack, r.span, r.nflows, acked, room), edge, False
 

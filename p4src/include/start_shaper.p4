@@ -48,8 +48,8 @@
  *   room = target - max(queue, virtual queue) - reserve   (+ its own frame)
  * and at most what it acknowledges again (the server's own slow-start pace),
  * nothing beyond replacement for a flow above its share or above half its
- * share while room is short, less than replacement (at most half less) while
- * the queue will be above target, and nothing while the server leaves its
+ * share while room is short, replacement less the excess while the queue
+ * will be above target, and nothing while the server leaves its
  * window unused; never below one MSS beyond the ACK, never above the client's
  * own window, never moving the right edge left but once: the ACK of all an
  * idle server sent retracts its window to one MSS, so that its next response
@@ -493,9 +493,9 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 grant = 0;         // a new start, with the window an end the switch could not see left it
                 end = trk.seqhi + span;
             } else if (cutting) {
-                // the queue is above target: replace only part of what left (at most half), so it drains
-                bit<32> half = acked >> 1;
-                grant = acked - (grant < half ? grant : half);
+                // the queue its data will meet is above target: replace what left less the excess (the cut
+                // leaves the virtual queue at once: the next ACK sees what is left of it)
+                grant = acked - (grant < acked ? grant : acked);
             } else {
                 // replacement for what left, plus the room, at most what was acknowledged again, and nothing
                 // beyond replacement for a flow above its share, or above half of it while room is short

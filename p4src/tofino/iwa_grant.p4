@@ -54,10 +54,9 @@ if (md.iwa.shaping == 1) {
     } else if (md.iwa.idle_branch == 1) {
         // the server left its window unused: no opening
     } else if (md.iwa.deficit != 0) {
-        // above target: replace at most half less than left
+        // above target: replace what left less the excess
         iwa_cut_1();
         iwa_cut_2();
-        iwa_cut_3();
         md.iwa.cutting = 1;
     } else {
         // replacement and growth (shaper.growth)

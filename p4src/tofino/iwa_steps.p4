@@ -45,10 +45,9 @@ action iwa_room_6() {
     md.iwa.room = (bit<32>)max(iwa_slack, 0);
     md.iwa.deficit = (bit<32>)max(iwa_nslack, 0);
 }
-// above target: the acked bytes less at most half of them
-action iwa_cut_1() { md.iwa.half_acked = md.iwa.acked >> 1; }
-action iwa_cut_2() { iwa_cut = min(md.iwa.half_acked, md.iwa.deficit_b); }
-action iwa_cut_3() { md.iwa.grant = md.iwa.acked - iwa_cut; }
+// above target: the acked bytes less the excess (all of them at most)
+action iwa_cut_1() { iwa_cut = min(md.iwa.acked, md.iwa.deficit_b); }
+action iwa_cut_2() { md.iwa.grant = md.iwa.acked - iwa_cut; }
 // the margin's threshold: half the flow's share (shaper.margin_holds)
 action iwa_half_share() { md.iwa.half_share = md.iwa.share >> 1; }
 // the pass-2 header's packing and unpacking (iwa_types.p4: op 12, field 16, scale 4 in the queue's 8, 8, 16),

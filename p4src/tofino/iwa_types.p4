@@ -191,7 +191,6 @@ struct iwa_md_t {
     bit<32>   deficit;
     bit<32>   room_b;            // ns_to_bytes(room)
     bit<32>   deficit_b;
-    bit<32>   half_acked;
     bit<32>   w;                 // edge - ack
     bit<32>   share;
     bit<32>   half_share;
