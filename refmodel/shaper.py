@@ -650,7 +650,7 @@ class StartShaper:
         if deficit:
             # the queue its data will meet is above target: replace what left less the excess, so that queue
             # comes back to the target (the cut leaves the virtual queue at once, so the next ACK sees what is
-            # left of the excess; docs/iwa.md, "Established flows")
+            # left of the excess; docs/iwa.md, "The cut")
             return Opening(acked - min(acked, ns_to_bytes(p, min(deficit, U32))), edge, state, end, cutting=True)
         inc = growth(p, edge, pkt.ack, span, lk.nflows, acked, room)
         return Opening(acked + inc, edge, state, end)

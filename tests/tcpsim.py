@@ -78,6 +78,8 @@ def linux_timer(now: int, delay: int, hz: int) -> int:
         lvl += 1
     shift = lvl * LVL_CLK_SHIFT
     return (((expires >> shift) + 1) << shift) * jiffy
+
+
 AUDIO = audio()
 
 

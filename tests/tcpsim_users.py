@@ -45,16 +45,15 @@ def users(seed: int, n: int = 5, conns: int = 6, dur_s: int = 60, aqm: str = "iw
     return Sim(params(aqm), flows, audio=(t0, end), hz=hz).run(end)
 
 
-def halving() -> None:
-    """IWA 2's cut, for the comparison: above target at most half of what an ACK acknowledged is held back."""
-    import refmodel.shaper as shaper
+def halving(opening):
+    """``StartShaper._opening`` with IWA 2's cut, for the comparison: above target at most half of what an ACK
+    acknowledged is held back (``opening`` is the current method; set the result in its place)."""
     from refmodel.params import ns_to_bytes
-    opening = shaper.StartShaper._opening
 
     def cut(self, p, pkt, now, t, lk, state, edge, end, span, acked, room, deficit, *rest):
         o = opening(self, p, pkt, now, t, lk, state, edge, end, span, acked, room, deficit, *rest)
         return o._replace(grant=acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32)))) if o.cutting else o
-    shaper.StartShaper._opening = cut
+    return cut
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -65,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--halving", action="store_true")
     a = ap.parse_args(argv)
     if a.halving:
-        halving()
+        import refmodel.shaper as shaper
+        shaper.StartShaper._opening = halving(shaper.StartShaper._opening)
     for seed in range(a.draws):
         s = users(seed, aqm=a.aqm, hz=a.hz)
         lost = np.array([so > BUDGET_NS for _, so in s.audio])

@@ -426,6 +426,7 @@ def test_objects_fetched_back_to_back_keep_the_audio_in_its_budget(monkeypatch):
     assert level == 0.0 and worst <= BUDGET_NS + 15 * MS
     assert late < late_without and done < done_without
 
+
 def test_above_target_an_ack_gives_up_the_whole_excess(monkeypatch):
     """While the queue an ACK's data will meet is above target by more than the ACK acknowledged, it replaces
     nothing: what left the queue less the excess is no window at all, and the edge stays. IWA 2 cut at most half
@@ -433,14 +434,15 @@ def test_above_target_an_ack_gives_up_the_whole_excess(monkeypatch):
     "The cut"). A flow opened at 0 whose first window is in flight (four segments queued), and another flow's
     data 3 frames beyond the target when its ACK for two segments comes."""
     import refmodel.shaper as shaper
+    from tcpsim_users import halving
     from test_iwa import established
-    from refmodel.params import ns_to_bytes
 
     def ack_after_excess() -> tuple[int, int]:
         p = pipe()
         _, a = open_flow(p, port=40000, isn=1000)
         t = 3 * RTT
-        [p.process(t, tcp(1001 + k * MSS, dport=40000), 1) for k in range(4)]  # its server still sending
+        for k in range(4):  # its server still sending
+            p.process(t, tcp(1001 + k * MSS, dport=40000), 1)
         n = TARGET_NS // FRAME_NS + 1 + 3 - 4  # with these four: 3 frames and more beyond the target
         established(p, t, n)
         r = p.process(t + 1 * MS, client_ack(1001 + 2 * MSS, 502, sport=40000), 2)
@@ -449,12 +451,7 @@ def test_above_target_an_ack_gives_up_the_whole_excess(monkeypatch):
     # 2 MSS acknowledged, more than that above target: nothing replaced (the window rounded up to the client's
     # scale, 2^7, as every window is)
     assert before <= after < before + (1 << 7)
-    opening = shaper.StartShaper._opening
-
-    def halving(self, p, pkt, now, t, lk, state, edge, end, span, acked, room, deficit, *rest):
-        o = opening(self, p, pkt, now, t, lk, state, edge, end, span, acked, room, deficit, *rest)
-        return o._replace(grant=acked - min(acked >> 1, ns_to_bytes(p, min(deficit, U32)))) if o.cutting else o
-    monkeypatch.setattr(shaper.StartShaper, "_opening", halving)
+    monkeypatch.setattr(shaper.StartShaper, "_opening", halving(shaper.StartShaper._opening))
     before, after = ack_after_excess()
     assert after - before >= MSS  # IWA 2: half of the two segments again
 
