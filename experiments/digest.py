@@ -9,7 +9,10 @@ a run directory, so ``python -m experiments.iwa_table experiments/data/iwa-eval`
 part measured so far; the next part skips what is digested (``accessnet.sweep --skip-digested DIR``).
 
 A digest keeps no per-packet data: tables of means over replications work from it, figures of packets need
-the run directory itself.
+the run directory itself. Where the replication has the switch's telemetry, the digest's summary also holds
+``single_bottleneck``: ``experiments.bottleneck_check``'s statistics of the audio's delay beyond the sojourn
+the switch predicted for it (what the host, not the modelled queue, added), so a table can tell a replication
+that measured the machine from one that measured the AQM.
 
 ``python -m experiments.digest RUN_DIR [RUN_DIR ...] --into experiments/data/<sweep> [--replace]``
 """
@@ -29,6 +32,7 @@ from accessnet.record import DIGEST_SUFFIX as SUFFIX
 from accessnet.record import digest_path
 
 from .base import MetricsError
+from .bottleneck_check import summary as single_bottleneck
 from .metrics import JITTER_BUFFERS_MS, audio_packets, find_reps, summarize_packets
 
 FORMAT = 1  # the digest's layout; a reader refuses others
@@ -42,6 +46,11 @@ def make_digest(rep: Path) -> dict:
     rep = Path(rep)
     packets, meta, flows = audio_packets(rep, JITTER_BUFFERS_MS)  # meta with the base delay: as load_cases reads it
     summary = summarize_packets(rep, packets, meta, flows, list(JITTER_BUFFERS_MS))
+    if (rep / "telemetry.pcap").exists():
+        try:
+            summary["single_bottleneck"] = single_bottleneck(rep)
+        except MetricsError:   # no audio records in it (e.g. a capture cut short): the check is left out
+            pass
     rows = None if flows is None else json.loads(flows.to_json(orient="records"))
     return {"format": FORMAT, "key": rep_key(rep, meta), "meta": meta, "summary": summary, "flows": rows}
 

@@ -20,7 +20,10 @@ bulk flow), and IWA checked against issue 33's targets, which restate issue 11's
 Partial data (a sweep still running, failed replications) give "-" where a case or its values are missing.
 Replications during which the hypervisor took more than ``STEAL_MAX_MS`` of CPU time from the VM (meta.json's
 ``host_steal_ms``) are named under the table as disturbed: a stalled host is in their numbers, so they are to
-be run again (``accessnet.sweep --only``, then ``experiments.digest --replace``).
+be run again (``accessnet.sweep --only``, then ``experiments.digest --replace``). Replications whose digest holds
+the single-bottleneck check (``experiments.bottleneck_check``) and in which the audio's median delay beyond the
+sojourn the switch predicted exceeds ``HOST_ADDED_MAX_MS`` are named as host-bound: BMv2 or the delay lines, not
+the modelled queue, delayed the audio, so their numbers measure the machine, not the AQM (issue 33 item 5).
 Each check is "pass", "FAIL", "-" (data missing), "not measured" (bulk: no measured replication on IWA's or
 FIFO's side) or "n/a" (the workload has no bursts / no TCP / no bulk flow); the verdict is FAIL if any check
 fails, pass if every applicable one passes, else incomplete.
@@ -58,6 +61,7 @@ CELL_FORMAT = {"level2plus": (100, 1), "burst_s": (1, 2), "rtos": (1, 1)}  # sho
 CHECKS = ("level", "burst", "RTOs", "bulk")
 BEGIN, END = "<!-- iwa-table begin -->", "<!-- iwa-table end -->"
 STEAL_MAX_MS = 1000  # host steal in one replication above which its numbers are the host's (25 audio budgets)
+HOST_ADDED_MAX_MS = 1.0  # the audio's median delay beyond the switch's predicted sojourn a measurement of the AQM allows
 FRAME_BITS = MTU_BYTES * 8  # one full-size Ethernet frame: what a single FIFO holds in front of the audio at least
 STUDIED_JB_MS = (40.0, 60.0, 80.0, 100.0)  # the BRIEF's jitter buffers
 EPS = 1e-12  # float slack of the comparisons (a tie passes)
@@ -369,7 +373,11 @@ def table_block(run_dirs: Sequence[Path], jb_ms: float = JB_MAIN_MS) -> list[str
               if (bulk := bulk_table_md(cases, jb_ms)) else []),
             f"Disturbed (the hypervisor took more than {STEAL_MAX_MS / 1000:g} s of CPU time from the VM during the "
             "replication, meta.json's `host_steal_ms`; to be run again): "
-            + (", ".join(disturbed(cases)) or "none") + ".",
+            + (", ".join(disturbed(cases)) or "none") + ".", "",
+            f"Host-bound (the audio's median delay beyond the sojourn the switch predicted for it above "
+            f"{HOST_ADDED_MAX_MS:g} ms: `experiments.bottleneck_check`, in the digests that hold it; BMv2 or the delay "
+            "lines delayed the audio, not the modelled queue, so these measure the machine): "
+            + (", ".join(host_bound(cases)) or "none") + ".",
             "", END]
 
 
@@ -377,6 +385,15 @@ def disturbed(cases: Sequence[Case]) -> list[str]:
     """``<case>/rep<k> (<s> s)`` for every replication read whose host steal exceeds ``STEAL_MAX_MS``."""
     return [f"{c.name}/rep{r.meta.get('rep')} ({r.meta['host_steal_ms'] / 1000:.1f} s)"
             for c in cases for r in c.reps if (r.meta.get("host_steal_ms") or 0) > STEAL_MAX_MS]
+
+
+def host_bound(cases: Sequence[Case]) -> list[str]:
+    """``<case>/rep<k> (<m> ms)`` for every replication read whose single-bottleneck check (the digest's
+    ``single_bottleneck``) puts the audio's median delay beyond the switch's predicted sojourn above
+    ``HOST_ADDED_MAX_MS``."""
+    return [f"{c.name}/rep{r.meta.get('rep')} ({m:.1f} ms)" for c in cases for r in c.reps
+            if (m := (r.summary.get("single_bottleneck") or {}).get("all", {}).get("median_ms", 0.0))
+            > HOST_ADDED_MAX_MS]
 
 
 def write_block(path: Path, block: list[str]) -> None:

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_report import TCP_START, UNIT, lost_at_end, paired_run, unit_row, write_rep
+from test_report import IWA, TCP_START, UNIT, lost_at_end, make_run, paired_run, unit_row, write_rep
 from test_sweep import write_sweep
 
 from accessnet import sweep
@@ -164,3 +164,29 @@ def test_a_sweep_part_skips_what_is_digested_and_its_record_keeps_the_directory(
         digest.digest_path(into, u.key).write_text("{}")
     assert sweep.main([path, "--skip-digested", str(into)]) == 0
     assert "nothing to run" in capsys.readouterr().out
+
+
+def test_replications_the_host_delayed_are_named_under_the_table(tmp_path: Path):
+    """IWA's rep0 of test_report's run has telemetry (test_report.tel_records): record i predicts i ms of sojourn for
+    an audio packet that really had none beyond the base delay, so the host-added delay's median is, by hand, the
+    median of the audio records' i (0-24, 27-29, 32-39: 36 of them, the middle two 17 and 18): 17.5 ms, above
+    the 1 ms limit. The digest keeps the check, the table names the replication; with the records' sojourns
+    zero the median is 0 and nothing is named. Replications without telemetry have no check."""
+    run = make_run(tmp_path)
+    into = tmp_path / "digests"
+    digest.write_digests([run], into)
+    checked = {p.parent.name: json.loads(p.read_text())["summary"].get("single_bottleneck")
+               for p in digest.find_digests(into)}
+    assert [v["all"]["median_ms"] for v in checked.values() if v] == [pytest.approx(17.5)]
+    assert [k for k, v in checked.items() if v] == [IWA]
+    line = next(x for x in iwa_table.table_block([into]) if x.startswith("Host-bound"))
+    assert line.endswith(f"{IWA}/rep0 (17.5 ms).") and line.count("/rep") == 1
+
+    from dataclasses import replace
+
+    from test_report import tel_records, write_telemetry
+    rep = next(run.glob("*-iwa-*/rep0"))
+    write_telemetry(rep / "telemetry.pcap", [replace(r, sojourn_ns=0) for r in tel_records()])
+    digest.write_digests([run], into, replace=True)
+    line = next(x for x in iwa_table.table_block([into]) if x.startswith("Host-bound"))
+    assert line.endswith(": none.")
