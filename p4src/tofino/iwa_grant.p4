@@ -14,11 +14,11 @@ if (md.iwa.shaping == 1) {
     // the room, so that only its comparison with the new edge waits for the window
     bit<32> need = md.iwa.cfg.mss;
     if (md.iwa.first_ack == 1) {
-        need = IW_MIN_BYTES(md.iwa.cfg.mss);   // its initial window: IW_MIN_SEGMENTS MSS, by shifts
+        need = md.iwa.cfg.iw_min;              // its initial window: IW_MIN_SEGMENTS MSS (the link's knob)
     } else if (md.iwa.acked > md.iwa.cfg.mss) {
         need = md.iwa.acked;
     }
-    bit<32> near = md.iwa.seqhi + md.iwa.cfg.mss + need;
+    bit<32> near = iwa_seqhi_mss + need;      // seqhi + mss + need (the first add in iwa_app_1)
     // the room (shaper.room_of): the target (and a first ACK's own frame) less the grants' virtual queue or
     // the queue if more, less the reserve
     iwa_room_1();
@@ -105,7 +105,7 @@ if (md.iwa.shaping == 1) {
     new_window.apply(md.iwa.scale, md.iwa.fld, md.iwa.win_bytes);
     md.iwa.new_edge = hdr.tcp.ackNo + md.iwa.win_bytes;
     if (md.iwa.first_ack == 1 || md.iwa.restart == 1 ||
-            (int<32>)(md.iwa.seqhi + md.iwa.cfg.mss - md.iwa.mark) >= 0) {
+            iwa_short == 0) {                  // seqhi + mss >= mark (iwa_app_1..3)
         md.iwa.op = md.iwa.op | IWA_OP_MARK;   // a new start, or the server reached its checkpoint
     }
     word = md.iwa.new_edge;                    // the next checkpoint: the new edge, or the near end if nearer

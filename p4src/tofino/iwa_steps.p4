@@ -115,8 +115,10 @@ int<32> iwa_short;
 int<32> iwa_late;
 int<32> iwa_lead2;
 int<32> iwa_caught;
+bit<32> iwa_seqhi_mss;                // seqhi + mss: the grant's checkpoint adds to it (one add an action)
 action iwa_app_1() {
     iwa_short = (int<32>)(md.iwa.seqhi + md.iwa.cfg.mss);
+    iwa_seqhi_mss = md.iwa.seqhi + md.iwa.cfg.mss;
     iwa_late = md.iwa.now - (int<32>)md.iwa.mark_t;
     iwa_lead2 = (int<32>)(md.iwa.lead << 1);
     iwa_caught = (int<32>)(hdr.tcp.ackNo - md.iwa.seqhi);

@@ -95,6 +95,7 @@ struct iwa_cfg_t {
     bit<32> target_ns;
     int<32> hold_ns;
     bit<32> mss;
+    bit<32> iw_min;              // IW_MIN_SEGMENTS MSS, the least initial window in bytes: the controller's product
     bit<32> age_c;               // the flow tracker's slot age, in the coarse clock's units (2^16 ns)
 }
 
