@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_report import IWA, TCP_START, UNIT, lost_at_end, make_run, paired_run, unit_row, write_rep
+from test_report import (IWA, TCP_START, UNIT, lost_at_end, make_run, paired_run, tel_records, unit_row,
+                         write_rep, write_telemetry)
 from test_sweep import write_sweep
 
 from accessnet import sweep
@@ -182,9 +184,6 @@ def test_replications_the_host_delayed_are_named_under_the_table(tmp_path: Path)
     line = next(x for x in iwa_table.table_block([into]) if x.startswith("Host-bound"))
     assert line.endswith(f"{IWA}/rep0 (17.5 ms).") and line.count("/rep") == 1
 
-    from dataclasses import replace
-
-    from test_report import tel_records, write_telemetry
     rep = next(run.glob("*-iwa-*/rep0"))
     write_telemetry(rep / "telemetry.pcap", [replace(r, sojourn_ns=0) for r in tel_records()])
     digest.write_digests([run], into, replace=True)
