@@ -132,8 +132,18 @@ action iwa_app_3() {
     iwa_short = min(iwa_short, 0);    // nonzero: seqhi + mss < mark (short of the checkpoint)
     iwa_late = max(iwa_late, 0);      // nonzero: now - mark_t > 2 lead
 }
+// FLOW_EPOCH (0x80) ^ the epoch's low bit, as a lookup: an ALU XOR wants both bits at one container position,
+// which splits the state and the epoch (and epoch_prev with it) where no PHV allocation fits them
 bit<1> iwa_par;
-action iwa_parity() { iwa_par = md.iwa.state[7:7] ^ md.iwa.epoch[0:0]; }
+action iwa_par_0() { iwa_par = 0; }
+action iwa_par_1() { iwa_par = 1; }
+table iwa_parity {
+    key = { md.iwa.state[7:7] : exact @name("epoch_flag"); md.iwa.epoch[0:0] : exact @name("epoch_low"); }
+    actions = { iwa_par_0; iwa_par_1; }
+    const default_action = iwa_par_1();
+    size = 4;
+    const entries = { (0, 0) : iwa_par_0(); (1, 1) : iwa_par_0(); }
+}
 action iwa_unpack_1() {
     md.iwa2.op = iwa_unpack_op.get({md.pass2.op, md.pass2.reason[7:4]});
     md.iwa.scale = iwa_unpack_scale8.get({4w0, md.pass2.count[3:0]});

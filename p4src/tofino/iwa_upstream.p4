@@ -217,7 +217,7 @@ if (md.second == 1) {
             // the reserve: rolled, and a first ACK's own frame given back to the generation it was reserved in
             // its frame is in the current generation: the parity it was reserved with is the epoch's
             bit<1> mine_cur = 0;
-            iwa_parity();          // FLOW_EPOCH (0x80) ^ the epoch's low bit
+            iwa_parity.apply();    // FLOW_EPOCH (0x80) ^ the epoch's low bit
             if (iwa_par == 0) {
                 mine_cur = 1;
             }
