@@ -61,6 +61,11 @@ Hash<bit<4>>(HashAlgorithm_t.IDENTITY) iwa_unpack_scale;
 Hash<bit<8>>(HashAlgorithm_t.IDENTITY) iwa_unpack_scale8;
 Hash<bit<8>>(HashAlgorithm_t.IDENTITY) iwa_link_scale;
 Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_unpack_field32;
+// the field the ACK leaves with, whole, into a word of its own: the packing's 4- and 12-bit slices of md.iwa.fld
+// itself split its PHV group (every word the grant's arithmetic ties to it, with the ACK number's no-split
+// header word) at bits 12 and 16, where no allocation fits; a slice of the copy splits only the copy
+Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_pack_fld;
+Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_pack_word;
 // a segment with data (as tcp_class: the total length beyond the IPv4 and TCP headers), one range lookup
 action iwa_has_payload() { md.iwa.payload = 1; }
 action iwa_no_payload() { md.iwa.payload = 0; }
@@ -152,9 +157,11 @@ action iwa_unpack_2() { md.iwa2.field = iwa_unpack_field.get({md.pass2.reason[3:
 action iwa_unpack_3() { md.iwa.field32 = iwa_unpack_field32.get({16w0, md.pass2.reason[3:0], md.pass2.count[15:4]}); }
 action iwa_pack_1(bit<12> op) {
     md.pass2.op = iwa_pack_op.get({op[11:4]});
-    md.pass2.reason = iwa_pack_reason.get({op[3:0], md.iwa.fld[15:12]});
+    md.pass2.reason = iwa_pack_reason.get({op[3:0], md.iwa.fld_pk[15:12]});
 }
-action iwa_pack_2() { md.pass2.count = iwa_pack_count.get({md.iwa.fld[11:0], md.iwa.scale[3:0]}); }
+action iwa_pack_2() { md.pass2.count = iwa_pack_count.get({md.iwa.fld_pk[11:0], md.iwa.scale[3:0]}); }
+bit<32> iwa_word;                     // the grant's word: MARK's checkpoint (iwa_grant.p4)
+action iwa_pack_3() { md.pass2.step = iwa_pack_word.get({iwa_word}); }
 // pass 2: what state_or sets for SHUT and HELD
 action iwa_set_st_or(bit<32> v) { md.iwa.st_or = v; }
 table iwa_st_or {
