@@ -66,6 +66,10 @@ Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_unpack_field32;
 // header word) at bits 12 and 16, where no allocation fits; a slice of the copy splits only the copy
 Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_pack_fld;
 Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_pack_word;
+// the packet's window field as 32 bits, its own action: as `@in_hash { md.iwa.win32 = (bit<32>)hdr.tcp.window; }`
+// among the other @in_hash copies, with pass 1's tail it became an ALU move, which cut win32's whole group at 16
+Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_win_hash;
+action iwa_win32() { md.iwa.win32 = iwa_win_hash.get({16w0, hdr.tcp.window}); }
 // a segment with data (as tcp_class: the total length beyond the IPv4 and TCP headers), one range lookup
 action iwa_has_payload() { md.iwa.payload = 1; }
 action iwa_no_payload() { md.iwa.payload = 0; }
