@@ -36,13 +36,16 @@ def test_op_bits_are_the_twins():
 
 def test_the_wire_packs_the_twins_layout_into_pass2_h():
     """pass 1 packs op 12, field 16, scale 4 into pass2_h's 8, 8, 16 bits; pass 2 unpacks them the same way
-    (through identity hashes, iwa_steps.p4: as ALU moves the slices split the PHV groups they touch)."""
+    (through identity hashes, iwa_steps.p4: as ALU moves the slices split the PHV groups they touch). The field
+    is packed from its whole copy through the hash unit (fld_pk): slices of md.iwa.fld itself split its group."""
     pack = {
-        "op": "iwa_pack_op.get({op[11:4]})", "reason": "iwa_pack_reason.get({op[3:0], md.iwa.fld[15:12]})",
-        "count": "iwa_pack_count.get({md.iwa.fld[11:0], md.iwa.scale[3:0]})",
+        "op": "iwa_pack_op.get({op[11:4]})", "reason": "iwa_pack_reason.get({op[3:0], md.iwa.fld_pk[15:12]})",
+        "count": "iwa_pack_count.get({md.iwa.fld_pk[11:0], md.iwa.scale[3:0]})",
     }
     for f, expr in pack.items():
         assert f"md.pass2.{f} = {expr};" in STEPS
+    assert "md.iwa.fld_pk = iwa_pack_fld.get({md.iwa.fld});" in GRANT
+    assert GRANT.index("md.iwa.fld_pk = ") > GRANT.index("md.iwa.fld = md.iwa.win32;\n    }")  # the final field
     assert "iwa_pack_1(op);" in GRANT and "iwa_pack_2();" in GRANT
     for line in ("md.iwa2.op = iwa_unpack_op.get({md.pass2.op, md.pass2.reason[7:4]});",
                  "md.iwa2.field = iwa_unpack_field.get({md.pass2.reason[3:0], md.pass2.count[15:4]});",
@@ -50,7 +53,7 @@ def test_the_wire_packs_the_twins_layout_into_pass2_h():
                  "md.iwa.scale = iwa_unpack_scale8.get({4w0, md.pass2.count[3:0]});"):
         assert line in STEPS
     assert all(f"iwa_unpack_{i}();" in UPSTREAM for i in (1, 2, 3))
-    for h in ("iwa_pack_op", "iwa_pack_reason", "iwa_pack_count", "iwa_unpack_op", "iwa_unpack_field",
+    for h in ("iwa_pack_op", "iwa_pack_reason", "iwa_pack_count", "iwa_pack_fld", "iwa_unpack_op", "iwa_unpack_field",
               "iwa_unpack_field32", "iwa_unpack_scale8"):
         assert re.search(rf"Hash<bit<\d+>>\(HashAlgorithm_t\.IDENTITY\) {h};", STEPS), h
     # and a round trip of the bits, as Python

@@ -7,7 +7,7 @@ if ((int<32>)(md.iwa.own - md.iwa.edge) > 0) {
 }
 md.iwa.fld = md.iwa.win32;
 bit<32> waiting = 0;
-bit<32> word = 0;                      // pass 2's word: MARK's checkpoint (the twin's UNCOUNT uses it too)
+iwa_word = 0;                          // pass 2's word: MARK's checkpoint (the twin's UNCOUNT uses it too)
 if (md.iwa.shaping == 1) {
     // the next checkpoint's near end (shaper.checkpoint): what a server with more to send must reach, the data
     // this ACK freed (at least one MSS) beyond what it sent, plus the one-MSS tolerance; worked out here, beside
@@ -102,15 +102,16 @@ if (md.iwa.shaping == 1) {
     if (md.iwa.fld > md.iwa.win32) {
         md.iwa.fld = md.iwa.win32;
     }
+    md.iwa.fld_pk = iwa_pack_fld.get({md.iwa.fld});   // for the packing (iwa_steps.p4: iwa_pack_fld)
     new_window.apply(md.iwa.scale, md.iwa.fld, md.iwa.win_bytes);
     md.iwa.new_edge = hdr.tcp.ackNo + md.iwa.win_bytes;
     if (md.iwa.first_ack == 1 || md.iwa.restart == 1 ||
             iwa_short == 0) {                  // seqhi + mss >= mark (iwa_app_1..3)
         md.iwa.op = md.iwa.op | IWA_OP_MARK;   // a new start, or the server reached its checkpoint
     }
-    word = md.iwa.new_edge;                    // the next checkpoint: the new edge, or the near end if nearer
+    iwa_word = md.iwa.new_edge;                // the next checkpoint: the new edge, or the near end if nearer
     if ((int<32>)(near - md.iwa.new_edge) < 0) {
-        word = near;
+        iwa_word = near;
     }
 } else if (md.iwa.state & (FLOW_SHUT | FLOW_HELD) != 0) {
     md.iwa.op = md.iwa.op | IWA_OP_OPEN;       // it leaves with the client's own window: open
@@ -135,5 +136,7 @@ md.pass2.setValid();
 iwa_pack_1(op);
 iwa_pack_2();
 @in_hash { md.pass2.base = md.iwa.vq_ns; }
-@in_hash { md.pass2.step = word; }
+iwa_pack_3();   // the word, through the hash unit in an action of its own: as `@in_hash { md.pass2.step = word; }`
+                // beside base's, bf-p4c 9.13.4 made it an ALU move (its action read the word's slices), which tied
+                // pass2_h's 16-bit halves of the word to the grant's whole PHV group (split at bit 16)
 ig_dprsr_md.resubmit_type = RESUBMIT_PASS2;

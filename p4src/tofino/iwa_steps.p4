@@ -61,6 +61,15 @@ Hash<bit<4>>(HashAlgorithm_t.IDENTITY) iwa_unpack_scale;
 Hash<bit<8>>(HashAlgorithm_t.IDENTITY) iwa_unpack_scale8;
 Hash<bit<8>>(HashAlgorithm_t.IDENTITY) iwa_link_scale;
 Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_unpack_field32;
+// the field the ACK leaves with, whole, into a word of its own: the packing's 4- and 12-bit slices of md.iwa.fld
+// itself split its PHV group (every word the grant's arithmetic ties to it, with the ACK number's no-split
+// header word) at bits 12 and 16, where no allocation fits; a slice of the copy splits only the copy
+Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_pack_fld;
+Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_pack_word;
+// the packet's window field as 32 bits, its own action: as `@in_hash { md.iwa.win32 = (bit<32>)hdr.tcp.window; }`
+// among the other @in_hash copies, with pass 1's tail it became an ALU move, which cut win32's whole group at 16
+Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_win_hash;
+action iwa_win32() { md.iwa.win32 = iwa_win_hash.get({16w0, hdr.tcp.window}); }
 // a segment with data (as tcp_class: the total length beyond the IPv4 and TCP headers), one range lookup
 action iwa_has_payload() { md.iwa.payload = 1; }
 action iwa_no_payload() { md.iwa.payload = 0; }
@@ -132,8 +141,18 @@ action iwa_app_3() {
     iwa_short = min(iwa_short, 0);    // nonzero: seqhi + mss < mark (short of the checkpoint)
     iwa_late = max(iwa_late, 0);      // nonzero: now - mark_t > 2 lead
 }
+// FLOW_EPOCH (0x80) ^ the epoch's low bit, as a lookup: an ALU XOR wants both bits at one container position,
+// which splits the state and the epoch (and epoch_prev with it) where no PHV allocation fits them
 bit<1> iwa_par;
-action iwa_parity() { iwa_par = md.iwa.state[7:7] ^ md.iwa.epoch[0:0]; }
+action iwa_par_0() { iwa_par = 0; }
+action iwa_par_1() { iwa_par = 1; }
+table iwa_parity {
+    key = { md.iwa.state[7:7] : exact @name("epoch_flag"); md.iwa.epoch[0:0] : exact @name("epoch_low"); }
+    actions = { iwa_par_0; iwa_par_1; }
+    const default_action = iwa_par_1();
+    size = 4;
+    const entries = { (0, 0) : iwa_par_0(); (1, 1) : iwa_par_0(); }
+}
 action iwa_unpack_1() {
     md.iwa2.op = iwa_unpack_op.get({md.pass2.op, md.pass2.reason[7:4]});
     md.iwa.scale = iwa_unpack_scale8.get({4w0, md.pass2.count[3:0]});
@@ -142,9 +161,11 @@ action iwa_unpack_2() { md.iwa2.field = iwa_unpack_field.get({md.pass2.reason[3:
 action iwa_unpack_3() { md.iwa.field32 = iwa_unpack_field32.get({16w0, md.pass2.reason[3:0], md.pass2.count[15:4]}); }
 action iwa_pack_1(bit<12> op) {
     md.pass2.op = iwa_pack_op.get({op[11:4]});
-    md.pass2.reason = iwa_pack_reason.get({op[3:0], md.iwa.fld[15:12]});
+    md.pass2.reason = iwa_pack_reason.get({op[3:0], md.iwa.fld_pk[15:12]});
 }
-action iwa_pack_2() { md.pass2.count = iwa_pack_count.get({md.iwa.fld[11:0], md.iwa.scale[3:0]}); }
+action iwa_pack_2() { md.pass2.count = iwa_pack_count.get({md.iwa.fld_pk[11:0], md.iwa.scale[3:0]}); }
+bit<32> iwa_word;                     // the grant's word: MARK's checkpoint (iwa_grant.p4)
+action iwa_pack_3() { md.pass2.step = iwa_pack_word.get({iwa_word}); }
 // pass 2: what state_or sets for SHUT and HELD
 action iwa_set_st_or(bit<32> v) { md.iwa.st_or = v; }
 table iwa_st_or {

@@ -203,6 +203,7 @@ struct iwa_md_t {
     bit<1>    cutting;
     bit<32>   fld_up;
     bit<32>   fld;
+    bit<32>   fld_pk;            // fld through the hash unit: the pass-2 packing's copy (iwa_steps.p4)
     bit<32>   new_edge;
     bit<32>   advance;
     bit<32>   vq_bytes;

@@ -8,7 +8,7 @@ md.iwa.h = flow_hash_up.get({hdr.ipv4.dstAddr, hdr.ipv4.srcAddr, hdr.tcp.dstPort
 md.iwa.slot = (flow_slot_t)md.iwa.h;
 @in_hash { md.iwa.now_c = (int<32>)ig_prsr_md.global_tstamp[47:16]; }
 md.iwa.closing = 0;
-@in_hash { md.iwa.win32 = (bit<32>)hdr.tcp.window; }
+iwa_win32();   // (bit<32>)window through the hash unit, an action of its own (iwa_steps.p4)
 @in_hash { md.iwa.now = (int<32>)ig_prsr_md.global_tstamp[31:0]; }
 @in_hash { md.iwa.mtu_ns = md.cfg.mtu_ns; }
 iwa_payload.apply();
@@ -217,7 +217,7 @@ if (md.second == 1) {
             // the reserve: rolled, and a first ACK's own frame given back to the generation it was reserved in
             // its frame is in the current generation: the parity it was reserved with is the epoch's
             bit<1> mine_cur = 0;
-            iwa_parity();          // FLOW_EPOCH (0x80) ^ the epoch's low bit
+            iwa_parity.apply();    // FLOW_EPOCH (0x80) ^ the epoch's low bit
             if (iwa_par == 0) {
                 mine_cur = 1;
             }
