@@ -136,8 +136,7 @@ def pie_action(p: PipelineParams) -> fy.P4TableAction:
 def iwa_action(p: PipelineParams) -> fy.P4TableAction:
     i = p.iwa
     return fy.P4TableAction("set_iwa", target_ns=i.target_ns, mss_bytes=i.mss_bytes, hold_ns=i.hold_ns,
-                            age_ns=i.age_ns, floor_cap_ns=i.floor_cap_ns, budget_cap_ns=i.budget_cap_ns,
-                            pause_ns=i.pause_ns)
+                            age_ns=i.age_ns, floor_cap_ns=i.floor_cap_ns, budget_cap_ns=i.budget_cap_ns)
 
 
 def _config_actions(p: PipelineParams, rate_class: int) -> dict[str, fy.P4TableAction]:

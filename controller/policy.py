@@ -79,26 +79,11 @@ budget, e.g. a 40 ms jitter buffer):
   before) dropped from shaped bulk flows that were within the budget: 77 %
   of FIFO's bulk goodput in ``tests/tcpsim.py``, 100 % with ``target``.
 
-* ``pause_ns``, the queue above which a window at its floor has no room
-  (it pauses; a first window is shut: ``refmodel/shaper.py``, ``at_floor``):
-  ``pause_for`` = a frame above the target, but never above the budget, and
-  never below the target (``refmodel.params.iwa_pause_ns``).
-
-  - A frame above the target: one floor's frame is no reason to pause.
-    Wherever the target is above its one-frame floor, this is below the
-    budget anyway (the target keeps two frames below it).
-  - Never above the budget: where one frame exceeds the budget (EDGE: 75.7
-    ms at 160 kbit/s against 40 ms), the target is that frame, and a frame
-    above it is two frames, 151 ms: the audio late behind every standing
-    queue the floors left, and no floor paused (BMv2, web6 IW10 at EDGE:
-    the audio's sojourn at a median 89 ms for 12 s, and no pause). There
-    the pause acts on the target itself (``docs/iwa.md``, "The pause").
-
 * The rate conversions (``payload_ns_q16``, ``bytes_per_ns_q32``) and the
   queue's own numbers are plain functions of the link rate. The tuner
   re-derives them (``refmodel.params``) when the rate changes (the
-  scenario's ``rate_changes``), and ``tune`` recomputes ``target_for``,
-  ``codel_target_ns`` and ``pause_for`` in the same period. ``mss_bytes``, ``hold_ns`` and
+  scenario's ``rate_changes``), and ``tune`` recomputes ``target_for`` and
+  ``codel_target_ns`` in the same period. ``mss_bytes``, ``hold_ns`` and
   ``age_ns`` do not depend on anything observed and are never tuned.
 
 Nothing here depends on a scenario's number of flows, their sizes or the
@@ -110,7 +95,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from refmodel.params import (MTU_BYTES, byte_time_q16, drain_ns, iwa_budget_cap_ns, iwa_codel_target_ns,
-                             iwa_pause_ns, iwa_target_ns)
+                             iwa_target_ns)
 
 NS = 1_000_000_000
 FRAME = MTU_BYTES  # a full-size Ethernet frame: 1500 B MTU + 14 B header (no FCS)
@@ -132,7 +117,6 @@ class TunerState:
     target_ns: int  # IWA's target in force
     codel_target_ns: int  # CoDel's target (established flows) in force
     budget_cap_ns: int = 0  # the data plane's budget cap in force (0: off)
-    pause_ns: int = 0  # the queue above which a window at its floor has no room, in force
 
 
 @dataclass(frozen=True)
@@ -149,13 +133,6 @@ def frame_ns(rate_bps: float, frame_bytes: int = FRAME) -> int:
 # The data plane's defaults derive from the same two functions (refmodel.params), so the loop starts from them.
 target_for = iwa_target_ns  # the jitter budget less max(2 frames, 5 ms), never below one frame
 cap_for = iwa_budget_cap_ns  # the budget, never nearer above the target than the target's margin below it
-
-
-def pause_for(rate_bps: float, jitter_budget_ns: int, frame_bytes: int = FRAME) -> int:
-    """The queue above which a window at its floor has no room: a frame above ``target_for``, at most the budget
-    (``refmodel.params.iwa_pause_ns``; the switch's install takes it from there too)."""
-    return iwa_pause_ns(target_for(rate_bps, jitter_budget_ns, frame_bytes), frame_ns(rate_bps, frame_bytes),
-                        jitter_budget_ns)
 
 
 def codel_target_for(rate_bps: float, jitter_budget_ns: int, frame_bytes: int = FRAME) -> int:
@@ -179,8 +156,5 @@ def tune(s: TunerState, o: Observation, frame_bytes: int = FRAME) -> Decision:
     cap = cap_for(o.rate_bps, o.jitter_budget_ns, frame_bytes) if o.rate_varies else 0
     if cap != s.budget_cap_ns:
         reasons.append(f"budget cap {_ms(s.budget_cap_ns) if s.budget_cap_ns else 'off'} -> {_ms(cap) if cap else 'off'}")
-    pause = pause_for(o.rate_bps, o.jitter_budget_ns, frame_bytes)
-    if pause != s.pause_ns:
-        reasons.append(f"pause {_ms(s.pause_ns)} -> {_ms(pause)}")
-    return Decision(TunerState(target_ns=target, codel_target_ns=codel_target, budget_cap_ns=cap, pause_ns=pause),
+    return Decision(TunerState(target_ns=target, codel_target_ns=codel_target, budget_cap_ns=cap),
                     "; ".join(reasons) or "steady")

@@ -123,7 +123,7 @@ class ClosedLoop:
         self.rates: list[tuple[int, float]] = [(self.t0_ns, self.rate_bps)]  # (since, rate): the recent ones
         self.tuning = self.base.queue.aqm == Aqm.IWA  # other AQMs: observed and logged, never written
         self.state = policy.TunerState(target_ns=self.base.iwa.target_ns, codel_target_ns=self.base.codel.target_ns,
-                                       budget_cap_ns=self.base.iwa.budget_cap_ns, pause_ns=self.base.iwa.pause_ns)
+                                       budget_cap_ns=self.base.iwa.budget_cap_ns)
         self.stats = PeriodStats()
         self.next_tick_ns: int | None = None
         self.rows = 0
@@ -163,7 +163,7 @@ class ClosedLoop:
             reason += d.reason
             new = dataclasses.replace(
                 self.base, iwa=dataclasses.replace(self.base.iwa, target_ns=d.state.target_ns,
-                                                   budget_cap_ns=d.state.budget_cap_ns, pause_ns=d.state.pause_ns),
+                                                   budget_cap_ns=d.state.budget_cap_ns),
                 codel=dataclasses.replace(self.base.codel, target_ns=d.state.codel_target_ns))
         else:
             new = self.base

@@ -48,7 +48,7 @@ FIELD_BITS = {
     "byte_time_q16": 40, "rate_class": 8, "bucket_ns": 32, "limit_ns": 48, "limit_pkts": 16, "mtu_ns": 32,
     "log_wq": 32, "thmin_ns": 32, "thmax_ns": 32, "log_slope": 32, "mean_pktsize": 16, "log_mps": 32,
     "log_factor": 32,
-    "target_ns": 32, "interval_ns": 32, "step_ns": 32, "floor_cap_ns": 32, "budget_cap_ns": 32, "pause_ns": 32,
+    "target_ns": 32, "interval_ns": 32, "step_ns": 32, "floor_cap_ns": 32, "budget_cap_ns": 32,
     "tupdate_ns": 32, "alpha_q48": 32, "beta_q48": 32, "max_burst_ns": 32, "product": 48,
     "mss_bytes": 16, "payload_ns_q16": 40, "bytes_per_ns_q32": 32, "hold_ns": 32, "age_ns": 48,
 }
@@ -128,9 +128,6 @@ class IwaParams:
     # the most queue a full-size frame of new data may leave behind it where the link's rate changes (what a rate
     # drop leaves in flight, granted at the old rate, no window can recall): iwa_budget_cap_ns; 0: none
     budget_cap_ns: int = 0
-    # the queue above which a window at its floor has no room (it pauses, a first window is shut): a frame above
-    # the target, never above the audio's budget where that is less (iwa_pause_ns)
-    pause_ns: int = 33_944_000
 
 
 @dataclass(frozen=True)
@@ -421,16 +418,6 @@ def iwa_budget_cap_ns(rate_bps: float, budget_ns: int, mtu_bytes: int = MTU_BYTE
     return max(budget_ns, frame + iwa_margin_ns(frame))  # = max(budget, target + margin): the target's floor is a frame
 
 
-def iwa_pause_ns(target_ns: int, frame_ns: int, budget_ns: int) -> int:
-    """The queue above which a window at its floor has no room (``shaper.pauses``, ``shaper.at_floor``): a frame
-    above the target (one floor's frame is no reason to pause), but never above the audio's budget where that is
-    less, and never below the target. Where the target is above its one-frame floor the two agree (the target
-    keeps at least two frames below the budget); where one frame exceeds the budget (EDGE: 75.7 ms at 160
-    kbit/s) a frame above the target left the audio behind two frames, twice its budget, before any floor
-    paused (docs/iwa.md, "The pause"): there the pause acts on the target itself."""
-    return max(target_ns, min(target_ns + frame_ns, budget_ns))
-
-
 def iwa_codel_target_ns(target_ns: int) -> int:
     """CoDel's target under IWA, from IWA's target ``target_ns``: the same (``controller/policy.py`` says why).
     The switch's install (``pipeline_params``) and the tuner (``policy.tune``) both take it from here."""
@@ -457,13 +444,10 @@ def iwa_params(
     age = check_field("age_ns", round(age_s * NS), lo=1, where=where)
     if age < hold:
         raise ConfigError(f"{where}age_s = {age_s} is out of range: must be >= hold_s ({hold_s})")
-    target = check_field("target_ns", round(target_s * NS) if target_s is not None else
-                         iwa_target_ns(rate_bps, budget_ns(budget_s), mtu_bytes), lo=1, where=where)
-    pause = check_field("pause_ns", iwa_pause_ns(target, drain_ns(mtu_bytes, bt), budget_ns(budget_s)), lo=1,
-                        where=where)
     return IwaParams(
-        target_ns=target, mss_bytes=mss, payload_ns_q16=payload_q16, bytes_per_ns_q32=per_ns, hold_ns=hold, age_ns=age,
-        pause_ns=pause,
+        target_ns=check_field("target_ns", round(target_s * NS) if target_s is not None else
+                              iwa_target_ns(rate_bps, budget_ns(budget_s), mtu_bytes), lo=1, where=where),
+        mss_bytes=mss, payload_ns_q16=payload_q16, bytes_per_ns_q32=per_ns, hold_ns=hold, age_ns=age,
     )
 
 
@@ -515,7 +499,6 @@ __all__ = [
     "ConfigError", "QueueParams", "RedParams", "CodelParams", "PieParams", "IwaParams", "PipelineParams",
     "pipeline_params", "queue_params", "red_params", "codel_params", "pie_params", "iwa_params", "drain_ns",
     "bytes_to_ns", "ns_to_bytes", "iwa_target_ns", "iwa_budget_cap_ns", "iwa_margin_ns", "iwa_codel_target_ns",
-    "iwa_pause_ns",
     "CODEL_TARGET_NS", "JITTER_BUDGET_MS",
     "MTU_BYTES", "budget_ns", "iwa_budget_s", "frame_bytes",
     "byte_time_q16", "parse_aqm", "FIELD_BITS", "FLOW_SLOTS", "N_LINKS", "check_link", "client_addr",

@@ -238,15 +238,15 @@ def room_of(p: IwaParams, reserve_cur: int, reserve_old: int, granted: int, own_
     return max(0, avail - used), max(0, used - avail)
 
 
-def pauses(p: IwaParams, state: int, cutting: bool, acked: int, queue_ns: int, span: int, nflows: int) -> bool:
+def pauses(p: IwaParams, state: int, cutting: bool, acked: int, queue_ns: int, mtu_ns: int, span: int,
+           nflows: int) -> bool:
     """A flow at its floor pauses (docs/iwa.md, "The pause"): its server probes after its RTO and the probe's ACK,
     which acknowledges nothing, reopens the MSS. A pause costs the flow that RTO, so only for an ACK of data
     (``acked``) while the queue is above target (``cutting``) and the real queue (``queue_ns``, not only the
-    one predicted from grants) above ``pause_ns`` (a frame above the target, at most the audio's budget:
-    ``params.iwa_pause_ns``), and at most once an epoch (``FLOW_PAUSED``) unless
+    one predicted from grants) more than a frame above it, and at most once an epoch (``FLOW_PAUSED``) unless
     the link is beyond its floor limit: its flows' shares of the path and budget each below one MSS, where no
     window can hold the queue and pausing is the only lever that loses nothing."""
-    return (cutting and acked > 0 and queue_ns > p.pause_ns
+    return (cutting and acked > 0 and queue_ns > p.target_ns + mtu_ns
             and (beyond_floor_limit(p, span, nflows) or not state & FLOW_PAUSED))
 
 
@@ -260,11 +260,11 @@ class Floor(NamedTuple):
 
 
 def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int, payload: int, granted: int,
-             queue_ns: int, span: int, nflows: int, ack: int, seqhi: int, edge: int) -> Floor:
+             queue_ns: int, mtu_ns: int, span: int, nflows: int, ack: int, seqhi: int, edge: int) -> Floor:
     """A window the rules would set below one MSS beyond the ACK (docs/iwa.md, "At the floor"). It gets that
     MSS, except where there is no room for it: the link beyond its floor limit (each flow's share of the path
     and budget below one MSS, where no window can hold the queue) and what was granted (``granted``, or the real
-    queue if more) above ``pause_ns``, as a pause asks of the real queue. Then:
+    queue if more) more than a frame above target, as a pause asks of the real queue. Then:
 
     * a first window is shut (zero): its server waits for its zero-window probe instead of adding its MSS to a
       full queue, and the answers to a page's probes come back spread by what the queue admits;
@@ -277,7 +277,7 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
 
     Any other window at its floor is open: ``FLOW_SHUT`` and ``FLOW_HELD`` cleared."""
     opened = state & ~(FLOW_SHUT | FLOW_HELD)
-    full = granted > p.pause_ns and beyond_floor_limit(p, span, nflows)
+    full = granted > p.target_ns + mtu_ns and beyond_floor_limit(p, span, nflows)
     over = 0 < p.floor_cap_ns < granted  # a floor more would overflow the buffer
     if state & FLOW_SHUT and acked == 0:
         if not over and (not full or (payload == 0 and state & FLOW_HELD)):
@@ -285,7 +285,7 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
         return Floor(ack, state | (FLOW_HELD if payload == 0 else 0))
     if first and (full or over):
         return Floor(ack, state | FLOW_SHUT)
-    if pauses(p, state, cutting, acked, queue_ns, span, nflows):
+    if pauses(p, state, cutting, acked, queue_ns, mtu_ns, span, nflows):
         if not seq_before(ack, seqhi):
             return Floor(ack, state | FLOW_PAUSED | FLOW_SHUT, True)
         return Floor(ack if seq_before(edge, ack) else edge, opened | FLOW_PAUSED, True)
@@ -603,7 +603,7 @@ class StartShaper:
             end = pkt.ack
         if floored:
             held = at_floor(p, state, first=first, cutting=o.cutting, acked=acked, payload=pkt.tcp_payload,
-                            granted=granted, queue_ns=queue_tat - now, span=span, nflows=lk.nflows,
+                            granted=granted, queue_ns=queue_tat - now, mtu_ns=mtu_ns, span=span, nflows=lk.nflows,
                             ack=pkt.ack, seqhi=t.seqhi, edge=edge)
             state, want = held.state, want if held.want is None else held.want
         else:

@@ -621,7 +621,7 @@ class TnaShaper:
             if floored and cutting and seq_before(pkt.ack, r.end):
                 op |= Op.END_AT_ACK  # the floor limit: its data is CoDel's from now
             held = at_floor(p, r.state, first=r.first, cutting=cutting, acked=r.acked, payload=pkt.tcp_payload,
-                            granted=granted, queue_ns=backlog, span=r.span, nflows=r.nflows,
+                            granted=granted, queue_ns=backlog, mtu_ns=mtu_ns, span=r.span, nflows=r.nflows,
                             ack=pkt.ack, seqhi=t.seqhi, edge=edge) if floored else \
                 Floor(None, r.state & ~(FLOW_SHUT | FLOW_HELD))
             want = want if held.want is None else held.want

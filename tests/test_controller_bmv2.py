@@ -93,7 +93,7 @@ def test_install_then_set_each_aqm_at_run_time(sw, tmp_path):
         assert aqm_seen(sw) == {Aqm[name.upper()]}, name
     iwa = read_default(sw, "iwa_cfg")
     # the rate conversions: rate class tables
-    assert set(iwa) == {"target_ns", "mss_bytes", "hold_ns", "age_ns", "floor_cap_ns", "budget_cap_ns", "pause_ns"}
+    assert set(iwa) == {"target_ns", "mss_bytes", "hold_ns", "age_ns", "floor_cap_ns", "budget_cap_ns"}
     assert (iwa["target_ns"], iwa["mss_bytes"], iwa["hold_ns"]) == (10_000_000, 1460, 1_000_000_000)
     p = params_from_dict(tomllib.loads(write_cfg(tmp_path, "iwa").read_text()))
     assert iwa["floor_cap_ns"] == p.iwa.floor_cap_ns == p.queue.limit_pkts * p.queue.mtu_ns // 4  # its buffer's

@@ -81,10 +81,9 @@ def test_iwa_entities_carry_the_set_iwa_parameters():
     assert iwa.action.name == "set_iwa"
     assert iwa.action.args == {"target_ns": 30_000_000, "mss_bytes": 1460, "hold_ns": 1_000_000_000,
                                "age_ns": 10_000_000_000, "floor_cap_ns": 0,  # (no buffer limit: no floor cap)
-                               "budget_cap_ns": 0,  # (a fixed rate: no budget cap)
-                               "pause_ns": 36_056_000}  # a frame (6.056 ms) above the target, within 40 ms
+                               "budget_cap_ns": 0}  # (a fixed rate: no budget cap)
     assert list(iwa.action.args) == ["target_ns", "mss_bytes", "hold_ns", "age_ns", "floor_cap_ns",
-                                     "budget_cap_ns", "pause_ns"]  # P4's order
+                                     "budget_cap_ns"]  # P4's order
     # the rate conversions are the rate class's product tables
     rows = contents(product_entries(rate_key(p), 4))
     assert rows["span_bytes.products"] == rows["room_bytes.products"] == arith.mul_rows(p.iwa.bytes_per_ns_q32)

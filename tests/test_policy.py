@@ -2,7 +2,7 @@
 
 import pytest
 
-from controller.policy import NS, Observation, TunerState, codel_target_for, frame_ns, pause_for, target_for, tune
+from controller.policy import NS, Observation, TunerState, codel_target_for, frame_ns, target_for, tune
 from refmodel.params import pipeline_params
 
 MS = 1_000_000
@@ -16,8 +16,7 @@ def obs(t, rate=HSPA):
 
 
 def settled(rate=HSPA):
-    return TunerState(target_ns=target_for(rate, BUDGET), codel_target_ns=codel_target_for(rate, BUDGET),
-                      pause_ns=pause_for(rate, BUDGET))
+    return TunerState(target_ns=target_for(rate, BUDGET), codel_target_ns=codel_target_for(rate, BUDGET))
 
 
 def run(state, observations):
@@ -40,18 +39,6 @@ def test_target_from_the_jitter_budget_at_each_profile():
     assert target_for(LTE, BUDGET) == 35 * MS  # two frames are 0.5 ms: the margin is 5 ms
     assert target_for(EDGE, BUDGET) == frame_ns(EDGE) == 75_700_000  # one frame already exceeds the budget
     assert target_for(HSPA, BUDGET) == pipeline_params(HSPA, "iwa").iwa.target_ns  # the data plane's default
-
-
-def test_the_pause_is_a_frame_above_the_target_but_never_above_the_budget():
-    """By hand: at HSPA a frame (6.056 ms) above 27.888 ms is 33.944 ms, within the 40 ms budget; at LTE
-    (a frame of 1514 B at 50 Mbit/s: 0.242 ms) 35.242 ms; at EDGE the target is the frame (75.7 ms), a frame
-    above it 151.4 ms, and the budget (40 ms) is below the target: the target itself. At 60 ms (EDGE, two
-    frames 151.4 ms above a budget that holds less than one): still the target."""
-    assert pause_for(HSPA, BUDGET) == 33_944_000 == pipeline_params(HSPA, "iwa").iwa.pause_ns
-    assert pause_for(LTE, BUDGET) == 35 * MS + frame_ns(LTE) == 35_242_240
-    assert pause_for(EDGE, BUDGET) == 75_700_000 == pipeline_params(EDGE, "iwa").iwa.pause_ns
-    assert pause_for(EDGE, 100 * MS) == 100 * MS  # a budget between one frame and two: the budget
-    assert pipeline_params(EDGE, "iwa", iwa=dict(budget_s=0.1)).iwa.pause_ns == 100 * MS
 
 
 @pytest.mark.parametrize("rate", [EDGE, 1e6, HSPA, 3e6, 7.2e6, LTE])

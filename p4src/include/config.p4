@@ -92,21 +92,20 @@ control BottleneckConfig(in bit<16> link, out queue_cfg_t q, inout red_cfg_t r, 
 
     // IWA's rate conversions are not here: the rate class's product tables hold them (start_shaper.p4)
     action set_iwa(bit<32> target_ns, bit<16> mss_bytes, bit<32> hold_ns, bit<48> age_ns, bit<32> floor_cap_ns,
-                   bit<32> budget_cap_ns, bit<32> pause_ns) {
+                   bit<32> budget_cap_ns) {
         i.target_ns = target_ns;
         i.mss_bytes = mss_bytes;
         i.hold_ns = hold_ns;
         i.age_ns = age_ns;
         i.floor_cap_ns = floor_cap_ns;
         i.budget_cap_ns = budget_cap_ns;
-        i.pause_ns = pause_ns;
     }
     table iwa_cfg {
         key = { link : exact; }
         actions = { set_iwa; }
         size = N_LINKS;
         // refmodel.params.IwaParams(): a 2 Mbit/s link with 1514 B frames, a 40 ms jitter budget
-        default_action = set_iwa(27888000, 1460, 1000000000, 10000000000, 0, 0, 33944000);
+        default_action = set_iwa(27888000, 1460, 1000000000, 10000000000, 0, 0);
     }
 
     apply {

@@ -56,7 +56,6 @@ struct iwa_cfg_t {
     bit<48> age_ns;            // a new flow may take a slot this long after its flow's latest downstream data
     bit<32> floor_cap_ns;      // the most queue a window at its floor may join (the floors' share of the buffer)
     bit<32> budget_cap_ns;     // the most queue a full-size frame of new data may leave (a changing rate); 0: none
-    bit<32> pause_ns;          // the queue above which a floor has no room: a frame above target, at most the budget
 }
 
 /* The queue model's prediction for this packet (queue_model.p4). */

@@ -519,9 +519,8 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             if (floored && cutting && seq_before(ack, end)) { end = ack; }
             bool shut = false;
             bool beyond = share < (bit<32>)cfg.mss_bytes;   // the floor limit: each flow's share below one MSS
-            // no room: beyond the floor limit, and what was granted (or the real queue) above pause_ns (a frame
-            // above target, at most the audio's budget: refmodel/params.py iwa_pause_ns)
-            bool full = beyond && queued > (bit<64>)cfg.pause_ns;
+            // no room: beyond the floor limit, and what was granted (or the real queue) more than a frame above target
+            bool full = beyond && queued > (bit<64>)cfg.target_ns + (bit<64>)mtu_ns;
             // a floor more would overflow the buffer: what was granted beyond the floors' share of it (the
             // floor cap: refmodel/params.py floor_cap_ns; 0: no cap)
             bool over = cfg.floor_cap_ns != 0 && queued > (bit<64>)cfg.floor_cap_ns;
@@ -543,9 +542,10 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 shut = true;
             } else if (floored) {
                 // it pauses (its edge stays), shut (a zero window) once this ACK acknowledges all it sent,
-                // until its server's zero-window probe: if this ACK acknowledged data, the real queue is above
-                // pause_ns, and the flow did not pause yet this epoch or the link is beyond its floor limit
-                if (cutting && acked != 0 && in_queue > (bit<64>)cfg.pause_ns &&
+                // until its server's zero-window probe: if this ACK acknowledged data, the real queue is more
+                // than a frame above target, and the flow did not pause yet this epoch or the link is beyond
+                // its floor limit
+                if (cutting && acked != 0 && in_queue > (bit<64>)cfg.target_ns + (bit<64>)mtu_ns &&
                         (beyond || state & FLOW_PAUSED == 0)) {
                     state = state | FLOW_PAUSED;
                     shut = !seq_before(ack, trk.seqhi);
