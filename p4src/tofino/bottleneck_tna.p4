@@ -141,6 +141,11 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
     IwaProduct() room_bytes;      // ns_to_bytes(room)
     IwaProduct() deficit_bytes;   // ns_to_bytes(deficit)
     IwaProduct() vq_time;         // bytes_to_ns(advance + waiting)
+    // the products' temporaries (IwaProduct): vq_time's follow room_bytes's (vq_bytes waits for the grant,
+    // which waits for room_b), so the two share theirs
+    bit<32> iwa_m_span; bit<8> iwa_e_span; bit<32> iwa_mk_span;
+    bit<32> iwa_m_room; bit<8> iwa_e_room; bit<32> iwa_mk_room;   // room_bytes, then vq_time
+    bit<32> iwa_m_def;  bit<8> iwa_e_def;  bit<32> iwa_mk_def;    // iwa_mk_def: then round_up's t
     IwaScaleDown() own_window;    // window << scale (pass 1)
     IwaScaleDown() p2_window;     // field << scale (pass 2)
     IwaScaleDown() new_window;    // the field the ACK leaves with << scale (pass 1)

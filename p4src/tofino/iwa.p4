@@ -317,10 +317,10 @@ struct iwa_tpair_t {
  * actions shift back by constants. ns_to_bytes and bytes_to_ns (refmodel/params.py) each an instance. */
 #define IWA_LEAD(K) action lead_##K() { m = x >> K; e = K; }
 #define IWA_BACK(K) action back_##K() { y = mk << K; }
-control IwaProduct(in bit<8> rate_class, in bit<32> x, out bit<32> y) {
-    bit<32> m;
-    bit<8>  e;
-    bit<32> mk;
+// m, e and mk, the temporaries, are the caller's: products that already follow one another in the dataflow
+// share them (a word fewer in the PHV each, bf-p4c keeping nearly every IWA word live through the pipe)
+control IwaProduct(in bit<8> rate_class, in bit<32> x, out bit<32> y, inout bit<32> m, inout bit<8> e,
+                   inout bit<32> mk) {
     action lead_0() { m = x; e = 0; }
     IWA_LEAD(1) IWA_LEAD(2) IWA_LEAD(3) IWA_LEAD(4) IWA_LEAD(5) IWA_LEAD(6) IWA_LEAD(7) IWA_LEAD(8)
     IWA_LEAD(9) IWA_LEAD(10) IWA_LEAD(11) IWA_LEAD(12) IWA_LEAD(13) IWA_LEAD(14) IWA_LEAD(15) IWA_LEAD(16)
@@ -403,8 +403,8 @@ control IwaScaleDown(in bit<8> scale, in bit<32> x, out bit<32> y) {
 
 /* the round-up row: (x + 2^s - 1) >> s, in two steps */
 #define IWA_UP(K) action up_##K() { t = x + ((1 << K) - 1); } action shr_##K() { y = t >> K; }
-control IwaScaleUp(in bit<8> scale, in bit<32> x, out bit<32> y) {
-    bit<32> t;
+// t, the temporary, is the caller's (as IwaProduct's)
+control IwaScaleUp(in bit<8> scale, in bit<32> x, out bit<32> y, inout bit<32> t) {
     action up_0() { t = x; }
     action shr_0() { y = t; }
     IWA_UP(1) IWA_UP(2) IWA_UP(3) IWA_UP(4) IWA_UP(5) IWA_UP(6) IWA_UP(7) IWA_UP(8) IWA_UP(9) IWA_UP(10)

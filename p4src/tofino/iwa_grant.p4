@@ -35,8 +35,9 @@ if (md.iwa.shaping == 1) {
     iwa_room_4();
     iwa_room_5();
     iwa_room_6();
-    room_bytes.apply(md.cfg.rate_class, md.iwa.room, md.iwa.room_b);
-    deficit_bytes.apply(md.cfg.rate_class, md.iwa.deficit, md.iwa.deficit_b);
+    room_bytes.apply(md.cfg.rate_class, md.iwa.room, md.iwa.room_b, iwa_m_room, iwa_e_room, iwa_mk_room);
+    deficit_bytes.apply(md.cfg.rate_class, md.iwa.deficit, md.iwa.deficit_b, iwa_m_def, iwa_e_def,
+                      iwa_mk_def);
     md.iwa.w = 0;
     if ((int<32>)(md.iwa.edge - hdr.tcp.ackNo) > 0) {
         md.iwa.w = md.iwa.edge - hdr.tcp.ackNo;
@@ -98,7 +99,7 @@ if (md.iwa.shaping == 1) {
         md.iwa.want = md.iwa.edge;     // never moves the right edge left
     }
     md.iwa.fld_up = md.iwa.want - hdr.tcp.ackNo;
-    round_up.apply(md.iwa.scale, md.iwa.fld_up, md.iwa.fld);
+    round_up.apply(md.iwa.scale, md.iwa.fld_up, md.iwa.fld, iwa_mk_def);   // deficit_bytes's mk: read before want
     if (md.iwa.fld > md.iwa.win32) {
         md.iwa.fld = md.iwa.win32;
     }
@@ -123,7 +124,7 @@ if ((int<32>)(md.iwa.new_edge - md.iwa.edge) > 0) {
 md.iwa.vq_ns = 0;
 md.iwa.vq_bytes = md.iwa.advance + waiting;
 if (md.iwa.shaping == 1 && md.iwa.vq_bytes != 0) {
-    vq_time.apply(md.cfg.rate_class, md.iwa.vq_bytes, md.iwa.vq_ns);
+    vq_time.apply(md.cfg.rate_class, md.iwa.vq_bytes, md.iwa.vq_ns, iwa_m_room, iwa_e_room, iwa_mk_room);   // room_bytes's temporaries
     iwa_vq_plus_gap();
     md.iwa.op = md.iwa.op | IWA_OP_VQ;
 }

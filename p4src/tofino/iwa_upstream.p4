@@ -249,7 +249,8 @@ if (md.second == 1) {
             if (md.iwa.first_ack == 1) {
                 iwa_span_1();
                 iwa_span_2();
-                span_bytes.apply(md.cfg.rate_class, md.iwa.span_ns, md.iwa.span_in);
+                span_bytes.apply(md.cfg.rate_class, md.iwa.span_ns, md.iwa.span_in, iwa_m_span, iwa_e_span,
+                                 iwa_mk_span);
                 md.iwa.span = span_set.execute(md.iwa.slot);
                 md.iwa.end_in = md.iwa.isn + md.iwa.span;
                 md.iwa.end = end_set.execute(md.iwa.slot);
