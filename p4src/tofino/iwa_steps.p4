@@ -125,6 +125,8 @@ int<32> iwa_late;
 int<32> iwa_lead2;
 int<32> iwa_caught;
 bit<32> iwa_seqhi_mss;                // seqhi + mss: the grant's checkpoint adds to it (one add an action)
+// seqhi + mss twice, on purpose: iwa_short = iwa_seqhi_mss - mark in iwa_app_2 instead fails PHV allocation
+// (bf-p4c 9.13.4, the default tofino2-iwa build, tried 2026-11-28 and again 2026-11-29)
 action iwa_app_1() {
     iwa_short = (int<32>)(md.iwa.seqhi + md.iwa.cfg.mss);
     iwa_seqhi_mss = md.iwa.seqhi + md.iwa.cfg.mss;
