@@ -102,6 +102,7 @@ def test_the_held_out_sweep_names_every_case_of_issue_11():
         # (redok brings its own buffer, BRIEF: 100 packets at HSPA)
         assert {a for a in aqms if any(c.startswith(f"{w}-hspa-") and c.endswith(f"-{a}-iw10") for c in cases)} == aqms, w
     assert sum(u.dirname == "web6-hspa-48p-iwa-iw10" for u in units) == 10
+    assert sum(u.dirname == "web6-edge-14p-iwa-iw10" for u in units) == 10  # its audio varies most by replication
     for link in ("web6-edge-14p-", "web6-lte-250p-", "web6-hspa-24p-", "web6-bulk-edge-14p-", "web6-bulk-hspa-24p-"):
         assert {c for c in cases if c.startswith(link)} >= {f"{link}{a}-iw{iw}" for a in aqms - {"redok"}
                                                             for iw in (3, 10)}, link
