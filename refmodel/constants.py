@@ -22,6 +22,12 @@ RING_SIZE = 1024  # slots of the packet-limit ring (max packet limit is RING_SIZ
 # no port difference is sent to 0 (tests/test_iwa.py), as on the Tofino program (IWA_SLOT_BITS).
 FLOW_SLOTS = 65536
 IW_MIN_SEGMENTS = 3  # the least initial window a standard TCP sends (RFC 3390: 4380 bytes, 3 x 1460 B)
+IW_MAX_BYTES = 14600  # the largest initial window a standard TCP sends (RFC 6928: min(10 MSS, max(2 MSS, 14600 B)))
+# The most option bytes a TCP header carries (RFC 9293: a data offset of at most 15 words). The MSS bounds a segment's
+# payload and options together (RFC 6691), so a sender's full-size segments carry an MSS less their options: 1448 B
+# with Linux's timestamps. A full segment holds at least MSS - TCP_OPT_BYTES bytes of payload (shaper.full_segment);
+# the parser's option stack (headers.p4) has as many bytes.
+TCP_OPT_BYTES = 40
 N_LINKS = 16  # access links in one pipeline (a power of two): per-link registers, config keys and counters
 IDLE_KEY_SHIFT = 10  # RED idle-decay table key: idle time in units of 1024 ns
 CODEL_TIME_SHIFT = 4  # CoDel's times are in units of 2^4 ns (codel.py)

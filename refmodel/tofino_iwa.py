@@ -102,8 +102,8 @@ from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
-    Floor, Grant, LinkShaping, asks, at_floor, bounded, checkpoint, growth, roll_step, room_of, server_idle, short_end,
-    shaped, share_shift,
+    Floor, Grant, LinkShaping, asks, at_floor, bounded, checkpoint, first_window, growth, roll_step, room_of,
+    server_idle, short_end, shaped, share_shift,
 )
 
 U32 = 0xFFFFFFFF
@@ -657,8 +657,8 @@ class TnaShaper:
         """shaper.py's ``_opening``: the grant beyond its base before the bounds, and whether the queue is above
         target."""
         edge, acked = r.edge, r.acked
-        if r.first:  # a first window: the room
-            return ns_to_bytes(p, min(room, U32)), pkt.ack, False
+        if r.first:  # a first window: the room, at most RFC 6928's
+            return first_window(p, room), pkt.ack, False
         if r.branch:  # a new start (a request), or the server left its window unused: no opening
             return 0, edge, False
         if deficit:  # above target: replace what left less the excess

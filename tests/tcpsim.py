@@ -63,6 +63,8 @@ RTO = 1000 * MS
 QUICKACKS = 16  # Linux's TCP_MAX_QUICKACKS
 ATO = 40 * MS  # Linux's TCP_ATO_MIN: the delayed-ACK timer
 TCP_MSS_DEFAULT = 536  # Linux bounds segments to half the largest window seen only above this
+TS_OPTIONS = [("NOP", None), ("NOP", None), ("Timestamp", (0, 0))]  # 12 bytes, as Linux pads them
+TS_BYTES = 12
 LVL_CLK_SHIFT, LVL_BITS = 3, 6  # Linux's timer wheel (kernel/time/timer.c): 64 buckets a level, each 8x coarser
 
 
@@ -112,6 +114,9 @@ class Flow:
     # sent earlier is still unacknowledged (Linux's tcp_mss_split_point under Nagle's Minshall check): a window
     # of 1536 bytes came as 1448 + 88 on BMv2 (docs/iwa.md, "Restarts")
     split_window: bool = False
+    # the server's segments carry TCP timestamps (RFC 7323, 12 option bytes with padding, as Linux sends them):
+    # a full segment holds 1448 B, the MSS less its options (RFC 6691), and the congestion window counts those
+    timestamps: bool = False
     small_end: int = 0  # one past the latest short segment the server sent
     max_wnd: int = 0  # the largest window the server saw
     # the server
@@ -158,6 +163,11 @@ class Flow:
     @property
     def client_ws(self) -> int | None:
         return next((v for k, v in self.syn_options if k == "WScale"), None)
+
+    @property
+    def seg(self) -> int:
+        """The payload of the server's full segments: the MSS, less the timestamps' option bytes if it sends them."""
+        return MSS - (TS_BYTES if self.timestamps else 0)
 
 
 class Sim:
@@ -327,7 +337,7 @@ class Sim:
         if not f.established:
             if ack != f.isn + 1:
                 return
-            f.established, f.snd_una, f.snd_nxt, f.cwnd = True, ack, ack, f.iw * MSS
+            f.established, f.snd_una, f.snd_nxt, f.cwnd = True, ack, ack, f.iw * f.seg
             f.snd_wl1 = t.seq - 1  # the handshake's ACK sets the window whatever it is (tcp_init_wl)
         f.acks.append((self.now, ack, t.window, f.own_field, ack + (t.window << f.shift)))
         nwin, seq = t.window << f.shift, t.seq
@@ -342,7 +352,7 @@ class Sim:
             f.served += 1
             size = f.size if f.served == 1 else f.more[f.served - 2][1]
             if f.end and self.now - f.last_send > f.restart_ns:
-                f.cwnd = min(f.cwnd, f.iw * MSS)
+                f.cwnd = min(f.cwnd, f.iw * f.seg)
             f.end = (f.end or f.isn + 1) + size
         self.on_ack(f, ack, len(t.payload) > 0)
         self.send(f)
@@ -357,21 +367,21 @@ class Sim:
                 else:
                     self.retransmit(f)  # NewReno: a partial ACK shows the next hole
             elif flight >= f.cwnd // 2:  # cwnd-limited: grow
-                f.cwnd += acked if f.cwnd < f.ssthresh else max(1, MSS * acked // f.cwnd)
+                f.cwnd += acked if f.cwnd < f.ssthresh else max(1, f.seg * acked // f.cwnd)
             self.arm(f)
         elif ack == f.snd_una and f.snd_nxt > f.snd_una and not has_data:
             f.dupacks += 1
             if f.dupacks == 3 and not f.recover:
-                f.ssthresh = f.cwnd = max((f.snd_nxt - f.snd_una) // 2, 2 * MSS)
+                f.ssthresh = f.cwnd = max((f.snd_nxt - f.snd_una) // 2, 2 * f.seg)
                 f.recover = f.snd_nxt
                 self.retransmit(f)
 
     def send(self, f):
         wnd = f.cwnd if f.ignore_window else min(f.cwnd, f.snd_wnd)
         idle = f.snd_nxt == f.snd_una
-        mss = MSS
+        mss = f.seg
         if f.half_wnd and f.max_wnd > TCP_MSS_DEFAULT:  # RFC 1122's sender-side SWS avoidance, as Linux does it
-            mss = min(MSS, f.max_wnd // 2)
+            mss = min(f.seg, f.max_wnd // 2)
         while f.snd_nxt < f.end:
             n = min(mss, f.end - f.snd_nxt)
             if f.snd_nxt + n > f.snd_una + wnd:
@@ -410,12 +420,13 @@ class Sim:
 
     def segment(self, f, seq, n):
         f.last_send = self.now
-        frame = tcp(seq, n, "A", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST * f.served, tos=2 if f.ecn else 0)
+        frame = tcp(seq, n, "A", dport=f.port, ack=CLIENT_ISN + 1 + REQUEST * f.served, tos=2 if f.ecn else 0,
+                    options=TS_OPTIONS if f.timestamps else None)
         self.server_send(f, frame, "data")
 
     def retransmit(self, f):
         f.retransmits += 1
-        self.segment(f, f.snd_una, min(MSS, f.end - f.snd_una))
+        self.segment(f, f.snd_una, min(f.seg, f.end - f.snd_una))
 
     def arm(self, f):
         f.timer += 1
@@ -439,7 +450,7 @@ class Sim:
         if timer != f.timer:
             return
         f.rtos += 1
-        f.ssthresh, f.cwnd, f.rto = max((f.snd_nxt - f.snd_una) // 2, 2 * MSS), MSS, 2 * f.rto
+        f.ssthresh, f.cwnd, f.rto = max((f.snd_nxt - f.snd_una) // 2, 2 * f.seg), f.seg, 2 * f.rto
         f.recover = f.snd_nxt
         self.retransmit(f)
         self.arm(f)

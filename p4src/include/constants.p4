@@ -24,6 +24,7 @@ const bit<32> RING_SIZE = 1024;             // packet-limit ring, per link
 const bit<32> FLOW_SLOTS = 65536;           // flow tracker (shared by all links: its slots are per flow)
 const bit<32> IW_MIN_SEGMENTS = 3;          // the least initial window (RFC 3390), in MSS
 #define IW_MIN_BYTES(x) ((x) + ((x) << 1))  /* x * IW_MIN_SEGMENTS without a multiply (Tofino) */
+const bit<32> IW_MAX_BYTES = 14600;         // the largest standard initial window (RFC 6928), bytes
 // Access links in one pipeline (a power of two): per-link state and keys. A program compiled with its own
 // N_LINKS (-DN_LINKS=..., as the TNA program's types.p4 allows) keeps that macro instead.
 #ifndef N_LINKS

@@ -321,10 +321,11 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                         trk.flags = trk.flags & ~TRACK_STARTING;
                     }
                     if (trk.flags & TRACK_RTX == 0) {
-                        // a short end: shorter than an MSS and at least an MSS before the edge, the last of what
-                        // the server had (a window fill ends at the edge, and Nagle holds back less than an MSS
-                        // left: shaper.py, short_end)
-                        bool short_end = tcp_payload < cfg.mss_bytes &&
+                        // a short end: shorter than a full segment (an MSS less the most option bytes: Linux's
+                        // full segments with timestamps are 1448 B) and at least an MSS before the edge, the last
+                        // of what the server had (a window fill ends at the edge, and Nagle holds back less than
+                        // an MSS left: shaper.py, short_end and full_segment)
+                        bool short_end = (bit<32>)tcp_payload < (bit<32>)cfg.mss_bytes - TCP_OPT_BYTES &&
                                          !seq_before(edge, seq_end + (bit<32>)cfg.mss_bytes);
                         flow_tail.write(slot, short_end ? 8w1 : 8w0);
                     }
@@ -479,7 +480,11 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
             bit<32> base = edge;
             bool retract = false;
             if (first) {
-                base = ack;        // a first window: the room (it joins the virtual queue as it is granted)
+                // a first window: the room (it joins the virtual queue as it is granted), at most the largest
+                // initial window a standard TCP sends (RFC 6928): its server sends no more in the next round
+                // trip (shaper.py: first_window)
+                base = ack;
+                if (grant > IW_MAX_BYTES) { grant = IW_MAX_BYTES; }
                 state = state | FLOW_ASKED;
             } else if (restart) {
                 grant = 0;         // a request after a retraction: its first window is the MSS it was left
@@ -581,9 +586,11 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 // a new start, or it reached the checkpoint: the next one is what a server with more to send
                 // must reach, the data this ACK freed (at least one MSS) or the new edge if nearer, plus
                 // the one-MSS tolerance (shaper.py: checkpoint)
-                // (after the handshake's ACK: its initial window, at least IW_MIN_SEGMENTS)
-                bit<32> need = acked > (bit<32>)cfg.mss_bytes ? acked : (bit<32>)cfg.mss_bytes;
-                if (first) { need = IW_MIN_SEGMENTS * (bit<32>)cfg.mss_bytes; }
+                // (after the handshake's ACK: its initial window, at least IW_MIN_SEGMENTS), counted in full
+                // segments, an MSS less the most option bytes (three with timestamps are 4344 B, not 3 MSS)
+                bit<32> seg = (bit<32>)cfg.mss_bytes - TCP_OPT_BYTES;
+                bit<32> need = acked > seg ? acked : seg;
+                if (first) { need = IW_MIN_SEGMENTS * seg; }
                 bit<32> near = trk.seqhi + (bit<32>)cfg.mss_bytes + need;
                 flow_mark.write(slot, seq_before(near, new_edge) ? near : new_edge);
                 flow_mark_t.write(slot, now32);

@@ -462,8 +462,9 @@ control IwaShare(in bit<32> nm1, in bit<32> span, out bit<32> share) {
 
 /* ---- a link's IWA knobs (refmodel/params.py: IwaParams) ---- */
 control IwaCfg(inout tna_metadata_t md) {
-    // iw_min_bytes: IW_MIN_SEGMENTS * mss, written by the controller (the product of a run-time value and a
-    // constant as shifts and an add is two dependent operations: one action cannot hold them)
+    // iw_min_bytes: IW_MIN_SEGMENTS full segments, IW_MIN_SEGMENTS * (mss - TCP_OPT_BYTES) (shaper.checkpoint),
+    // written by the controller (the product of a run-time value and a constant as shifts and an add is two
+    // dependent operations: one action cannot hold them)
     action set_iwa(bit<32> target_ns, bit<32> hold_ns, bit<32> mss, bit<32> iw_min_bytes) {
         md.iwa.cfg.on = 1;
         md.iwa.cfg.target_ns = target_ns;
@@ -476,7 +477,7 @@ control IwaCfg(inout tna_metadata_t md) {
         md.iwa.cfg.target_ns = 5000000;
         md.iwa.cfg.hold_ns = 200000000;
         md.iwa.cfg.mss = 1448;
-        md.iwa.cfg.iw_min = IW_MIN_BYTES(32w1448);
+        md.iwa.cfg.iw_min = IW_MIN_BYTES(32w1448 - TCP_OPT_BYTES);
     }
     table iwa_cfg {
         key = { md.link : exact @name("link"); }

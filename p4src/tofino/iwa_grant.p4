@@ -12,10 +12,11 @@ if (md.iwa.shaping == 1) {
     // the next checkpoint's near end (shaper.checkpoint): what a server with more to send must reach, the data
     // this ACK freed (at least one MSS) beyond what it sent, plus the one-MSS tolerance; worked out here, beside
     // the room, so that only its comparison with the new edge waits for the window
-    bit<32> need = md.iwa.cfg.mss;
+    // (counted in full segments, an MSS less the most option bytes: shaper.full_segment)
+    bit<32> need = md.iwa.cfg.mss - TCP_OPT_BYTES;
     if (md.iwa.first_ack == 1) {
-        need = md.iwa.cfg.iw_min;              // its initial window: IW_MIN_SEGMENTS MSS (the link's knob)
-    } else if (md.iwa.acked > md.iwa.cfg.mss) {
+        need = md.iwa.cfg.iw_min;              // its initial window: IW_MIN_SEGMENTS full segments (the knob)
+    } else if (md.iwa.acked > need) {
         need = md.iwa.acked;
     }
     bit<32> near = iwa_seqhi_mss + need;      // seqhi + mss + need (the first add in iwa_app_1)
@@ -48,8 +49,8 @@ if (md.iwa.shaping == 1) {
     md.iwa.base = md.iwa.edge;
     md.iwa.grant = 0;
     if (md.iwa.first_ack == 1) {
-        md.iwa.base = hdr.tcp.ackNo;   // a first window: the room
-        md.iwa.grant = md.iwa.room_b;
+        md.iwa.base = hdr.tcp.ackNo;   // a first window: the room, at most RFC 6928's (shaper.first_window)
+        md.iwa.grant = min(md.iwa.room_b, IW_MAX_BYTES);
     } else if (md.iwa.restart == 1) {
         waiting = md.iwa.w;            // a restart's window: queue to come
     } else if (md.iwa.idle_branch == 1) {
