@@ -185,12 +185,13 @@ def full_segment(mss: int) -> int:
 
 def first_window(p: IwaParams, room_ns: int) -> int:
     """A flow's first window (the handshake's ACK): the room, at most the largest initial window a standard TCP
-    sends (RFC 6928: ``IW_MAX_BYTES``, 14600 B, ten segments of 1460). The window joins the virtual queue whole as it is granted, as queue
-    to come one server RTT later; a server sends no more than its initial window in that round trip, and the rest
-    of a larger window only after ACKs that open it anyway. Where the room is more than an initial window (LTE:
-    35 ms at 50 Mbit/s, 219 kB), the first flows of a page took the client's whole 64 kB windows each, the virtual
-    queue counted 4 x 64 kB where IW10 servers sent 4 x 14.5 kB, and the page's last flows got first windows of
-    five segments: a round trip late (tcpsim, LTE web6 IW10: 0.234 s against FIFO's 0.183 s; 0.183 s with it)."""
+    sends (RFC 6928: ``IW_MAX_BYTES``, 14600 B, ten segments of 1460). The window joins the virtual queue whole
+    as it is granted, as queue to come one server RTT later; a server sends no more than its initial window in
+    that round trip, and the rest of a larger window only after ACKs that open it anyway. Where the room is more
+    than an initial window (LTE: 35 ms at 50 Mbit/s, 219 kB), the first flows of a page took the client's whole
+    64 kB windows each, the virtual queue counted 4 x 64 kB where IW10 servers sent 4 x 14.5 kB, and the page's
+    last flows got first windows of five segments: a round trip late (tcpsim, LTE web6 IW10: 0.234 s against
+    FIFO's 0.183 s; 0.183 s with it)."""
     return min(ns_to_bytes(p, min(room_ns, U32)), IW_MAX_BYTES)
 
 
