@@ -51,6 +51,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from frames import LINUX_SYN, MSS, audio, client_ack, client_syn, syn_ack, tcp, tcp_fields
+from scapy.layers.inet import TCP
 
 from refmodel import Pipeline, Route
 
@@ -63,8 +64,8 @@ RTO = 1000 * MS
 QUICKACKS = 16  # Linux's TCP_MAX_QUICKACKS
 ATO = 40 * MS  # Linux's TCP_ATO_MIN: the delayed-ACK timer
 TCP_MSS_DEFAULT = 536  # Linux bounds segments to half the largest window seen only above this
-TS_OPTIONS = [("NOP", None), ("NOP", None), ("Timestamp", (0, 0))]  # 12 bytes, as Linux pads them
-TS_BYTES = 12
+TS_OPTIONS = [("NOP", None), ("NOP", None), ("Timestamp", (0, 0))]  # as Linux pads them
+TS_BYTES = len(TCP(options=TS_OPTIONS)) - len(TCP())  # 12: what they take from a full segment's payload
 LVL_CLK_SHIFT, LVL_BITS = 3, 6  # Linux's timer wheel (kernel/time/timer.c): 64 buckets a level, each 8x coarser
 
 
