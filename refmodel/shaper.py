@@ -317,15 +317,24 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
     return Floor(None, opened)
 
 
-def growth(p: IwaParams, edge: int, ack: int, span: int, nflows: int, acked: int, room_ns: int) -> int:
+def starves(w: int, share: int, room_bytes: int, acked: int) -> bool:
+    """A flow below half its share whose ACK finds less room than it acknowledged: it cannot even double. It
+    marks its link (``LinkShaping.starved_t``), and for a round trip the flows above half their shares do not
+    grow (``growth``), so the room their growth took goes to it (docs/iwa.md, "Starved flows")."""
+    return w <= share >> 1 and room_bytes < acked
+
+
+def growth(p: IwaParams, edge: int, ack: int, span: int, nflows: int, acked: int, room_ns: int,
+           starving: bool = False) -> int:
     """What an ACK may add beyond replacement for a flow whose window ``w`` is the edge beyond the ACK: the room, at
     most what it acknowledged (the server's own slow start could not use more), and none for a flow above its
     share of the path and budget among the link's ``nflows`` active flows (``span`` rounded down to a power of
-    two: a shift), or above half of it while the room is short and partly in use (``margin_holds``)."""
+    two: a shift), or above half of it while the room is short and partly in use (``margin_holds``) or while
+    a flow of its link starves (``starving``: ``starves`` within the last round trip)."""
     w = 0 if seq_before(edge, ack) else (edge - ack) & U32
     room_bytes = ns_to_bytes(p, min(room_ns, U32))
     share = share_of(span, nflows)
-    if w > share or margin_holds(w, share, room_bytes, acked, room_ns, p.target_ns):
+    if w > share or margin_holds(w, share, room_bytes, acked, room_ns, p.target_ns) or (w > share >> 1 and starving):
         return 0
     return min(room_bytes, acked)
 
@@ -354,6 +363,7 @@ class LinkShaping:
     act_old: int = 0
     act_cur: int = 0
     act_new: int = 0
+    starved_t: int = 0  # when a flow of the link last starved (``starves``); 0: never
 
     @property
     def nflows(self) -> int:
@@ -677,5 +687,10 @@ class StartShaper:
             # comes back to the target (the cut leaves the virtual queue at once, so the next ACK sees what is
             # left of the excess; docs/iwa.md, "The cut")
             return Opening(acked - min(acked, ns_to_bytes(p, min(deficit, U32))), edge, state, end, cutting=True)
-        inc = growth(p, edge, pkt.ack, span, lk.nflows, acked, room)
+        w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
+        if starves(w, share_of(span, lk.nflows), ns_to_bytes(p, min(room, U32)), acked):
+            lk.starved_t = now
+        # for a round trip (the ACKing flow's RTT at the switch) after a flow of its link starved
+        starving = lk.starved_t != 0 and now - lk.starved_t < self.rtt[t.slot]
+        inc = growth(p, edge, pkt.ack, span, lk.nflows, acked, room, starving)
         return Opening(acked + inc, edge, state, end)

@@ -56,10 +56,12 @@ flow_state                 first ACK, count stamp, IDLE set    PAUSED, SHUT, HEL
 iwa_act_cur                roll; +1 when counted this epoch    -
 iwa_act {old, new}         roll; new +1 when fresh             -
 iwa_reserve {cur, old}     roll; its own frame released        -
-flow_span                  set at the first ACK, else read     -
+flow_span {span, rtt}      set at the first ACK, else read     -
 flow_end                   set at the first ACK or when the    set to the ACK (floor limit)
                            server idled, else read
 iwa_vq                     read                                max(vq, now) + the grant's time
+iwa_starved {t, valid}     read (a flow starved within this    set to now (this flow starves:
+                           flow's RTT? ``shaper.starves``)     ``shaper.starves``)
 =========================  ==================================  ======================================
 
 Pass 1 writes only what does not depend on the room (the epoch, the counts, the reserve, the ACK, the start
@@ -103,7 +105,7 @@ from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
     Floor, Grant, LinkShaping, asks, at_floor, bounded, checkpoint, first_window, growth, roll_step, room_of,
-    server_idle, short_end, shaped, share_shift,
+    server_idle, share_of, shaped, share_shift, short_end, starves,
 )
 
 U32 = 0xFFFFFFFF
@@ -163,6 +165,7 @@ class Op(IntFlag):
     MARK = 4        # flow_mark = (the new edge, now)
     END_AT_ACK = 8  # flow_end = the ACK (the floor limit: its data is CoDel's)
     VQ = 16         # iwa_vq = max(vq, now) + vq_ns
+    STARVE = 32     # iwa_starved = (now, valid): this flow starves (shaper.starves)
     UNCOUNT = 128   # a SYN-ACK's: uncount the slot's displaced flow (its state in word, its link in field)
     PAUSE = 256     # flow_state |= FLOW_PAUSED (a pause at the floor limit: once an epoch)
     SHUT = 512      # flow_state |= FLOW_SHUT (its window shut: only its server's probe reopens it)
@@ -259,6 +262,7 @@ class Read(NamedTuple):
     span: int
     end: int  # the start phase's end, before an idle server's new start
     vq: int
+    starving: bool  # a flow of its link starved within this flow's RTT (iwa_starved)
 
 
 class Info(NamedTuple):
@@ -296,7 +300,7 @@ class TnaShaper:
         self.flow_state = reg("flow_state", FLOW_SLOTS)
         self.flow_edge = reg("flow_edge", FLOW_SLOTS)
         self.flow_ack = reg("flow_ack", FLOW_SLOTS)
-        self.flow_span = reg("flow_span", FLOW_SLOTS)
+        self.flow_span = reg("flow_span", FLOW_SLOTS, (0, 0))
         self.flow_end = reg("flow_end", FLOW_SLOTS)
         self.flow_mark = reg("flow_mark", FLOW_SLOTS, (0, 0))
         self.flow_tail = reg("flow_tail", FLOW_SLOTS, False)
@@ -305,6 +309,7 @@ class TnaShaper:
         self.iwa_act = reg("iwa_act", N_LINKS, (0, 0))
         self.iwa_reserve = reg("iwa_reserve", N_LINKS, (0, 0))
         self.iwa_vq = reg("iwa_vq", N_LINKS)
+        self.iwa_starved = reg("iwa_starved", N_LINKS, (0, False))
         self.pending: list[Pending] = []
         self.between = 0  # first passes that ran between another packet's two passes
 
@@ -339,6 +344,7 @@ class TnaShaper:
             return ((now32 - over) & U32 if s32(now32 - t) > over else t, n), None
         self.iwa_epoch.rmw(link, epoch)
         self.iwa_vq.rmw(link, lambda v: (serial_max(v, now32), None))
+        self.iwa_starved.rmw(link, lambda st: ((st[0], st[1] and s32(now32 - st[0]) <= over), None))
 
     # ------------------------------------------------------------------ StartShaper's interface
 
@@ -480,7 +486,7 @@ class TnaShaper:
         old = self.flow_state.rmw(slot, lambda s: (state, s))
         self.flow_edge.write(slot, t.isn)
         self.flow_end.write(slot, t.isn)
-        self.flow_span.write(slot, 0)
+        self.flow_span.write(slot, (0, 0))
         self.flow_srtt.write(slot, server_rtt)
         self.flow_ack.write(slot, t.isn)
         self.flow_mark.write(slot, (t.isn, now32))
@@ -531,9 +537,12 @@ class TnaShaper:
         mine_cur = bool(state & FLOW_EPOCH) == bool(epoch & 1)
 
         res_cur, res_old = self._reserve(link, step, mtu_ns if iwa_on and released else 0, mine_cur)
-        span, end = self._phase(p, t, first, lead, branch)
+        span, rtt, end = self._phase(p, t, first, lead, branch)
+        vq = self.iwa_vq.read(link)
+        starved_t, starved = self.iwa_starved.read(link)
+        starving = starved and s32(now32 - starved_t) < rtt  # a flow of the link starved within its RTT
         return Read(shaping, own, mark, edge, acked, state, branch, request, first, released, nflows,
-                    mine_cur, res_cur, res_old, span, end, self.iwa_vq.read(link))
+                    mine_cur, res_cur, res_old, span, end, vq, starving)
 
     def _state(self, p: IwaParams, pkt: Parsed, now32: int, t: Track, epoch: int, counting: bool, shaping: bool,
                acked: int, lead: int, mark: int, mark_t: int, tail: bool) -> tuple[int, int, str, bool]:
@@ -584,15 +593,16 @@ class TnaShaper:
             return (cur, old), seen
         return self.iwa_reserve.rmw(link, action)
 
-    def _phase(self, p: IwaParams, t: Track, first: bool, lead: int, branch: str) -> tuple[int, int]:
-        """flow_span and flow_end: the start phase's length, set at the first ACK from the RTT at the switch
-        (the client's side, SYN-ACK to ACK, and the server's), and its end (a new start for an idle server).
-        Returns the span and the end before an idle server's new start."""
-        def span_action(s: int) -> tuple[int, int]:
-            if first:
-                s = ns_to_bytes(p, min(min(t.age, U32) + lead + p.target_ns, U32))
-            return s, s
-        span = self.flow_span.rmw(t.slot, span_action)
+    def _phase(self, p: IwaParams, t: Track, first: bool, lead: int, branch: str) -> tuple[int, int, int]:
+        """flow_span and flow_end: the start phase's length and the RTT at the switch it is from (the client's
+        side, SYN-ACK to ACK, and the server's), set at the first ACK, and its end (a new start for an idle
+        server). Returns the span, the RTT and the end before an idle server's new start."""
+        def span_action(sr: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+            if first:  # the RTT at the switch, and the span from it
+                rtt = min(min(t.age, U32) + lead, U32)
+                sr = (ns_to_bytes(p, min(rtt + p.target_ns, U32)), rtt)
+            return sr, sr
+        span, rtt = self.flow_span.rmw(t.slot, span_action)
 
         def end_action(e: int) -> tuple[int, int]:
             if first:
@@ -601,7 +611,7 @@ class TnaShaper:
             if branch in ("idle", "retract", "request"):
                 e = (t.seqhi + span) & U32
             return e, seen
-        return span, self.flow_end.rmw(t.slot, end_action)
+        return span, rtt, self.flow_end.rmw(t.slot, end_action)
 
     def _grant(self, p: IwaParams, mtu_ns: int, pkt: Parsed, now: int, backlog: int, t: Track, link: int, info: Info,
                r: Read) -> Grant:
@@ -616,7 +626,8 @@ class TnaShaper:
             granted = max(backlog, s32(r.vq - (now & U32)), 0)
             own_frame = mtu_ns if r.released and (r.res_cur if r.mine_cur else r.res_old) > 0 else 0
             room, deficit = room_of(p, r.res_cur, r.res_old, granted, own_frame)
-            grant, base, cutting = self._opening(p, pkt, r, room, deficit)
+            grant, base, cutting, starves_now = self._opening(p, pkt, r, room, deficit)
+            op |= Op.STARVE if starves_now else 0
             want, floor, floored = bounded((base + grant) & U32, r.own, pkt.ack, p.mss_bytes)
             if floored and cutting and seq_before(pkt.ack, r.end):
                 op |= Op.END_AT_ACK  # the floor limit: its data is CoDel's from now
@@ -653,18 +664,20 @@ class TnaShaper:
         return Grant(True, False, flags, window, new_edge, advance, room)
 
     @staticmethod
-    def _opening(p: IwaParams, pkt: Parsed, r: Read, room: int, deficit: int) -> tuple[int, int, bool]:
-        """shaper.py's ``_opening``: the grant beyond its base before the bounds, and whether the queue is above
-        target."""
+    def _opening(p: IwaParams, pkt: Parsed, r: Read, room: int, deficit: int) -> tuple[int, int, bool, bool]:
+        """shaper.py's ``_opening``: the grant beyond its base before the bounds, whether the queue is above
+        target, and whether the flow starves (``shaper.starves``: pass 2 marks its link)."""
         edge, acked = r.edge, r.acked
         if r.first:  # a first window: the room, at most RFC 6928's
-            return first_window(p, room), pkt.ack, False
+            return first_window(p, room), pkt.ack, False, False
         if r.branch:  # a new start (a request), or the server left its window unused: no opening
-            return 0, edge, False
+            return 0, edge, False, False
         if deficit:  # above target: replace what left less the excess
-            return acked - min(acked, ns_to_bytes(p, min(deficit, U32))), edge, True
+            return acked - min(acked, ns_to_bytes(p, min(deficit, U32))), edge, True, False
         # replacement and growth (shaper.growth)
-        return acked + growth(p, edge, pkt.ack, r.span, r.nflows, acked, room), edge, False
+        w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
+        starved = starves(w, share_of(r.span, r.nflows), ns_to_bytes(p, min(room, U32)), acked)
+        return acked + growth(p, edge, pkt.ack, r.span, r.nflows, acked, room, r.starving), edge, False, starved
 
     def _pass2(self, p: IwaParams, h: Pass2, now: int) -> None:
         """A packet's second pass: each register once, the values from the header (and the packet's ACK)."""
@@ -686,3 +699,5 @@ class TnaShaper:
             self.flow_state.rmw(slot, lambda st: (pass2_state(st, h.op), None))
         if h.op & Op.VQ:
             self.iwa_vq.rmw(link, lambda v: ((serial_max(v, now32) + h.vq_ns) & U32, None))
+        if h.op & Op.STARVE:
+            self.iwa_starved.write(link, (now32, True))

@@ -42,13 +42,16 @@
  *   iwa_epoch_t, iwa_epoch
  *                  the epoch (at least hold_ns) of the reserve's and the count's
  *                  two generations
+ *   iwa_starved_t  when a flow below half its share last found less room than
+ *                  its ACK acknowledged (0: never): for a round trip after it the
+ *                  flows above half their shares do not grow
  *
  * Upstream, an ACK of a shaped flow may open the server's window by what it
  * acknowledges (replacement: the queue stays as it is) plus at most
  *   room = target - max(queue, virtual queue) - reserve   (+ its own frame)
  * and at most what it acknowledges again (the server's own slow-start pace),
  * nothing beyond replacement for a flow above its share or above half its
- * share while room is short, replacement less the excess while the queue
+ * share while room is short or another flow starves, replacement less the excess while the queue
  * will be above target, and nothing while the server leaves its
  * window unused; never below one MSS beyond the ACK, never above the client's
  * own window, never moving the right edge left but once: the ACK of all an
@@ -140,6 +143,7 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
     register<bit<32>>(N_LINKS) iwa_act_new;
     register<bit<64>>(N_LINKS) iwa_epoch_t;
     register<bit<16>>(N_LINKS) iwa_epoch;
+    register<bit<64>>(N_LINKS) iwa_starved_t;   // when a flow of the link last starved (0: never)
 
     bit<32> at = 0;        // this packet's link: the index of the iwa_* registers
 
@@ -506,10 +510,20 @@ control StartShaper(in headers_t hdr, in bool tcp_ok, in bit<16> tcp_payload, in
                 // beyond replacement for a flow above its share, or above half of it while room is short
                 bit<32> w = seq_before(edge, ack) ? 0 : edge - ack;
                 bit<32> inc = grant < acked ? grant : acked;
+                // a flow below half its share that cannot even double starves: for a round trip (its RTT at
+                // the switch) the flows above half their shares do not grow (shaper.starves)
+                bit<64> starved_t;
+                iwa_starved_t.read(starved_t, at);
+                if (w <= (share >> 1) && grant < acked) {
+                    starved_t = now;
+                    iwa_starved_t.write(at, now);
+                }
+                bool starving = starved_t != 0 && now - starved_t < (bit<64>)rtt;
                 // the margin, only while the room is partly in use: a wholly free target has nothing to
                 // misjudge (at EDGE, where the target is one frame, a lone flow never grew without this)
                 // (half the share: the flows behind it, below half, still grow; shaper.margin_holds)
-                if (w > share || (w > (share >> 1) && grant < (acked << 1) && room < (bit<64>)cfg.target_ns)) {
+                if (w > share || (w > (share >> 1) && grant < (acked << 1) && room < (bit<64>)cfg.target_ns) ||
+                    (w > (share >> 1) && starving)) {
                     inc = 0;
                 }
                 grant = acked + inc;

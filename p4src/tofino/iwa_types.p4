@@ -38,6 +38,7 @@ const bit<12> IWA_OP_RETRACT    = 2;
 const bit<12> IWA_OP_MARK       = 4;
 const bit<12> IWA_OP_END_AT_ACK = 8;
 const bit<12> IWA_OP_VQ         = 16;
+const bit<12> IWA_OP_STARVE     = 32;   // the twin's; not yet acted on here (docs/tofino.md: starved flows)
 const bit<12> IWA_OP_UNCOUNT    = 128;
 const bit<12> IWA_OP_PAUSE      = 256;
 const bit<12> IWA_OP_SHUT       = 512;
