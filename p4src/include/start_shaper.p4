@@ -51,9 +51,9 @@
  *   room = target - max(queue, virtual queue) - reserve   (+ its own frame)
  * and at most what it acknowledges again (the server's own slow-start pace),
  * nothing beyond replacement for a flow above its share or above half its
- * share while room is short or another flow starves, replacement less the excess while the queue
- * will be above target, and nothing while the server leaves its
- * window unused; never below one MSS beyond the ACK, never above the client's
+ * share while room is short or another flow starves, replacement less the
+ * excess while the queue will be above target, and nothing while the server
+ * leaves its window unused; never below one MSS beyond the ACK, never above the client's
  * own window, never moving the right edge left but once: the ACK of all an
  * idle server sent retracts its window to one MSS, so that its next response
  * starts from a first window (the room), as a new flow does. The new window is
