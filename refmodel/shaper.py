@@ -317,6 +317,13 @@ def at_floor(p: IwaParams, state: int, *, first: bool, cutting: bool, acked: int
     return Floor(None, opened)
 
 
+def window_terms(p: IwaParams, edge: int, ack: int, span: int, nflows: int, room_ns: int) -> tuple[int, int, int]:
+    """What ``growth`` and ``starves`` judge an ACK by: the flow's window beyond the ACK (the edge, 0 if the ACK is
+    past it), its share of the path and budget among the link's ``nflows`` active flows, and the room in bytes."""
+    w = 0 if seq_before(edge, ack) else (edge - ack) & U32
+    return w, share_of(span, nflows), ns_to_bytes(p, min(room_ns, U32))
+
+
 def starves(w: int, share: int, room_bytes: int, acked: int) -> bool:
     """A flow below half its share whose ACK finds less room than it acknowledged: it cannot even double. It
     marks its link (``LinkShaping.starved_t``), and for a round trip the flows above half their shares do not
@@ -331,9 +338,7 @@ def growth(p: IwaParams, edge: int, ack: int, span: int, nflows: int, acked: int
     share of the path and budget among the link's ``nflows`` active flows (``span`` rounded down to a power of
     two: a shift), or above half of it while the room is short and partly in use (``margin_holds``) or while
     a flow of its link starves (``starving``: ``starves`` within the last round trip)."""
-    w = 0 if seq_before(edge, ack) else (edge - ack) & U32
-    room_bytes = ns_to_bytes(p, min(room_ns, U32))
-    share = share_of(span, nflows)
+    w, share, room_bytes = window_terms(p, edge, ack, span, nflows, room_ns)
     if w > share or margin_holds(w, share, room_bytes, acked, room_ns, p.target_ns) or (w > share >> 1 and starving):
         return 0
     return min(room_bytes, acked)
@@ -687,8 +692,7 @@ class StartShaper:
             # comes back to the target (the cut leaves the virtual queue at once, so the next ACK sees what is
             # left of the excess; docs/iwa.md, "The cut")
             return Opening(acked - min(acked, ns_to_bytes(p, min(deficit, U32))), edge, state, end, cutting=True)
-        w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
-        if starves(w, share_of(span, lk.nflows), ns_to_bytes(p, min(room, U32)), acked):
+        if starves(*window_terms(p, edge, pkt.ack, span, lk.nflows, room), acked):
             lk.starved_t = now
         # for a round trip (the ACKing flow's RTT at the switch) after a flow of its link starved
         starving = lk.starved_t != 0 and now - lk.starved_t < self.rtt[t.slot]

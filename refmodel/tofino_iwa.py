@@ -105,7 +105,7 @@ from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
 from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
 from .shaper import (
     Floor, Grant, LinkShaping, asks, at_floor, bounded, checkpoint, first_window, growth, roll_step, room_of,
-    server_idle, share_of, shaped, share_shift, short_end, starves,
+    server_idle, shaped, share_shift, short_end, starves, window_terms,
 )
 
 U32 = 0xFFFFFFFF
@@ -675,8 +675,7 @@ class TnaShaper:
         if deficit:  # above target: replace what left less the excess
             return acked - min(acked, ns_to_bytes(p, min(deficit, U32))), edge, True, False
         # replacement and growth (shaper.growth)
-        w = 0 if seq_before(edge, pkt.ack) else (edge - pkt.ack) & U32
-        starved = starves(w, share_of(r.span, r.nflows), ns_to_bytes(p, min(room, U32)), acked)
+        starved = starves(*window_terms(p, edge, pkt.ack, r.span, r.nflows, room), acked)
         return acked + growth(p, edge, pkt.ack, r.span, r.nflows, acked, room, r.starving), edge, False, starved
 
     def _pass2(self, p: IwaParams, h: Pass2, now: int) -> None:
