@@ -19,7 +19,9 @@ forwarded it*, so a rewritten window is the one it obeys.
   latest ACK allowed to set it (RFC 9293's SND.WL1 rule as Linux's ``tcp_may_update_window``: a request cannot
   shrink the window the ACK before it left); sends full segments (the last one may be short) while they fit in
   min(cwnd, snd_wnd), or in cwnd alone for a sender that ignores the window; with ``split_window`` a window
-  that ends inside a segment is filled with a short one, as Linux does (under Nagle's Minshall check). A FIN
+  that ends inside a segment is filled with a short one, as Linux does (under Nagle's Minshall check); with
+  ``nagle`` the response's last short segment waits too while such a split is unacknowledged (Linux's
+  ``tcp_nagle_check``: a server without TCP_NODELAY). A FIN
   once everything is acked (``close``). With ``half_wnd``, segments are at most half the largest window the server ever saw (Linux's
   ``tcp_bound_to_half_wnd``, RFC 1122's sender-side silly-window avoidance): a flow whose windows never
   exceeded two MSS sends half-size segments, twice the headers.
@@ -118,6 +120,9 @@ class Flow:
     # the server's segments carry TCP timestamps (RFC 7323, 12 option bytes with padding, as Linux sends them):
     # a full segment holds 1448 B, the MSS less its options (RFC 6691), and the congestion window counts those
     timestamps: bool = False
+    # Nagle's algorithm as Linux runs it (Minshall's check, ``tcp_nagle_check``): a short segment, such as the
+    # response's last, waits while an earlier short one (a window split) is unacknowledged
+    nagle: bool = False
     small_end: int = 0  # one past the latest short segment the server sent
     max_wnd: int = 0  # the largest window the server saw
     # the server
@@ -392,6 +397,8 @@ class Sim:
                     f.snd_nxt += part
                     f.small_end = f.snd_nxt
                 break
+            if f.nagle and n < mss and f.small_end > f.snd_una:
+                break  # Nagle (Minshall's check): a short segment waits while an earlier one is unacknowledged
             self.segment(f, f.snd_nxt, n)
             f.snd_nxt += n
             if n < mss:

@@ -107,6 +107,25 @@ def test_server_answers_many_requests_on_one_connection_in_order(server):
     assert all(r["retrans"] == 0 and r["rtos"] == 0 for r in rows)  # the loopback loses nothing
 
 
+def test_server_sets_tcp_nodelay_only_when_asked(tmp_path):
+    """``serve_conn`` leaves Nagle's algorithm on (the socket's default) unless ``nodelay`` ([run] nodelay, the
+    server's --nodelay), read back from the connection's own socket while it serves a request."""
+    import threading
+    for nodelay in (False, True):
+        with socket.create_server((LO, 0)) as ls:
+            c = socket.create_connection(ls.getsockname())
+            conn, peer = ls.accept()
+            with open(tmp_path / "log.jsonl", "a") as log:
+                t = threading.Thread(target=web.serve_conn, args=(conn, peer, log, threading.Lock(), nodelay))
+                t.start()
+                c.sendall(b"GET 10\n")
+                read_exact(c, 10)
+                assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == int(nodelay)
+                c.close()
+                t.join(timeout=10)
+                assert not t.is_alive()
+
+
 def test_server_closes_on_a_bad_request(server):
     port, _ = server
     s = socket.create_connection((LO, port))

@@ -82,6 +82,8 @@ def test_run_limit_stretches_on_slow_links_only():
     ("run", {"aqms": ["fifo"], "switch": "kernel"}, "only the kernel AQMs"),
     ("run", {"ip": 5}, "\\[run\\] ip = 5: must be one of 4, 6"),
     ("run", {"telemetry": "tcp"}, "\\[run\\] telemetry = 'tcp': must be one of 'off', 'all', 'datagrams'"),
+    ("run", {"nodelay": "yes"}, "\\[run\\] nodelay = 'yes': must be true or false"),
+    ("run", {"nodelay": 1}, "\\[run\\] nodelay = 1: must be true or false"),
     ("web", {"flows": 0}, "\\[web\\] flows = 0"),
     ("web", {"start_s": [12, 10]}, "\\[web\\] start_s = \\[12, 10\\]"),
     ("web", {"flows": 10, "total_bytes": 5}, "flows = 10 is above total_bytes = 5"),

@@ -48,6 +48,21 @@ def started(case: scen.Case, seed: int, out: Path, hosts: Hosts = V4) -> list:
     return log
 
 
+def test_the_web_server_gets_nodelay_from_the_scenario(tmp_path):
+    """[run] nodelay reaches the web server's command line (and meta.json through the scenario); absent, the
+    server runs as before, Nagle's algorithm on."""
+    for name, want in (("web6", False), ("web6-nodelay", True)):
+        sc = scen.load(name, {"aqms": ["iwa"], "iws": [10]})
+        assert sc.nodelay is want
+        log: list = []
+        lab = Lab(FakeNet(log), tmp_path, T0, 40.0, 2.0, "cubic", V4.server, V4.client, nodelay=sc.nodelay)
+        lab.ensure_web_server()
+        for p in lab.procs:
+            p.wait()
+        (argv,) = [a for _, a in log if "accessnet.web" in a and "server" in a]
+        assert ("--nodelay" in argv) is want, argv
+
+
 def test_two_aqms_of_a_replication_start_the_same_traffic(tmp_path):
     for name in ("web6", "burst6+6", "rtc5", "bulk"):
         sc = scen.load(name, {"aqms": ["fifo", "iwa"], "iws": [10]})

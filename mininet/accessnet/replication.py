@@ -137,7 +137,7 @@ def new_meta(sc: scen.Scenario, case: scen.Case, rep: int, seed: int, loads: lis
         "status": "failed", "scenario": sc.name, "case": case.name, "rep": rep, "seed": seed,
         "pair": case.pair_key,
         "profile": case.profile.as_meta(),
-        "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc, "irto_s": sc.irto_s, "ip": case.ip,
+        "buffer": case.buffer, "aqm": case.aqm, "iw": case.iw, "cc": sc.cc, "nodelay": sc.nodelay, "irto_s": sc.irto_s, "ip": case.ip,
         "jitter_budget_ms": case.jitter_budget_ms,
         "n_flows": sum(w.n_flows() for w in loads), "plan": plan_of(loads), "switch": switch.kind,
         "versions": {"kernel": platform.release(), "python": platform.python_version(),
@@ -172,7 +172,7 @@ def start_lab(sc: scen.Scenario, case: scen.Case, net: AccessNet, switch: Switch
     tune = TuneSpec(t0, changes)  # the jitter budget is in case.switch_cfg ([aqm.iwa] budget_s)
     meta["rate_changes"] = [list(x) for x in tune.rate_changes]
     addrs = hosts(case.ip)
-    lab = Lab(net, out, t0, duration, tail_s, sc.cc, addrs.server, addrs.client)
+    lab = Lab(net, out, t0, duration, tail_s, sc.cc, addrs.server, addrs.client, nodelay=sc.nodelay)
     switch.start(net, case.switch_cfg, out, tune)
     for pid in switch.pids():
         net.registry.process(pid)

@@ -51,7 +51,7 @@ TOP_KEYS = {"description", "run", "audio", "web", "bulk", "burst", "aqm", "rtc",
 TCP_SECTIONS = ("web", "burst", "bulk", "users")  # the workloads whose flows the route's initcwnd (the IW) sets
 QUIC_IW = 10  # aioquic's initial window, in datagrams (accessnet.quic)
 RUN_KEYS = {"profile", "buffer", "aqms", "iws", "reps", "seed", "cc", "duration_s", "switch", "audio_only_s",
-            "tail_s", "jitter_budget_ms", "rate_changes", "irto_s", "ip", "telemetry"}
+            "tail_s", "jitter_budget_ms", "rate_changes", "irto_s", "ip", "telemetry", "nodelay"}
 # [run] telemetry: which packets the P4 switch reports (refmodel.constants.Telemetry): "all", or "datagrams" (the
 # audio's records only, which the single-bottleneck check reads) where a run's TCP would load BMv2 with clones
 TELEMETRY_MODES = tuple(t.name.lower() for t in Telemetry)
@@ -60,11 +60,11 @@ CC_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
 # Every value a scenario may hold, with its allowed range: (kind, low, high), bounds inclusive; "num" is an
 # int or a float, "int" an int, "range" a [low, high] pair of numbers within the bounds; "choice" one of the
-# strings in ``low`` (high unused); ("one_of", values): an int equal to one of the values.
+# strings in ``low`` (high unused); ("one_of", values): an int equal to one of the values; ("bool",): true or false.
 RANGES: dict[str, dict[str, tuple]] = {
     "run": {"reps": ("int", 1, 100_000), "seed": ("int", 0, 2**62), "duration_s": ("num", 1, 86_400),
             "audio_only_s": ("num", 0.1, 86_400), "tail_s": ("num", 0, 3600), "jitter_budget_ms": ("num", 0.001, 1000),
-            "ip": ("one_of", IP_VERSIONS), "telemetry": ("choice", TELEMETRY_MODES, None)},
+            "ip": ("one_of", IP_VERSIONS), "telemetry": ("choice", TELEMETRY_MODES, None), "nodelay": ("bool",)},
     "audio": {"interval_ms": ("num", 1, 1000), "payload": ("int", 0, 1400)},
     "web": {"flows": ("int", 1, 1000), "total_bytes": ("int", 1, 10**11), "start_s": ("range", 0, 86_400)},
     "burst": {"flows": ("int", 1, 1000), "total_bytes": ("int", 1, 10**11), "start_s": ("range", 0, 86_400),
@@ -100,6 +100,10 @@ def check_value(where: str, key: str, value, spec: tuple) -> None:
         choices = bounds[0]
         if not (isinstance(value, str) and value in choices):
             raise ConfigError(f"{where} {key} = {value!r}: must be one of {', '.join(map(repr, choices))}")
+        return
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} {key} = {value!r}: must be true or false")
         return
     if kind == "one_of":
         values = bounds[0]
@@ -321,6 +325,7 @@ class Scenario:
     switch: str  # "auto" | "bmv2" | "model" | "kernel"
     irto_s: float | None = None  # initial RTO of the server and client (s); None = the kernel's (accessnet.irto)
     ip: int = 4  # the IP family the workloads talk over ([run] ip: 4 or 6)
+    nodelay: bool = False  # the web server turns Nagle's algorithm off ([run] nodelay: TCP_NODELAY)
 
 
 def _switch_cfg(prof: Profile, buf: dict, aqm: str, knobs: dict, telemetry: str = "all") -> tuple[dict, dict]:
@@ -479,7 +484,7 @@ def build(path: Path, data: dict, overrides: dict | None = None, stack: str | No
     switch = _switch(run, aqms, path.name)
     cc = check_cc(run.get("cc", "cubic"), path.name)
     return Scenario(path.stem, path, data, cases, int(run.get("reps", 3)), int(run.get("seed", 1)),
-                    cc, float(run.get("duration_s", 40.0)), switch, irto_s, ip)
+                    cc, float(run.get("duration_s", 40.0)), switch, irto_s, ip, bool(run.get("nodelay", False)))
 
 
 def _check_switch_cfg(label: str, aqm: str, cfg: dict) -> None:

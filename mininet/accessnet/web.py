@@ -8,7 +8,10 @@
   acknowledged; one JSON line per response goes to the log (docs/data-formats.md, server_flows.jsonl). The
   initial window is the route's ``initcwnd`` (set by the lab), the congestion control ``--cc``. It listens
   on both families (``::`` with IPV6_V6ONLY off), so one server serves an IPv4 run and an IPv6 run alike;
-  the clients connect to ``--dst`` in its family.
+  the clients connect to ``--dst`` in its family. Nagle's algorithm stays on, as for any socket, unless
+  ``--nodelay`` (TCP_NODELAY: Apache's and Go's servers always, nginx on kept-alive connections): under a
+  window shaper Linux splits segments at the window's edge, and Nagle then holds the response's last short
+  segment until the split is acknowledged (docs/iwa.md, "Nagle's hold").
 * ``client``: at an absolute time opens N connections in parallel, each fetching B bytes, and logs per
   flow: start (connect called), end (last byte received), bytes, completed, and its local port.
 * ``users``: web users browsing pages with think times between them (``accessnet.browse``: a fresh
@@ -197,8 +200,9 @@ def requests(conn: socket.socket) -> Iterator[int]:
         yield nbytes
 
 
-def serve_conn(conn: socket.socket, peer, log, lock: threading.Lock) -> None:
+def serve_conn(conn: socket.socket, peer, log, lock: threading.Lock, nodelay: bool = False) -> None:
     """Answer a connection's requests in order, each with its bytes, until the client closes."""
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, int(nodelay))
     c = Connection(conn, peer[1], log, lock).start()
     block = b"\x00" * CHUNK
     try:
@@ -212,7 +216,7 @@ def serve_conn(conn: socket.socket, peer, log, lock: threading.Lock) -> None:
         c.close()
 
 
-def server(port: int, cc: str, log_path: str) -> int:
+def server(port: int, cc: str, log_path: str, nodelay: bool = False) -> int:
     ls = bind_any(socket.SOCK_STREAM, port)
     ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
     ls.listen(LISTEN_BACKLOG)
@@ -221,7 +225,7 @@ def server(port: int, cc: str, log_path: str) -> int:
         try:
             while True:
                 conn, peer = ls.accept()
-                threading.Thread(target=serve_conn, args=(conn, peer, log, lock), daemon=True).start()
+                threading.Thread(target=serve_conn, args=(conn, peer, log, lock, nodelay), daemon=True).start()
         except (KeyboardInterrupt, SystemExit):
             pass
     return 0
@@ -317,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=WEB_PORT)
     p.add_argument("--cc", default="cubic")
     p.add_argument("--log", required=True)
+    p.add_argument("--nodelay", action="store_true", help="TCP_NODELAY on every connection (Nagle's algorithm off)")
     p = sub.add_parser("client")
     p.add_argument("--dst", required=True)
     p.add_argument("--port", type=int, default=WEB_PORT)
@@ -347,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if a.cmd == "server":
-        return server(a.port, a.cc, a.log)
+        return server(a.port, a.cc, a.log, a.nodelay)
     if a.cmd == "users":
         return users(a.dst, a.port, a.users, a.min_bytes, a.max_bytes, a.idle_mean_s, a.start_at, a.duration,
                      a.seed, a.log, Browser(a.mode, a.objects, a.connections, a.keepalive_timeout_s))

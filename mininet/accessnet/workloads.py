@@ -58,6 +58,7 @@ class Lab:
     cc: str
     server_ip: str
     client_ip: str
+    nodelay: bool = False  # the web server sets TCP_NODELAY on its connections ([run] nodelay)
     procs: list[subprocess.Popen] = field(default_factory=list)
     web_server: subprocess.Popen | None = None
 
@@ -77,7 +78,8 @@ class Lab:
         """One web server per replication, shared by every TCP workload (it listens on both families)."""
         if self.web_server is None:
             self.web_server = self.spawn(self.net.srv, ["accessnet.web", "server", "--port", str(WEB_PORT), "--cc",
-                                                        self.cc, "--log", str(self.out / "server_flows.jsonl")],
+                                                        self.cc, "--log", str(self.out / "server_flows.jsonl"),
+                                                        *(["--nodelay"] if self.nodelay else [])],
                                          "web_server")
             time.sleep(0.3)
 
