@@ -53,14 +53,15 @@
  * nothing beyond replacement for a flow above its share or above half its
  * share while room is short or another flow starves, replacement less the
  * excess while the queue will be above target, and nothing while the server
- * leaves its window unused; never below one MSS beyond the ACK, never above the client's
- * own window, never moving the right edge left but once: the ACK of all an
- * idle server sent retracts its window to one MSS, so that its next response
- * starts from a first window (the room), as a new flow does. The new window is
- * rounded up to the client's scale and written by tcp_window.p4. Downstream,
- * a shaped flow's new data is CLASS_TCP_EST once it starts at or past the end
- * of its start phase, and TRACK_BEYOND when it ends past the edge the server
- * was given after its first ACK; a flow IWA does not shape is CLASS_TCP_EST.
+ * leaves its window unused; never below one MSS beyond the ACK, never above
+ * the client's own window, never moving the right edge left but once: the ACK
+ * of all an idle server sent retracts its window to one MSS, so that its next
+ * response starts from a first window (the room), as a new flow does. The new
+ * window is rounded up to the client's scale and written by tcp_window.p4.
+ * Downstream, a shaped flow's new data is CLASS_TCP_EST once it starts at or
+ * past the end of its start phase, and TRACK_BEYOND when it ends past the edge
+ * the server was given after its first ACK; a flow IWA does not shape is
+ * CLASS_TCP_EST.
  * refmodel/shaper.py is the executable twin. */
 #ifndef _START_SHAPER_P4_
 #define _START_SHAPER_P4_
