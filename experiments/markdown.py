@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def fmt_ci(ci: dict, scale: float = 1.0, digits: int = 1, missing: str = "missing") -> str:
     """'mean ± half-width' (half width only with >= 2 replications), '–' without values; replications
@@ -22,3 +24,22 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
     return (["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
             + ["| " + " | ".join(esc(x) for x in r) + " |" for r in rows])
+
+
+def write_block(path: Path, block: list[str]) -> None:
+    """Put ``block`` into ``path`` between its own first and last lines (its markers, e.g. ``<!-- x begin -->``
+    and ``<!-- x end -->``): replace what is between them, or create the file; an existing file without both
+    markers raises ValueError (a document is never overwritten). Written atomically."""
+    path = Path(path)
+    begin, end = block[0], block[-1]
+    text = "\n".join(block) + "\n"
+    if path.exists():
+        old = path.read_text()
+        if begin not in old or end not in old[old.index(begin):]:
+            raise ValueError(f"{path}: exists without the lines {begin} and {end}; put them where the table goes")
+        i = old.index(begin)
+        j = old.index(end, i) + len(end)
+        text = old[:i] + "\n".join(block) + old[j:]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
