@@ -21,7 +21,7 @@ budget, e.g. a 40 ms jitter buffer):
     computed from the queue an ACK sees, one RTT before the data arrives,
     so another frame (e.g. an established flow's) can arrive in between.
     Several flows at the floor at once exceed this: N flows hold at least
-    N frames (``docs/iwa.md``, "What it costs").
+    N frames (``docs/iwa.md``, "N flows x one MSS").
   - 5 ms: RFC 8289's CoDel target, as the least margin at any rate. Flows
     no window holds (no SYN seen, collisions) and datagrams can add to the
     queue between an ACK and its data; at high rates two frames are far
@@ -53,7 +53,7 @@ budget, e.g. a 40 ms jitter buffer):
     windows and waited for timeouts (``tests/tcpsim.py``, web6 on HSPA's
     fourfold rate steps, 6 seeds: 14.7 timeouts a page, the page 7.65 s
     against 3.70 s without a cap; with the margin 2.3 and 4.08 s; the audio
-    at level >= 2 0.0 % with either cap, 0.6 % without; BMv2 in docs/iwa.md).
+    at level >= 2 0.0 % with either cap, 0.6 % without; BMv2 in docs/iwa-results.md).
     The audio cannot be held to a budget of under two frames anyway: one
     frame in service and the target's one frame queued are more than it.
 
@@ -61,7 +61,7 @@ budget, e.g. a 40 ms jitter buffer):
   of the last 10 s instead (a target of one frame on ``pam13radio``): the
   audio kept its budget, but the windows could hardly grow in the fast slots
   and the link idled; web6's page took 1.3-1.6 x FIFO's there (BMv2,
-  ``docs/iwa.md``).
+  ``docs/iwa-results.md``).
 
 * no feedback from the audio's measured sojourn. An earlier version cut the
   target by the audio's excess over ``budget - frame``: in web6 IW10 runs on

@@ -1,5 +1,5 @@
 """How well IWA's grants foresaw the queue their data met, read from a replication's switch telemetry
-(docs/iwa.md, "Restarts": where the keep-alive users' late audio sits).
+(docs/iwa-results.md, "Restarts": where the keep-alive users' late audio sits).
 
 An upstream ACK whose window IWA opened (its record: reason ``IWA_WINDOW`` or ``UPSTREAM``, ``s2``'s high 32
 bits the bytes it granted, its low 32 bits the *room* the grant was sized from) predicts the queue its data

@@ -1,5 +1,5 @@
-"""What the audio's jitter budget allows a web burst: a lower bound on its completion time (docs/iwa.md, "What
-it costs").
+"""What the audio's jitter budget allows a web burst: a lower bound on its completion time (docs/iwa-results.md,
+"What it costs").
 
 What it bounds. One class of AQM and sender, no other:
 

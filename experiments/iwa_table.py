@@ -1,4 +1,4 @@
-"""IWA's held-out evaluation table (issue 11, item 6; targets restated by issue 33; docs/iwa.md) from a run's
+"""IWA's held-out evaluation table (issue 11, item 6; targets restated by issue 33; docs/iwa-results.md) from a run's
 data files alone (run directories, or digest directories: experiments.digest).
 
 One row per pairing unit (scenario, profile, buffer, IW: everything of a case but the AQM), per AQM the
@@ -344,7 +344,7 @@ def iwa_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
 def bulk_table_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     """Every AQM's mean bulk goodput in % of FIFO's beside its level >= 2 share (Markdown lines), for the pairing
     units with a bulk flow: what the bulk check's share costs the audio under each AQM (on EDGE no AQM keeps
-    both; docs/iwa.md). Empty without such a unit."""
+    both; docs/iwa-results.md). Empty without such a unit."""
     aqms = aqm_order(cases)
     rows = []
     for unit, by_aqm in pairing_units(cases).items():
@@ -416,8 +416,8 @@ def write_block(path: Path, block: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.iwa_table",
-                                 description="IWA's held-out evaluation table (docs/iwa.md) from runs' data files: "
-                                             "per pairing unit and AQM level >= 2, burst completion and RTOs, "
+                                 description="IWA's held-out evaluation table (docs/iwa-results.md) from runs' data "
+                                             "files: per pairing unit and AQM level >= 2, burst completion and RTOs, "
                                              "IWA's targets checked.")
     ap.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="results/<run> (holding <case>/rep<k>/)")
     ap.add_argument("--out", type=Path, metavar="FILE",

@@ -351,7 +351,7 @@ def held_out_md(cases: list[Case], jb_ms: float = JB_MAIN_MS) -> list[str]:
     return ["## Held-out evaluation of IWA", "",
             f"Per pairing unit, means over the replications read ok (\"-\": missing), level ≥ 2 at a {jb_ms:g} ms "
             f"jitter buffer; {TARGETS_TEXT} "
-            "`python -m experiments.iwa_table RUN_DIR --out docs/iwa.md` writes this table into the document.",
+            "`python -m experiments.iwa_table RUN_DIR --out docs/iwa-results.md` writes this table into the document.",
             "", *iwa_table_md(cases, jb_ms), ""]
 
 

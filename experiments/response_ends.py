@@ -1,5 +1,5 @@
 """How a web server's responses end, read from its own capture: the evidence a switch has to retract an idle
-connection's window before its next request (docs/iwa.md, "Restarts").
+connection's window before its next request (docs/iwa-results.md, "Restarts").
 
 server.pcap is taken at the server and holds both directions there, so the window edge the server had when it
 sent a segment is exact: ``ACK + (window << scale)`` of the client's ACKs captured before it, taken as Linux

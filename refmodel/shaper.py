@@ -151,7 +151,7 @@ def margin_holds(w: int, share: int, room_bytes: int, acked: int, room_ns: int, 
     stops before the room is gone, and the flows below half their share take what is left: a page's flows
     reach their shares together instead of one waiting at its floor while the first ones take the room. (IWA 2
     compared with the flows' average window; in the captures one flow of six stayed at its floor four rounds:
-    docs/iwa.md, "The margin".) A wholly free target (nothing queued, granted or reserved) has nothing to
+    docs/iwa-results.md, "The margin".) A wholly free target (nothing queued, granted or reserved) has nothing to
     misjudge; without that condition, where the target holds fewer than two segments (one frame at EDGE) the
     room is always short and a lone flow would stop at half its share (``start_shaper.p4`` writes the same
     condition)."""
@@ -179,7 +179,8 @@ def full_segment(mss: int) -> int:
     """The least payload of a full-size segment: the MSS bounds payload and options together (RFC 6691), so a
     sender's full segments carry an MSS less their options, at most ``TCP_OPT_BYTES`` bytes (1448 B with
     Linux's timestamps, against IwaParams.mss_bytes's 1460 at a 1514 B frame). Counted in MSS, three of Linux's
-    full segments fall 36 bytes short of RFC 3390's 3 x 1460 (docs/iwa.md, "Restarts": the LTE pages)."""
+    full segments fall 36 bytes short of RFC 3390's 3 x 1460 (docs/iwa-results.md, "Segments as Linux sends
+    them": the LTE pages)."""
     return mss - TCP_OPT_BYTES
 
 
@@ -200,7 +201,7 @@ def short_end(payload: int, seq_end: int, edge: int, mss: int) -> bool:
     than a full segment (``full_segment``) and at least one MSS before the ``edge`` the switch holds. A sender
     with more to send fills its window to less than an MSS: Linux's window-filling short segments (1448 + 88
     bytes in a 1536-byte window) end at its edge, and Nagle holds back less than an MSS left. Judged on the web
-    server's own captures (``experiments/response_ends.py``, docs/iwa.md "Restarts"): in web6's 10 replications
+    server's own captures (``experiments/response_ends.py``, docs/iwa-results.md "Restarts"): in web6's 10 replications
     this takes 3 tails for ends that were not, against 43 when any window left counted (the rule reverted in
     ad038f0, whose web6 pages took 3.28 s); the edge the switch holds is one server RTT later than the server's,
     which counts for less. Shorter than the MSS itself took every segment with timestamps (1448 B) for an end

@@ -115,7 +115,7 @@ class Flow:
     half_wnd: bool = False  # the server bounds its segments to half the largest window it saw (Linux)
     # where the window ends inside a segment, the part that fits goes out as a short segment unless a short one
     # sent earlier is still unacknowledged (Linux's tcp_mss_split_point under Nagle's Minshall check): a window
-    # of 1536 bytes came as 1448 + 88 on BMv2 (docs/iwa.md, "Restarts")
+    # of 1536 bytes came as 1448 + 88 on BMv2 (docs/iwa-results.md, "Restarts")
     split_window: bool = False
     # the server's segments carry TCP timestamps (RFC 7323, 12 option bytes with padding, as Linux sends them):
     # a full segment holds 1448 B, the MSS less its options (RFC 6691), and the congestion window counts those

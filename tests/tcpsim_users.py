@@ -1,5 +1,5 @@
 """Web users over kept-alive connections in ``tcpsim``, as the lab's ``users5-keepalive``: the workload behind
-docs/iwa.md's "The cut" (tcpsim's numbers there), runnable by hand (45 s a draw, too long for the suite).
+docs/iwa-results.md's "The cut" (tcpsim's numbers there), runnable by hand (45 s a draw, too long for the suite).
 
     python tests/tcpsim_users.py [--draws 4] [--hz 250] [--halving] [--aqm iwa]
 

@@ -189,8 +189,8 @@ def test_the_product_tables_move_iwa_little_on_web6(monkeypatch):
 @pytest.mark.xfail(strict=True, reason="design: the last flow finishes at 3.98 s (a7e777d: the aggregate window "
                    "grew by about one target per RTT and flows were served one after another), 2.70 s at 410e416, "
                    "3.0 s once a queue above target drains, 2.37 s (1.27 x the link-rate limit of 1.87 s) with the "
-                   "share; docs/iwa.md works out the bound the budget sets: 2.22 s (FIFO without loss: 1.88 s, with "
-                   "48 packets: 3.76 s)")
+                   "share; docs/iwa-results.md works out the bound the budget sets: 2.22 s (FIFO without loss: "
+                   "1.88 s, with 48 packets: 3.76 s)")
 def test_iwa_web6_completes_near_the_link_rate():
     """Issue 11 asks for <= 2.0 s where the link-rate limit is 1.88 s (two RTTs plus the frames at the link
     rate; 1.87 s with the simulator's segments, which carry no timestamps: 2.0 s is 1.07 x); 1.25 x here."""
@@ -418,7 +418,7 @@ def test_web6_flows_share_the_link_and_finish_together():
     to fill the link again. With it they finish within 0.7 s of each other (2.01 to 2.65 s with the margin at
     half the share, 2.03 to 2.51 s with IWA 3's at the average window; on BMv2, with Linux's delayed ACKs,
     the half-share margin brought the flows' last segments within 0.5-0.9 s of each other where the average's
-    left 0.5-1.7 s: docs/iwa.md)."""
+    left 0.5-1.7 s: docs/iwa-results.md)."""
     s = web6("iwa")
     done = completions(s)
     assert max(done) - min(done) <= 700 * MS
@@ -550,7 +550,7 @@ def test_a_lone_flow_at_edge_grows_to_fill_the_link():
     segments in pairs, 150 ms behind one pair now and then. Here 11.4 % of the audio at level >= 2 (judged
     at 80 ms; FIFO about 50 %) with the margin at half the share, 1.3 % with the average window's; on BMv2
     (a bulk flow alone at EDGE, IW10, 3 replications) the other way round: 1.3 % with the half-share margin
-    and 112 kbit/s, 10.5 % and 104 kbit/s with the average's (docs/iwa.md). Why the simulator's lone flow
+    and 112 kbit/s, 10.5 % and 104 kbit/s with the average's (docs/iwa-results.md). Why the simulator's lone flow
     differs from Linux's is not known yet."""
     flow = Flow(41000, 0, BULK, close=False, delack=True)
     s = Sim(edge_params(), [flow], audio=(0, 30_000 * MS), d_client=EDGE_D_CLIENT).run(30_000 * MS)

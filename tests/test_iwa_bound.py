@@ -59,7 +59,7 @@ def test_a_small_burst_by_hand():
 
 
 def test_web6_at_hspa_by_hand():
-    """docs/iwa.md's numbers, worked out. A 1514 B frame at 2 Mbit/s takes ft = 6.056 ms; the 162 ms RTT holds
+    """docs/iwa-results.md's numbers, worked out. A 1514 B frame at 2 Mbit/s takes ft = 6.056 ms; the 162 ms RTT holds
     162 / 6.056 = 26.75 frames (the BDP). Each flow's 62 000 B are 42 full segments of 1448 B and one of 1184 B
     (a 1250 B frame): 64 838 B, six flows 389 028 B = 256.95 frames, 1.556 s of link time. Link-rate limit:
     2 x 0.162 + 1.556 = 1.880 s.

@@ -513,7 +513,7 @@ def test_starves_by_hand():
 def test_a_page_s_flows_end_closer_together_with_the_starved_flow_rule(monkeypatch):
     """web6 at HSPA (Linux's delayed ACKs, half-size segments, split windows, timestamps), three start phases: the
     flows whose first ACKs come last in a round found the room taken and stayed at their floors for rounds while
-    the first ones doubled (the captures of BMv2's web6: docs/iwa.md, "Starved flows"). With the rule, the flows
+    the first ones doubled (the captures of BMv2's web6: docs/iwa-results.md, "Starved flows"). With the rule, the flows
     above half their shares wait a round trip whenever one below half cannot double, and the page's last flow ends
     at 2.53, 2.35 and 2.36 s against 2.55, 2.84 and 2.59 s without it; first to last 0.44-0.64 s against
     0.84-0.97 s. The audio's worst sojourn stays within the budget (33.9 ms against 34.0), no drops, no RTOs."""

@@ -713,7 +713,7 @@ def test_web_users_are_judged_on_the_pages_every_aqm_completed(tmp_path: Path, u
 def test_iwa_table_cli_writes_between_markers(tmp_path: Path, capsys):
     from experiments import iwa_table
     run = paired_run(tmp_path)
-    doc = tmp_path / "iwa.md"
+    doc = tmp_path / "iwa-results.md"
     doc.write_text(f"# IWA\n\nbefore\n{iwa_table.BEGIN}\nold table\n{iwa_table.END}\nafter\n")
     assert iwa_table.main([str(run), "--out", str(doc)]) == 0
     text = doc.read_text()

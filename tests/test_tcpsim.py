@@ -69,7 +69,7 @@ def test_a_window_that_ends_inside_a_segment_is_filled_with_a_short_one_as_linux
 def test_nagle_holds_the_response_s_last_segment_while_a_window_split_is_unacknowledged():
     """With ``nagle``, the response's last segment (shorter than an MSS) waits while an earlier short segment, here
     a window split, is unacknowledged, as Linux's tcp_nagle_check (Minshall's variant) holds it. In BMv2's web6
-    under IWA (docs/iwa.md, "Nagle's hold"), 28 of 60 flows' last segments waited 48.6 ms on average after their
+    under IWA (docs/iwa-results.md, "Nagle's hold"), 28 of 60 flows' last segments waited 48.6 ms on average after their
     window allowed them, up to a round trip; none did with the server's TCP_NODELAY. Without ``nagle`` (the
     simulator's default) it goes out at once."""
     size = 1536 + MSS + 100  # a split, one full segment, and a short end

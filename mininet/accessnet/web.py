@@ -11,7 +11,7 @@
   the clients connect to ``--dst`` in its family. Nagle's algorithm stays on, as for any socket, unless
   ``--nodelay`` (TCP_NODELAY: Apache's and Go's servers always, nginx on kept-alive connections): under a
   window shaper Linux splits segments at the window's edge, and Nagle then holds the response's last short
-  segment until the split is acknowledged (docs/iwa.md, "Nagle's hold").
+  segment until the split is acknowledged (docs/iwa-results.md, "Nagle's hold").
 * ``client``: at an absolute time opens N connections in parallel, each fetching B bytes, and logs per
   flow: start (connect called), end (last byte received), bytes, completed, and its local port.
 * ``users``: web users browsing pages with think times between them (``accessnet.browse``: a fresh
