@@ -47,7 +47,7 @@ from refmodel.params import MTU_BYTES
 
 from .cases import JB_MAIN_MS, Case, ReportError, case_pair, jitter_budget_ms, load_cases, rep_values, stats_of
 from .iwa_bound import bound_at_budget_s
-from .markdown import md_table
+from .markdown import md_table, write_block
 from .metrics import MetricsError, bulk_bursts, mean_ci95
 
 OTHERS = tuple(a for a in P4_NAMES if a != "iwa")  # the issue's "five other AQMs": the P4 ones
@@ -396,24 +396,6 @@ def host_bound(cases: Sequence[Case]) -> list[str]:
             > HOST_ADDED_MAX_MS]
 
 
-def write_block(path: Path, block: list[str]) -> None:
-    """Put ``block`` (BEGIN ... END) into ``path``: replace what is between the markers, or create the file;
-    an existing file without both markers raises ReportError (a document is never overwritten)."""
-    path = Path(path)
-    text = "\n".join(block) + "\n"
-    if path.exists():
-        old = path.read_text()
-        if BEGIN not in old or END not in old[old.index(BEGIN):]:
-            raise ReportError(f"{path}: exists without the lines {BEGIN} and {END}; put them where the table "
-                              "goes")
-        i = old.index(BEGIN)
-        j = old.index(END, i) + len(END)
-        text = old[:i] + "\n".join(block) + old[j:]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.iwa_table",
                                  description="IWA's held-out evaluation table (docs/iwa-results.md) from runs' data "
@@ -432,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             write_block(a.out, block)
             print(a.out)
-    except (ReportError, MetricsError, OSError) as e:
+    except (ReportError, MetricsError, ValueError, OSError) as e:  # markdown.write_block raises ValueError
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
