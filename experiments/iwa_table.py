@@ -45,10 +45,10 @@ import pandas as pd
 from refmodel.aqms import P4_NAMES
 from refmodel.params import MTU_BYTES
 
-from .cases import JB_MAIN_MS, Case, ReportError, case_pair, jitter_budget_ms, load_cases, rep_values, stats_of
+from .cases import JB_MAIN_MS, Case, case_pair, jitter_budget_ms, load_cases, rep_values, stats_of
 from .iwa_bound import bound_at_budget_s
-from .markdown import md_table, write_block
-from .metrics import MetricsError, bulk_bursts, mean_ci95
+from .markdown import emit_block, md_table
+from .metrics import bulk_bursts, mean_ci95
 
 OTHERS = tuple(a for a in P4_NAMES if a != "iwa")  # the "five other AQMs": the P4 ones
 LEVEL_MARGIN = 0.01  # level >= 2 share: within 1 percentage point of the best other AQM
@@ -407,17 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jitter-buffer", type=float, default=JB_MAIN_MS, metavar="MS",
                     help=f"jitter buffer of the level >= 2 share (default {JB_MAIN_MS:g}, the issue's)")
     a = ap.parse_args(argv)
-    try:
-        block = table_block(a.run_dirs, a.jitter_buffer)
-        if a.out is None:
-            print("\n".join(block[1:-1]).strip())
-        else:
-            write_block(a.out, block)
-            print(a.out)
-    except (ReportError, MetricsError, ValueError, OSError) as e:  # markdown.write_block raises ValueError
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return emit_block(lambda: table_block(a.run_dirs, a.jitter_buffer), a.out)
 
 
 if __name__ == "__main__":

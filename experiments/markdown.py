@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -43,3 +45,20 @@ def write_block(path: Path, block: list[str]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(path)
+
+
+def emit_block(make: Callable[[], list[str]], out: Path | None) -> int:
+    """A generated table's command line: make the block, print it without its markers (``out`` None) or write it
+    into ``out`` (``write_block``); a bad input (every error of the analysis is a ValueError: MetricsError,
+    ReportError) or an unreadable file is one line on stderr and exit status 1."""
+    try:
+        block = make()
+        if out is None:
+            print("\n".join(block[1:-1]).strip())
+        else:
+            write_block(out, block)
+            print(out)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0

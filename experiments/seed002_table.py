@@ -29,10 +29,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .cases import JB_MAIN_MS, Case, ReportError, load_cases, rep_values
+from .cases import JB_MAIN_MS, Case, load_cases, rep_values
 from .iwa_table import OTHERS, check_level, pairing_units
-from .markdown import fmt_ci, md_table, write_block
-from .metrics import MetricsError, mean_ci95
+from .markdown import emit_block, fmt_ci, md_table
+from .metrics import mean_ci95
 from .report import fmt_diff, paired_reps
 from .seeds import OVERUSE_LABEL, overuse_cell, rtc_stack, seed002_md, seed002_stacks_md, seed002_two_md
 
@@ -158,17 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jitter-buffer", type=float, default=JB_MAIN_MS, metavar="MS",
                     help=f"jitter buffer of the level >= 2 share (default {JB_MAIN_MS:g})")
     a = ap.parse_args(argv)
-    try:
-        block = table_block(a.run_dirs, a.jitter_buffer)
-        if a.out is None:
-            print("\n".join(block[1:-1]).strip())
-        else:
-            write_block(a.out, block)
-            print(a.out)
-    except (ReportError, MetricsError, ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return emit_block(lambda: table_block(a.run_dirs, a.jitter_buffer), a.out)
 
 
 if __name__ == "__main__":
