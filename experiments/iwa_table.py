@@ -35,7 +35,6 @@ just the block; an existing one without both markers is refused, never overwritt
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,7 +46,7 @@ from refmodel.params import MTU_BYTES
 
 from .cases import JB_MAIN_MS, Case, case_pair, jitter_budget_ms, load_cases, rep_values, stats_of
 from .iwa_bound import bound_at_budget_s
-from .markdown import emit_block, md_table
+from .markdown import md_table, table_main
 from .metrics import bulk_bursts, mean_ci95
 
 OTHERS = tuple(a for a in P4_NAMES if a != "iwa")  # the issue's "five other AQMs": the P4 ones
@@ -397,17 +396,10 @@ def host_bound(cases: Sequence[Case]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.iwa_table",
-                                 description="IWA's held-out evaluation table (docs/iwa-results.md) from runs' data "
-                                             "files: per pairing unit and AQM level >= 2, burst completion and RTOs, "
-                                             "IWA's targets checked.")
-    ap.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="results/<run> (holding <case>/rep<k>/)")
-    ap.add_argument("--out", type=Path, metavar="FILE",
-                    help=f"write the table into FILE between {BEGIN} and {END} (default: print it)")
-    ap.add_argument("--jitter-buffer", type=float, default=JB_MAIN_MS, metavar="MS",
-                    help=f"jitter buffer of the level >= 2 share (default {JB_MAIN_MS:g}, the issue's)")
-    a = ap.parse_args(argv)
-    return emit_block(lambda: table_block(a.run_dirs, a.jitter_buffer), a.out)
+    return table_main(argv, prog="python -m experiments.iwa_table",
+                      description="IWA's held-out evaluation table (docs/iwa-results.md) from runs' data files: per "
+                                  "pairing unit and AQM level >= 2, burst completion and RTOs, IWA's targets checked.",
+                      table_block=table_block, jitter_buffer_ms=JB_MAIN_MS, run_dir_help="results/<run> (holding <case>/rep<k>/)")
 
 
 if __name__ == "__main__":

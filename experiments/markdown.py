@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
@@ -62,3 +63,21 @@ def emit_block(make: Callable[[], list[str]], out: Path | None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def table_main(argv: list[str] | None, *, prog: str, description: str,
+               table_block: Callable[[Sequence[Path], float], list[str]], jitter_buffer_ms: float,
+               run_dir_help: str = "results/<run> (holding <case>/rep<k>/) or a digest directory "
+                                   "(<case>/rep<k>.json)") -> int:
+    """The command line of a generated table (``python -m experiments.<x>_table RUN_DIR... [--out FILE]
+    [--jitter-buffer MS]``): ``table_block(run_dirs, jitter_buffer_ms)`` makes the block, ``emit_block`` prints
+    it or writes it between its markers. One parser for every generated table, so they take the same options."""
+    ap = argparse.ArgumentParser(prog=prog, description=description)
+    ap.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help=run_dir_help)
+    ap.add_argument("--out", type=Path, metavar="FILE",
+                    help="write the block into FILE between its begin and end markers, which FILE must hold "
+                         "(default: print it)")
+    ap.add_argument("--jitter-buffer", type=float, default=jitter_buffer_ms, metavar="MS",
+                    help=f"jitter buffer of the level >= 2 share (default {jitter_buffer_ms:g})")
+    a = ap.parse_args(argv)
+    return emit_block(lambda: table_block(a.run_dirs, a.jitter_buffer), a.out)

@@ -24,14 +24,13 @@ into FILE between ``<!-- seed002-table begin -->`` and ``<!-- seed002-table end 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .cases import JB_MAIN_MS, Case, load_cases, rep_values
 from .iwa_table import OTHERS, check_level, pairing_units
-from .markdown import emit_block, fmt_ci, md_table
+from .markdown import fmt_ci, md_table, table_main
 from .metrics import mean_ci95
 from .report import fmt_diff, paired_reps
 from .seeds import OVERUSE_LABEL, overuse_cell, rtc_stack, seed002_md, seed002_stacks_md, seed002_two_md
@@ -148,17 +147,10 @@ def table_block(run_dirs: Sequence[Path], jb_ms: float = JB_MAIN_MS) -> list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.seed002_table",
-                                 description="Seed 002's tables and issue 35's checks of IWA from runs' data files "
-                                             "(run or digest directories).")
-    ap.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-                    help="results/<run> (holding <case>/rep<k>/) or a digest directory (<case>/rep<k>.json)")
-    ap.add_argument("--out", type=Path, metavar="FILE",
-                    help=f"write the tables into FILE between {BEGIN} and {END} (default: print them)")
-    ap.add_argument("--jitter-buffer", type=float, default=JB_MAIN_MS, metavar="MS",
-                    help=f"jitter buffer of the level >= 2 share (default {JB_MAIN_MS:g})")
-    a = ap.parse_args(argv)
-    return emit_block(lambda: table_block(a.run_dirs, a.jitter_buffer), a.out)
+    return table_main(argv, prog="python -m experiments.seed002_table",
+                      description="Seed 002's tables and issue 35's checks of IWA from runs' data files "
+                                  "(run or digest directories).",
+                      table_block=table_block, jitter_buffer_ms=JB_MAIN_MS)
 
 
 if __name__ == "__main__":
