@@ -1,4 +1,4 @@
-"""Command line: ``python -m controller {install,set-aqm,counters,tune} --help``."""
+"""Command line: ``python -m controller {install,set-aqm,counters,tune,pktgen} --help``."""
 
 from __future__ import annotations
 
@@ -118,6 +118,35 @@ async def cmd_install(args) -> int:
     return 0
 
 
+def cmd_pktgen(args) -> int:
+    """The packet generator's ticks of the config's links (controller/pktgen.py): printed, or sent over
+    BF-Runtime."""
+    from . import pktgen
+    from .tofino import access_links, n_links, with_lab_link
+    from . import tna_p4info
+    params = config.load(args.config)
+    links, clients = config.load_links(args.config)
+    lks = with_lab_link(params, access_links(DesiredState(params, {}, None, links, clients)))
+    n = max(lk.link for lk in lks) + 1
+    p4info = args.p4info or TARGET_FILES[args.target][0]
+    if Path(p4info).is_file() and n > (cap := n_links(tna_p4info.load(p4info))):
+        raise ConfigError(f"pktgen: link {n - 1} is beyond the program's {cap} links ({p4info})")
+    period = pktgen.tick_period([(lk.link, lk.params) for lk in lks],
+                                None if args.period_ms is None else round(args.period_ms * 1e6))
+    plan = pktgen.TickPlan(args.target, n, period, args.app_id, tuple(args.pipes))
+    ws = pktgen.writes(plan)
+    pktgen.check_writes(args.target, ws)
+    if args.bfrt_address is None:
+        print(f"# {n} links, a tick each every {period} ns, {plan.ipg_ns} ns apart, pipes "
+              f"{','.join(map(str, plan.pipes))}; one BF-Runtime entry modification a line")
+        for w in ws:
+            print(w.to_json())
+        return 0
+    pktgen.install(ws, args.bfrt_address, args.program, args.device_id)
+    print(f"ticks: {n} links every {period} ns on pipes {','.join(map(str, plan.pipes))} ({args.bfrt_address})")
+    return 0
+
+
 async def cmd_counters(args) -> int:
     target = target_from(args)
     opts = fy.SwitchOptions(p4info=target.p4info, device_id=target.device_id,
@@ -200,6 +229,23 @@ def parser() -> argparse.ArgumentParser:
     add_target_args(p)
 
     _add_tune(sub)
+
+    p = sub.add_parser("pktgen", help="the Tofino packet generator's ticks of every link (BF-Runtime)",
+                       description="Works out the packet generator's application that ticks every access link of "
+                       "the config (one period per pipe, within every link's bounds: controller/pktgen.py), checks "
+                       "its entries against the SDE's schema and prints them, or sends them to a BF-Runtime server.")
+    p.add_argument("--config", required=True, type=Path, help="TOML file with [link], [buffer], [aqm] and any [links.N]")
+    p.add_argument("--target", required=True, choices=("tofino", "tofino2"))
+    p.add_argument("--p4info", type=Path, help="the program's P4Info, for its number of links (default: the "
+                   "--target's, from make build; not checked when absent)")
+    p.add_argument("--period-ms", type=float, help="the tick period (default: the longest every link allows)")
+    p.add_argument("--pipes", type=lambda s: [int(x) for x in s.split(",")], default=[0],
+                   help="the pipes whose links are ticked, comma separated (default: 0)")
+    p.add_argument("--app-id", type=int, default=0, help="the generator's application (default 0)")
+    p.add_argument("--bfrt-address", help="BF-Runtime gRPC address (Stratum with -incompatible_enable_bfrt_grpc_server, "
+                   "or bf_switchd; port 50052): send the entries instead of printing them")
+    p.add_argument("--program", default="bottleneck_tna", help="the P4 program's name on the switch")
+    p.add_argument("--device-id", type=int, default=0)
     return ap
 
 
@@ -242,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(cmd_counters(args))
         if args.cmd == "tune":
             return asyncio.run(cmd_tune(args))
+        if args.cmd == "pktgen":
+            return cmd_pktgen(args)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2

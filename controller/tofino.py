@@ -318,6 +318,13 @@ def access_links(state: DesiredState) -> list[AccessLink]:
     return out
 
 
+def with_lab_link(params: PipelineParams | None, links: Sequence[AccessLink]) -> list[AccessLink]:
+    """``links`` and, unless one of them is link 0, link 0 with ``params`` (the lab's link: ``link_of``'s default
+    sends every client without an entry there)."""
+    own = any(lk.link == 0 for lk in links)
+    return ([] if own or params is None else [AccessLink(0, None, params)]) + list(links)
+
+
 class TnaBottleneckSwitch(BottleneckSwitch):
     """``BottleneckSwitch`` for the TNA program on a Tofino (Stratum): the same desired-state life cycle
     (applied at every connection), with the TNA program's entries. The lab's one link is link 0, the
@@ -340,9 +347,7 @@ class TnaBottleneckSwitch(BottleneckSwitch):
                     has_red(p4info))
 
     def _links(self) -> list[AccessLink]:
-        p = self.state.params
-        own = [lk for lk in self.links if lk.link == 0]
-        return ([] if own or p is None else [AccessLink(0, None, p)]) + list(self.links)
+        return with_lab_link(self.state.params, self.links)
 
     async def apply_all(self, sw: fy.Switch) -> None:
         st = self.state

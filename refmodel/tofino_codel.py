@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from .arith import s32
 from .codel import coarse, control_law_step
-from .params import CodelParams, ConfigError
+from .params import CodelParams, ConfigError, PipelineParams
 
 MASK = 0xFFFFFFFF
 PENDING = 0x80000000  # codel_dn.count: a drop awaits its second pass
@@ -63,6 +63,12 @@ def codel_knobs(p: CodelParams, bucket_ns: int, limit_ns: int, law: int) -> Code
                           "2^35 ns on Tofino (serial time in 16 ns units, p4src/tofino/codel.p4): a shorter "
                           "interval")
     return CodelKnobs(p.target_ns + bucket_ns - 1, interval, -16 * interval, law)
+
+
+def tick_period_bounds(p: PipelineParams) -> tuple[int, int]:
+    """The packet generator's periods (ns) a CoDel link allows: ``codel_knobs`` counts a tick period of up to
+    TICK_PERIOD_MAX into the span of its serial times."""
+    return 1, TICK_PERIOD_MAX
 
 
 @dataclass(frozen=True)

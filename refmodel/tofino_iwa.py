@@ -102,7 +102,8 @@ from .constants import (
 )
 from .flows import Track, seq_before
 from .packet import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Parsed
-from .params import ConfigError, IwaParams, bytes_to_ns, ns_to_bytes
+from .params import ConfigError, IwaParams, PipelineParams, bytes_to_ns, ns_to_bytes
+from .tofino_codel import tick_period_bounds as codel_tick_period_bounds
 from .shaper import (
     Floor, Grant, LinkShaping, asks, at_floor, bounded, checkpoint, first_window, growth, roll_step, room_of,
     server_idle, shaped, share_shift, short_end, starves, window_terms,
@@ -205,6 +206,13 @@ def check_hold(hold_ns: int) -> None:
     if 2 * hold_ns + TICK_PERIOD_MAX > SERIAL_MAX:
         raise ConfigError(f"iwa: hold = {hold_ns} ns: two holds and a tick period must stay below 2^31 ns on "
                           "Tofino (32-bit serial time, refmodel/tofino_iwa.py)")
+
+
+def tick_period_bounds(p: PipelineParams) -> tuple[int, int]:
+    """The packet generator's periods (ns) an IWA link allows: TICK_PERIOD_MAX (``check_hold`` counts it), and
+    CoDel's, which holds what no window holds on the same link."""
+    lo, hi = codel_tick_period_bounds(p)
+    return lo, min(hi, TICK_PERIOD_MAX)
 
 
 def scale_up(nbytes: int, scale: int) -> int:

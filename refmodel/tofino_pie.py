@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .arith import mantissa
-from .params import ConfigError, PieParams
+from .params import ConfigError, PieParams, PipelineParams
 from .pie import DELAY_250MS, SCALE_STEPS
 
 MASK = 0xFFFFFFFF
@@ -134,6 +134,11 @@ def pie_knobs(p: PieParams, mtu_ns: int) -> PieKnobs:
                           "(p4src/tofino/pie.p4: 32-bit signed arithmetic)")
     return PieKnobs(p.target_ns, p.target_ns // 2, p.tupdate_ns, p.max_burst_ns, 2 * mtu_ns, p.alpha_q48,
                     p.beta_q48)
+
+
+def tick_period_bounds(p: PipelineParams) -> tuple[int, int]:
+    """The packet generator's period a PIE link takes: exactly its ``tupdate`` (every tick is an update)."""
+    return p.pie.tupdate_ns, p.pie.tupdate_ns
 
 
 @dataclass(frozen=True)

@@ -27,14 +27,23 @@ from dataclasses import dataclass
 
 from .arith import s32
 from .constants import Decision, Reason
-from .params import ConfigError, QueueParams
+from .params import ConfigError, PipelineParams, QueueParams
 from .queue import tx_ns
 
 MASK = 0xFFFFFFFF
 NO_LIMIT_NS = (1 << 31) - 1  # a link without a byte limit (serial time's largest): the controller writes it
 MTU_FRAME = 1514  # the full-size frame a packet limit is counted in
+# The packet generator's period per link, at most (ns): an idle link's tat, pulled up to now by each tick, must
+# not fall 2^31 ns behind the clock before the next (a second's margin below 2.1 s).
+TICK_PERIOD_MAX = 1_000_000_000
 PASS2_ADD = 1  # types.p4's pass2_h.op flags
 PASS2_REFUND = 2
+
+
+def tick_period_bounds(p: PipelineParams) -> tuple[int, int]:
+    """The packet generator's periods (ns, least and most) the queue of a link with these parameters allows,
+    whatever its AQM (controller/pktgen.py intersects them with the AQM's, ``AqmSpec.tofino_ticks``)."""
+    return 1, TICK_PERIOD_MAX
 
 
 def link_limit_ns(q: QueueParams, mtu_frame: int = MTU_FRAME) -> int:

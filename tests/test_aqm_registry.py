@@ -99,3 +99,16 @@ def test_the_lists_derive_from_the_registry():
     assert AQM_ORDER == ORDER and set(AQM_COLOURS) == set(ORDER)
     assert {k.removeprefix("aqm.") for k in KNOWN if k.startswith("aqm.")} == set(SECTIONS)
     assert all(KNOWN[f"aqm.{s}"] == knob_names(s) for s in SECTIONS)
+
+
+@pytest.mark.parametrize("name", [a.name for a in AQMS if a.tofino_ticks])
+def test_its_tick_bounds_are_its_twins(name):
+    """``tofino_ticks`` names a function of the twin's module that gives a link of this AQM a non-empty range of
+    packet-generator periods within the queue's (controller/pktgen.py intersects them per pipe)."""
+    from refmodel.params import pipeline_params
+    from refmodel.tofino_queue import tick_period_bounds as queue_bounds
+    a = BY_NAME[name]
+    assert a.tofino_ticks.split(":")[0].replace(".", "/") + ".py" in a.tofino
+    lo, hi = resolve(a.tofino_ticks)(pipeline_params(2e6, name, limit_bytes=50_000))
+    qlo, qhi = queue_bounds(pipeline_params(2e6, name, limit_bytes=50_000))
+    assert 1 <= lo <= hi and max(lo, qlo) <= min(hi, qhi)

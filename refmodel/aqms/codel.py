@@ -12,6 +12,7 @@ SPEC = AqmSpec(
     config_table="codel_cfg", entries="controller.entries:codel_action", lookup_tables=("codel_control_law",),
     tests=("tests/test_codel.py",),
     tofino=("p4src/tofino/codel.p4", "refmodel/tofino_codel.py", "tests/test_tofino_codel.py"),
+    tofino_ticks="refmodel.tofino_codel:tick_period_bounds",
     # fq_codel has no P4 twin: CoDel per flow queue, compared beside CoDel's
     kernel=(KernelPeer("kcodel", "tab:blue"), KernelPeer("kfq_codel", "tab:cyan")),
 )

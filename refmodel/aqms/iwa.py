@@ -20,4 +20,5 @@ SPEC = AqmSpec(
     tofino=("p4src/tofino/iwa.p4", "p4src/tofino/iwa_types.p4", "p4src/tofino/iwa_upstream.p4",
             "p4src/tofino/iwa_grant.p4", "p4src/tofino/iwa_steps.p4", "refmodel/tofino_iwa.py",
             "tests/test_tofino_iwa.py", "tests/test_tofino_iwa_p4.py"),
+    tofino_ticks="refmodel.tofino_iwa:tick_period_bounds",
 )

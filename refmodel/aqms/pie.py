@@ -13,5 +13,6 @@ SPEC = AqmSpec(
     config_table="pie_cfg", entries="controller.entries:pie_action", lookup_tables=("pie_alpha_mul", "pie_beta_mul"),
     tests=("tests/test_pie.py",),
     tofino=("p4src/tofino/pie.p4", "refmodel/tofino_pie.py", "tests/test_tofino_pie.py"),
+    tofino_ticks="refmodel.tofino_pie:tick_period_bounds",
     kernel=(KernelPeer("kpie", "tab:olive"),),
 )

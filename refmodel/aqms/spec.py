@@ -54,6 +54,10 @@ class AqmSpec:
     lookup_tables: tuple[str, ...] = ()
     tests: tuple[str, ...] = ()  # the tests of its model and its P4 program
     tofino: tuple[str, ...] = ()  # its Tofino twin: the TNA file (once there is one), the model, the tests
+    # What its Tofino twin needs of the packet generator: "module:function" of a link's PipelineParams giving the
+    # least and most period (ns) of that link's ticks ("": the queue's alone, refmodel.tofino_queue's); the
+    # generator ticks a pipe's links at one period, which controller/pktgen.py picks within every link's bounds.
+    tofino_ticks: str = ""
     kernel: tuple[KernelPeer, ...] = ()  # Linux qdiscs of the same family the lab compares it with
 
     @property
