@@ -14,12 +14,15 @@ TYPES = (ROOT / "p4src/tofino/iwa_types.p4").read_text()
 GRANT = (ROOT / "p4src/tofino/iwa_grant.p4").read_text()
 UPSTREAM = (ROOT / "p4src/tofino/iwa_upstream.p4").read_text()
 STEPS = (ROOT / "p4src/tofino/iwa_steps.p4").read_text()
+GRANT_STEPS = (ROOT / "p4src/tofino/iwa_grant_steps.p4").read_text()
+EGRESS = (ROOT / "p4src/tofino/iwa_egress.p4").read_text()
+PARSER = (ROOT / "p4src/tofino/parser.p4").read_text()
 
 
 def _struct(name: str, kind: str = "header") -> list[tuple[str, int]]:
     body = re.search(rf"{kind} {name} {{(.*?)}}", TYPES, re.S)
     assert body, name
-    return [(f, int(w)) for w, f in re.findall(r"bit<(\d+)>\s+(\w+);", body.group(1))]
+    return [(f, int(w)) for w, f in re.findall(r"(?:bit|int)<(\d+)>\s+(\w+);", body.group(1))]
 
 
 def test_pass2_header_is_the_twins():
@@ -46,7 +49,7 @@ def test_the_wire_packs_the_twins_layout_into_pass2_h():
         assert f"md.pass2.{f} = {expr};" in STEPS
     assert "md.iwa.fld_pk = iwa_pack_fld.get({md.iwa.fld});" in GRANT
     assert GRANT.index("md.iwa.fld_pk = ") > GRANT.index("md.iwa.fld = md.iwa.win32;\n    }")  # the final field
-    assert "iwa_pack_1(op);" in GRANT and "iwa_pack_2();" in GRANT
+    assert "iwa_pack_1(op);" in UPSTREAM and "iwa_pack_2();" in UPSTREAM   # after the grant (resubmitted)
     for line in ("md.iwa2.op = iwa_unpack_op.get({md.pass2.op, md.pass2.reason[7:4]});",
                  "md.iwa2.field = iwa_unpack_field.get({md.pass2.reason[3:0], md.pass2.count[15:4]});",
                  "md.iwa.field32 = iwa_unpack_field32.get({16w0, md.pass2.reason[3:0], md.pass2.count[15:4]});",
@@ -55,7 +58,7 @@ def test_the_wire_packs_the_twins_layout_into_pass2_h():
     assert all(f"iwa_unpack_{i}();" in UPSTREAM for i in (1, 2, 3))
     for h in ("iwa_pack_op", "iwa_pack_reason", "iwa_pack_count", "iwa_pack_fld", "iwa_unpack_op", "iwa_unpack_field",
               "iwa_unpack_field32", "iwa_unpack_scale8"):
-        assert re.search(rf"Hash<bit<\d+>>\(HashAlgorithm_t\.IDENTITY\) {h};", STEPS), h
+        assert re.search(rf"Hash<bit<\d+>>\(HashAlgorithm_t\.IDENTITY\) {h};", STEPS + GRANT_STEPS), h
     # and a round trip of the bits, as Python
     for op, fld, scale in ((0xFFF, 0xFFFF, 0xF), (0x801, 0x1234, 7), (1, 0, 0)):
         p_op, p_reason, p_count = op >> 4, ((op & 0xF) << 4) | (fld >> 12), ((fld & 0xFFF) << 4) | scale
@@ -78,3 +81,39 @@ def test_syn_layouts_have_the_window_scale_where_the_parser_looks():
             pos += w // 8
         nops = [at[f] for f, _ in fields if f.endswith("_nop")]
         assert tuple(nops) == off
+
+
+def _grant_inputs() -> set[str]:
+    """The words the grant (iwa_grant.p4 and its steps) reads and never writes: what its pass 1 must give it.
+    A control's third argument is its output (IwaProduct, IwaScaleUp, IwaScaleDown, IwaShare)."""
+    text = GRANT + GRANT_STEPS
+    names = set(re.findall(r"\bmd\.((?:iwa\.cfg|iwa|cfg)\.\w+)", text))
+    written = set(re.findall(r"\bmd\.((?:iwa\.cfg|iwa|cfg)\.\w+)\s*=[^=]", text))
+    written |= {m.group(1) for m in re.finditer(r"\.apply\([^,]+,[^,]+,\s*md\.((?:iwa|cfg)\.\w+)", text)}
+    return names - written
+
+
+def test_egress_gets_every_word_the_grant_reads():
+    """With -DIWA_GRANT_EGRESS=1 the grant runs in egress (iwa_egress.p4) on what pass 1 bridged: every word it
+    reads is set from the bridge there (by egress's parser or its first action), and pass 1 fills each bridge
+    field it takes from."""
+    inputs = _grant_inputs()
+    assert {"iwa.vq", "iwa.backlog", "iwa.edge", "iwa.own", "cfg.rate_class", "iwa.cfg.target_ns"} <= inputs
+    from_bridge = dict(re.findall(r"md\.((?:iwa\.cfg|iwa|cfg)\.\w+) = hdr\.iwa_b\.(\w+)", EGRESS + PARSER))
+    missing = inputs - set(from_bridge)
+    assert not missing, f"the grant reads {sorted(missing)}, which egress does not take from the bridge"
+    bridged = set(re.findall(r"hdr\.iwa_b\.(\w+) = ", UPSTREAM))
+    assert set(from_bridge.values()) <= bridged
+    fields = [f for f, _ in _struct("iwa_bridge_h")]
+    assert fields[0] == "kind" and set(from_bridge.values()) <= set(fields)
+    assert sum(w for _, w in _struct("iwa_bridge_h")) % 8 == 0
+
+
+def test_the_recirculated_header_is_the_resubmitted_one():
+    """Egress writes the mark and the port, then the twin's 96 bits in pass2's layout; the parser takes the mark and
+    port as iwa_recirc_h and the rest as pass2_h, which the second pass unpacks as a resubmitted one."""
+    out = _struct("iwa_recirc_out_h")
+    assert out[:2] == _struct("iwa_recirc_h") == [("mark", 8), ("port", 16)]
+    assert out[2:] == _struct("iwa_pass2_h")
+    for f, _ in out[2:]:
+        assert f"hdr.iwa_r.{f} = " in EGRESS, f

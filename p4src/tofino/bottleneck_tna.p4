@@ -105,6 +105,9 @@
 #include "iwa.p4"
 #endif
 #include "telemetry.p4"
+#if WITH_IWA && IWA_GRANT_EGRESS
+#include "iwa_egress.p4"
+#endif
 
 control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
                    in ingress_intrinsic_metadata_t ig_intr_md,
@@ -138,20 +141,15 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
     IWA_STATE(md)
     IwaCfg() iwa_knobs;
     IwaProduct() span_bytes;      // ns_to_bytes(age + lead + target)
-    IwaProduct() room_bytes;      // ns_to_bytes(room)
-    IwaProduct() deficit_bytes;   // ns_to_bytes(deficit)
-    IwaProduct() vq_time;         // bytes_to_ns(advance + waiting)
-    // the products' temporaries (IwaProduct): vq_time's follow room_bytes's (vq_bytes waits for the grant,
-    // which waits for room_b), so the two share theirs
-    bit<32> iwa_m_span; bit<8> iwa_e_span; bit<32> iwa_mk_span;
-    bit<32> iwa_m_room; bit<8> iwa_e_room; bit<32> iwa_mk_room;   // room_bytes, then vq_time
-    bit<32> iwa_m_def;  bit<8> iwa_e_def;  bit<32> iwa_mk_def;    // iwa_mk_def: then round_up's t
+    bit<32> iwa_m_span; bit<8> iwa_e_span; bit<32> iwa_mk_span;   // its temporaries
     IwaScaleDown() own_window;    // window << scale (pass 1)
     IwaScaleDown() p2_window;     // field << scale (pass 2)
-    IwaScaleDown() new_window;    // the field the ACK leaves with << scale (pass 1)
-    IwaScaleUp() round_up;        // the field that covers want - ack
-    IwaShare() share_of;
     IwaSynRecord() syn_record;
+#if !IWA_GRANT_EGRESS
+#undef IWA_ACK
+#define IWA_ACK hdr.tcp.ackNo
+#include "iwa_grant_steps.p4"   // (before iwa_steps.p4: its packing reads the grant's word)
+#endif
 #include "iwa_steps.p4"
     Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash_dn;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_hash_up;
@@ -219,7 +217,16 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
             exit;
 #endif
         }
+#if WITH_IWA && IWA_GRANT_EGRESS
+        // a recirculated ACK (its second pass) is routed from the port it came in on
+        PortId_t in_port = ig_intr_md.ingress_port;
+        if (hdr.iwa_rc.isValid()) {
+            in_port = (PortId_t)hdr.iwa_rc.port;
+        }
+        links.apply(hdr, in_port, md, ig_tm_md);
+#else
         links.apply(hdr, ig_intr_md.ingress_port, md, ig_tm_md);
+#endif
         // A tick and a packet take exclusive branches (an exit would make every later table wait for the
         // tick's chain: bf-p4c then places the two one after the other), and so do the AQMs: a link runs
         // one, and PHV allocation overlays what the others' fields would hold (CoDel and PIE fit Tofino 2
@@ -397,7 +404,12 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
                 class_decision.count(md.cls[3:0] ++ md.decision[1:0]);
             }
             // the record, from the pass that ends the packet's way through the switch
+#if WITH_IWA && IWA_GRANT_EGRESS
+            if (md.decision != DECISION_BYPASS && md.cfg.telemetry == 1 && ig_dprsr_md.resubmit_type == 0 &&
+                    !hdr.iwa_b.isValid()) {   // (an ACK on its way to egress's grant comes back)
+#else
             if (md.decision != DECISION_BYPASS && md.cfg.telemetry == 1 && ig_dprsr_md.resubmit_type == 0) {
+#endif
                 telemetry.apply(md, ig_dprsr_md);
             }
         }
@@ -410,10 +422,18 @@ control TnaEgress(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t md
                   inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                   inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     TelemetryRecord() record;
+#if WITH_IWA && IWA_GRANT_EGRESS
+    IwaGrantEgress() iwa_grant;
+#endif
     apply {
         if (hdr.tmirror.isValid()) {
             record.apply(hdr);
         }
+#if WITH_IWA && IWA_GRANT_EGRESS
+        else if (hdr.iwa_b.isValid()) {
+            iwa_grant.apply(hdr, md);
+        }
+#endif
     }
 }
 

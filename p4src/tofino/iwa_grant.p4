@@ -1,5 +1,7 @@
 /* The grant of an upstream ACK's pass 1 (refmodel/tofino_iwa.py: TnaShaper._grant and _opening, shaper.py's
- * room_of, growth, bounded), included in iwa_upstream.p4. Its result is the pass-2 header. */
+ * room_of, growth, bounded), included in iwa_upstream.p4 (ingress, then resubmitted) or with -DIWA_GRANT_EGRESS=1
+ * in iwa_egress.p4 (egress, then recirculated). Its result is the pass-2 header's fields: md.iwa.op, md.iwa.fld,
+ * md.iwa.scale, md.iwa.vq_ns and iwa_word. Its steps and tables: iwa_grant_steps.p4; the ACK number: IWA_ACK. */
 md.iwa.op = IWA_OP_EDGE;
 md.iwa.new_edge = md.iwa.edge;
 if ((int<32>)(md.iwa.own - md.iwa.edge) > 0) {
@@ -40,8 +42,8 @@ if (md.iwa.shaping == 1) {
     deficit_bytes.apply(md.cfg.rate_class, md.iwa.deficit, md.iwa.deficit_b, iwa_m_def, iwa_e_def,
                       iwa_mk_def);
     md.iwa.w = 0;
-    if ((int<32>)(md.iwa.edge - hdr.tcp.ackNo) > 0) {
-        md.iwa.w = md.iwa.edge - hdr.tcp.ackNo;
+    if ((int<32>)(md.iwa.edge - IWA_ACK) > 0) {
+        md.iwa.w = md.iwa.edge - IWA_ACK;
     }
     bit<32> nm1 = md.iwa.nflows |-| 1;
     share_of.apply(nm1, md.iwa.span, md.iwa.share);
@@ -49,7 +51,7 @@ if (md.iwa.shaping == 1) {
     md.iwa.base = md.iwa.edge;
     md.iwa.grant = 0;
     if (md.iwa.first_ack == 1) {
-        md.iwa.base = hdr.tcp.ackNo;   // a first window: the room, at most RFC 6928's (shaper.first_window)
+        md.iwa.base = IWA_ACK;   // a first window: the room, at most RFC 6928's (shaper.first_window)
         md.iwa.grant = min(md.iwa.room_b, IW_MAX_BYTES);
     } else if (md.iwa.restart == 1) {
         waiting = md.iwa.w;            // a restart's window: queue to come
@@ -77,7 +79,7 @@ if (md.iwa.shaping == 1) {
     if ((int<32>)(md.iwa.own - md.iwa.want) < 0) {
         md.iwa.want = md.iwa.own;
     }
-    md.iwa.floor = hdr.tcp.ackNo + md.iwa.cfg.mss;
+    md.iwa.floor = IWA_ACK + md.iwa.cfg.mss;
     if ((int<32>)(md.iwa.own - md.iwa.floor) < 0) {
         md.iwa.floor = md.iwa.own;
     }
@@ -85,7 +87,7 @@ if (md.iwa.shaping == 1) {
     if ((int<32>)(md.iwa.want - md.iwa.floor) < 0) {
         md.iwa.want = md.iwa.floor;
         md.iwa.floored = 1;
-        if (md.iwa.cutting == 1 && (int<32>)(hdr.tcp.ackNo - md.iwa.end) < 0) {
+        if (md.iwa.cutting == 1 && (int<32>)(IWA_ACK - md.iwa.end) < 0) {
             md.iwa.op = md.iwa.op | IWA_OP_END_AT_ACK;   // the floor limit: its data is CoDel's from now
         }
     }
@@ -99,14 +101,14 @@ if (md.iwa.shaping == 1) {
     } else if ((int<32>)(md.iwa.want - md.iwa.edge) < 0) {
         md.iwa.want = md.iwa.edge;     // never moves the right edge left
     }
-    md.iwa.fld_up = md.iwa.want - hdr.tcp.ackNo;
-    round_up.apply(md.iwa.scale, md.iwa.fld_up, md.iwa.fld, iwa_mk_def);   // deficit_bytes's mk: read before want
+    md.iwa.fld_up = md.iwa.want - IWA_ACK;
+    round_up.apply(md.iwa.scale, md.iwa.fld_up, md.iwa.fld, IWA_UP_T);   // ingress: deficit_bytes's mk, read before want
     if (md.iwa.fld > md.iwa.win32) {
         md.iwa.fld = md.iwa.win32;
     }
     md.iwa.fld_pk = iwa_pack_fld.get({md.iwa.fld});   // for the packing (iwa_steps.p4: iwa_pack_fld)
     new_window.apply(md.iwa.scale, md.iwa.fld, md.iwa.win_bytes);
-    md.iwa.new_edge = hdr.tcp.ackNo + md.iwa.win_bytes;
+    md.iwa.new_edge = IWA_ACK + md.iwa.win_bytes;
     if (md.iwa.first_ack == 1 || md.iwa.restart == 1 ||
             iwa_short == 0) {                  // seqhi + mss >= mark (iwa_app_1..3)
         md.iwa.op = md.iwa.op | IWA_OP_MARK;   // a new start, or the server reached its checkpoint
@@ -129,16 +131,3 @@ if (md.iwa.shaping == 1 && md.iwa.vq_bytes != 0) {
     iwa_vq_plus_gap();
     md.iwa.op = md.iwa.op | IWA_OP_VQ;
 }
-// the second pass (TnaShaper._resubmit): the 96-bit header, op 12, field 16, scale 4, vq 32, word 32, in the
-// queue's pass2_h's byte-sized fields (iwa_types.p4)
-bit<12> op = md.iwa.op;
-md.pass2.setValid();
-// (through the hash unit: the slices, written as ALU moves, split every field their PHV group touches at bits
-// 12 and 16, and the actions that write them need more sources than an ALU has)
-iwa_pack_1(op);
-iwa_pack_2();
-@in_hash { md.pass2.base = md.iwa.vq_ns; }
-iwa_pack_3();   // the word, through the hash unit in an action of its own: as `@in_hash { md.pass2.step = word; }`
-                // beside base's, bf-p4c 9.13.4 made it an ALU move (its action read the word's slices), which tied
-                // pass2_h's 16-bit halves of the word to the grant's whole PHV group (split at bit 16)
-ig_dprsr_md.resubmit_type = RESUBMIT_PASS2;

@@ -1,13 +1,9 @@
 /* IWA's arithmetic steps, one dependent operation an action (bf-p4c: "action spanning multiple stages" when
  * an action's statements depend on each other), declared in TnaIngress's body (bottleneck_tna.p4) and called
- * in order from iwa_upstream.p4 and iwa_grant.p4, as codel.p4's first_steps .. times. */
+ * in order from iwa_upstream.p4, as codel.p4's first_steps .. times. The grant's are iwa_grant_steps.p4. */
 int<32> iwa_dack;
 bit<32> iwa_span_a;
 bit<32> iwa_span_b;
-int<32> iwa_slack;
-int<32> iwa_nslack;
-bit<32> iwa_used_a;
-bit<32> iwa_cut;
 // pass 1: what the ACK acknowledged, and the epoch's roll times
 action iwa_acked_1() {
     iwa_dack = (int<32>)(hdr.tcp.ackNo - md.iwa.last_ack);
@@ -23,33 +19,6 @@ action iwa_span_1() {
     iwa_span_b = md.iwa.lead + md.iwa.cfg.target_ns;
 }
 action iwa_span_2() { md.iwa.span_ns = iwa_span_a + iwa_span_b; }
-// the grant's room (shaper.room_of)
-int<32> iwa_vq_gap;
-action iwa_room_1() {
-    md.iwa.vq_ahead = (int<32>)md.iwa.vq - md.iwa.now;
-    iwa_vq_gap = md.iwa.now - (int<32>)md.iwa.vq;
-    iwa_used_a = md.iwa.res_cur + md.iwa.res_old;
-}
-action iwa_room_2() {
-    md.iwa.vq_ahead = max(md.iwa.vq_ahead, (int<32>)md.iwa.backlog);
-    iwa_vq_gap = max(iwa_vq_gap, 0);     // what pass 2's vq_add adds beyond the grant's time (iwa.p4)
-}
-action iwa_room_3() { md.iwa.granted = (bit<32>)max(md.iwa.vq_ahead, 0); }
-action iwa_vq_plus_gap() { md.iwa.vq_ns = md.iwa.vq_ns + (bit<32>)iwa_vq_gap; }
-action iwa_room_4() { md.iwa.used = iwa_used_a + md.iwa.granted; }
-action iwa_room_5() {
-    iwa_slack = (int<32>)(md.iwa.avail - md.iwa.used);
-    iwa_nslack = (int<32>)(md.iwa.used - md.iwa.avail);
-}
-action iwa_room_6() {
-    md.iwa.room = (bit<32>)max(iwa_slack, 0);
-    md.iwa.deficit = (bit<32>)max(iwa_nslack, 0);
-}
-// above target: the acked bytes less the excess (all of them at most)
-action iwa_cut_1() { iwa_cut = min(md.iwa.acked, md.iwa.deficit_b); }
-action iwa_cut_2() { md.iwa.grant = md.iwa.acked - iwa_cut; }
-// the margin's threshold: half the flow's share (shaper.margin_holds)
-action iwa_half_share() { md.iwa.half_share = md.iwa.share >> 1; }
 // the pass-2 header's packing and unpacking (iwa_types.p4: op 12, field 16, scale 4 in the queue's 8, 8, 16),
 // through identity hashes: as ALU moves the slices split every field their PHV group touches at bits 12 and 16
 Hash<bit<8>>(HashAlgorithm_t.IDENTITY) iwa_pack_op;
@@ -61,10 +30,6 @@ Hash<bit<4>>(HashAlgorithm_t.IDENTITY) iwa_unpack_scale;
 Hash<bit<8>>(HashAlgorithm_t.IDENTITY) iwa_unpack_scale8;
 Hash<bit<8>>(HashAlgorithm_t.IDENTITY) iwa_link_scale;
 Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_unpack_field32;
-// the field the ACK leaves with, whole, into a word of its own: the packing's 4- and 12-bit slices of md.iwa.fld
-// itself split its PHV group (every word the grant's arithmetic ties to it, with the ACK number's no-split
-// header word) at bits 12 and 16, where no allocation fits; a slice of the copy splits only the copy
-Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_pack_fld;
 Hash<bit<32>>(HashAlgorithm_t.IDENTITY) iwa_pack_word;
 // the packet's window field as 32 bits, its own action: as `@in_hash { md.iwa.win32 = (bit<32>)hdr.tcp.window; }`
 // among the other @in_hash copies, with pass 1's tail it became an ALU move, which cut win32's whole group at 16
@@ -161,13 +126,14 @@ action iwa_unpack_1() {
 }
 action iwa_unpack_2() { md.iwa2.field = iwa_unpack_field.get({md.pass2.reason[3:0], md.pass2.count[15:4]}); }
 action iwa_unpack_3() { md.iwa.field32 = iwa_unpack_field32.get({16w0, md.pass2.reason[3:0], md.pass2.count[15:4]}); }
+#if !IWA_GRANT_EGRESS   // the resubmitted second pass's header (egress packs its own: iwa_egress.p4)
 action iwa_pack_1(bit<12> op) {
     md.pass2.op = iwa_pack_op.get({op[11:4]});
     md.pass2.reason = iwa_pack_reason.get({op[3:0], md.iwa.fld_pk[15:12]});
 }
 action iwa_pack_2() { md.pass2.count = iwa_pack_count.get({md.iwa.fld_pk[11:0], md.iwa.scale[3:0]}); }
-bit<32> iwa_word;                     // the grant's word: MARK's checkpoint (iwa_grant.p4)
-action iwa_pack_3() { md.pass2.step = iwa_pack_word.get({iwa_word}); }
+action iwa_pack_3() { md.pass2.step = iwa_pack_word.get({iwa_word}); }   // iwa_word: iwa_grant_steps.p4
+#endif
 // pass 2: what state_or sets for SHUT and HELD
 action iwa_set_st_or(bit<32> v) { md.iwa.st_or = v; }
 table iwa_st_or {

@@ -32,6 +32,68 @@ struct iwa_pass2_t {
     bit<32> word;
 }
 
+/* -DIWA_GRANT_EGRESS=1: the grant in egress (docs/tofino.md, "The grant in egress"). An upstream ACK's first pass
+ * reads and updates the state in ingress and bridges what the grant needs (iwa_bridge_h) to the egress of its
+ * pipe's recirculation port; egress works out the grant, puts the pass-2 header in front of the packet
+ * (iwa_recirc_h, then the 96 bits as pass2_h) and recirculates it; its second ingress pass writes, as a
+ * resubmitted ACK's does. Ingress keeps the reads, egress's own 20 stages hold the grant's chain. */
+#ifndef IWA_GRANT_EGRESS
+#define IWA_GRANT_EGRESS 0
+#endif
+#if IWA_GRANT_EGRESS
+/* What the grant reads of pass 1 (iwa_grant.p4's inputs), byte-aligned. The flags are one byte each. */
+header iwa_bridge_h {
+    bit<8>  kind;                // BRIDGE_IWA
+    bit<16> port;                // the ACK's ingress port: its second pass is routed from it
+    bit<8>  rate_class;
+    bit<8>  scale;
+    bit<8>  shaping;
+    bit<8>  first_ack;
+    bit<8>  restart;
+    bit<8>  idle_branch;
+    bit<8>  retract;
+    bit<8>  released;            // a first ACK's own frame is given back (the reserve's)
+    bit<8>  mine_cur;            // ... to the current generation
+    bit<8>  reached;             // seqhi + mss >= mark: the server reached its checkpoint (iwa_short == 0)
+    bit<32> ack;
+    bit<32> own;
+    bit<32> edge;
+    bit<32> win32;
+    bit<32> acked;
+    bit<32> mss;
+    bit<32> iw_min;
+    bit<32> seqhi_mss;
+    bit<32> res_cur;
+    bit<32> res_old;
+    bit<32> target_ns;
+    bit<32> mtu_ns;
+    bit<32> vq;
+    int<32> now;
+    bit<32> backlog;
+    bit<32> nflows;
+    bit<32> span;
+    bit<32> end;
+    bit<32> state;
+}
+/* In front of a recirculated ACK (its second pass), before the 96 bits the parser takes as pass2_h. The mark
+ * tells it from a tick on the same port: a generator's header starts with two zero bits. */
+const bit<8> IWA_RECIRC_MARK = 0xFF;
+header iwa_recirc_h {
+    bit<8>  mark;                // IWA_RECIRC_MARK
+    bit<16> port;                // the ACK's ingress port
+}
+/* What egress writes: the mark and port, then iwa_pass2_h's fields (op 12, field 16, scale 4, vq 32, word 32) */
+header iwa_recirc_out_h {
+    bit<8>  mark;
+    bit<16> port;
+    bit<12> op;
+    bit<16> field;
+    bit<4>  scale;
+    bit<32> vq_ns;
+    bit<32> word;
+}
+#endif
+
 /* Op (refmodel/tofino_iwa.py: Op, the same bits) */
 const bit<12> IWA_OP_EDGE       = 1;
 const bit<12> IWA_OP_RETRACT    = 2;
@@ -143,6 +205,7 @@ struct iwa_md_t {
     bit<32>   edge;              // flow_edge before this ACK
     bit<32>   edge_in;           // what flow_edge's actions write or compare
     bit<32>   last_ack;
+    bit<32>   ack;               // the ACK number where the packet's header is not parsed (the grant in egress)
     bit<32>   acked;
     bit<32>   own;               // ack + (window << scale)
     bit<32>   win_bytes;         // window << scale

@@ -268,7 +268,63 @@ if (md.second == 1) {
 
             // ---- the grant (TnaShaper._grant), from what pass 1 read ----
 #ifndef IWA_OMIT_GRANT
+#if IWA_GRANT_EGRESS
+            // ---- to egress, which works out the grant and recirculates the ACK (iwa_egress.p4) ----
+            bit<8> reached = 0;
+            if (iwa_short == 0) {
+                reached = 1;           // seqhi + mss >= mark
+            }
+            hdr.bridge.setInvalid();
+            hdr.iwa_b.setValid();
+            hdr.iwa_b.kind = BRIDGE_IWA;
+            hdr.iwa_b.port = (bit<16>)ig_intr_md.ingress_port;
+            hdr.iwa_b.rate_class = md.cfg.rate_class;
+            hdr.iwa_b.scale = md.iwa.scale;
+            hdr.iwa_b.shaping = (bit<8>)md.iwa.shaping;
+            hdr.iwa_b.first_ack = (bit<8>)md.iwa.first_ack;
+            hdr.iwa_b.restart = (bit<8>)md.iwa.restart;
+            hdr.iwa_b.idle_branch = (bit<8>)md.iwa.idle_branch;
+            hdr.iwa_b.retract = (bit<8>)md.iwa.retract;
+            hdr.iwa_b.released = (bit<8>)released;
+            hdr.iwa_b.mine_cur = (bit<8>)mine_cur;
+            hdr.iwa_b.reached = reached;
+            hdr.iwa_b.ack = hdr.tcp.ackNo;
+            hdr.iwa_b.own = md.iwa.own;
+            hdr.iwa_b.edge = md.iwa.edge;
+            hdr.iwa_b.win32 = md.iwa.win32;
+            hdr.iwa_b.acked = md.iwa.acked;
+            hdr.iwa_b.mss = md.iwa.cfg.mss;
+            hdr.iwa_b.iw_min = md.iwa.cfg.iw_min;
+            hdr.iwa_b.seqhi_mss = iwa_seqhi_mss;
+            hdr.iwa_b.res_cur = md.iwa.res_cur;
+            hdr.iwa_b.res_old = md.iwa.res_old;
+            hdr.iwa_b.target_ns = md.iwa.cfg.target_ns;
+            hdr.iwa_b.mtu_ns = md.iwa.mtu_ns;
+            hdr.iwa_b.vq = md.iwa.vq;
+            hdr.iwa_b.now = md.iwa.now;
+            hdr.iwa_b.backlog = md.iwa.backlog;
+            hdr.iwa_b.nflows = md.iwa.nflows;
+            hdr.iwa_b.span = md.iwa.span;
+            hdr.iwa_b.end = md.iwa.end;
+            hdr.iwa_b.state = md.iwa.state;
+            // the recirculation port of this pipe (TICK_PORT: the generator's, whose ticks the mark tells apart)
+            ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port[8:7] ++ (bit<7>)TICK_PORT;
+#else
 #include "iwa_grant.p4"
+            // the second pass (TnaShaper._resubmit): the 96-bit header, op 12, field 16, scale 4, vq 32, word 32, in the
+            // queue's pass2_h's byte-sized fields (iwa_types.p4)
+            bit<12> op = md.iwa.op;
+            md.pass2.setValid();
+            // (through the hash unit: the slices, written as ALU moves, split every field their PHV group touches at bits
+            // 12 and 16, and the actions that write them need more sources than an ALU has)
+            iwa_pack_1(op);
+            iwa_pack_2();
+            @in_hash { md.pass2.base = md.iwa.vq_ns; }
+            iwa_pack_3();   // the word, through the hash unit in an action of its own: as `@in_hash { md.pass2.step = word; }`
+                            // beside base's, bf-p4c 9.13.4 made it an ALU move (its action read the word's slices), which tied
+                            // pass2_h's 16-bit halves of the word to the grant's whole PHV group (split at bit 16)
+            ig_dprsr_md.resubmit_type = RESUBMIT_PASS2;
+#endif
 #endif
 #endif  // IWA_OMIT_P1_TAIL (the counts, the reserve, the start phase, the link's reads and the grant)
         }

@@ -52,10 +52,33 @@ parser TnaIngressParser(packet_in pkt, out tna_headers_t hdr, out tna_metadata_t
     state parse_port_metadata {
         pkt.advance(PORT_METADATA_SIZE);
         transition select(ig_intr_md.ingress_port[6:0]) {
+#if WITH_IWA && IWA_GRANT_EGRESS
+            TICK_PORT: parse_tick_or_recirc;
+#else
             TICK_PORT: parse_tick;
+#endif
             default: parse_ethernet;
         }
     }
+
+#if WITH_IWA && IWA_GRANT_EGRESS
+    // the generator's port is the pipe's recirculation port too: a recirculated ACK carries IWA's mark where a
+    // tick's header has two zero bits (iwa_types.p4)
+    state parse_tick_or_recirc {
+        transition select(pkt.lookahead<bit<8>>()) {
+            IWA_RECIRC_MARK: parse_iwa_recirc;
+            default: parse_tick;
+        }
+    }
+
+    // an upstream ACK's second pass after egress's grant: its ingress port, then the 96 bits as pass2_h
+    state parse_iwa_recirc {
+        pkt.extract(hdr.iwa_rc);
+        pkt.extract(md.pass2);
+        md.second = 1;
+        transition parse_ethernet;
+    }
+#endif
 
     state parse_tick {
         pkt.extract(hdr.tick);
@@ -195,6 +218,9 @@ control TnaIngressDeparser(packet_out pkt, inout tna_headers_t hdr, in tna_metad
         }
 
         pkt.emit(hdr.bridge);
+#if WITH_IWA && IWA_GRANT_EGRESS
+        pkt.emit(hdr.iwa_b);      // an upstream ACK's first pass, to egress's grant (iwa_egress.p4)
+#endif
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.tcp);
@@ -213,6 +239,9 @@ parser TnaEgressParser(packet_in pkt, out tna_egress_headers_t hdr, out tna_egre
         pkt.extract(eg_intr_md);
         transition select(pkt.lookahead<bit<8>>()) {
             BRIDGE_TELEMETRY: parse_telemetry_copy;
+#if WITH_IWA && IWA_GRANT_EGRESS
+            BRIDGE_IWA: parse_iwa_bridge;
+#endif
             default: parse_bridge;
         }
     }
@@ -221,6 +250,35 @@ parser TnaEgressParser(packet_in pkt, out tna_egress_headers_t hdr, out tna_egre
         pkt.extract(hdr.bridge);
         transition accept;
     }
+
+#if WITH_IWA && IWA_GRANT_EGRESS
+    // an upstream ACK's first pass: the grant's inputs (iwa_egress.p4); the packet's own bytes follow unparsed
+    state parse_iwa_bridge {
+        pkt.extract(hdr.iwa_b);
+        // the grant's words, as the parser writes them (no stage; the flags: IwaGrantEgress's from_bridge)
+        md.cfg.rate_class = hdr.iwa_b.rate_class;
+        md.iwa.scale = hdr.iwa_b.scale;
+        md.iwa.ack = hdr.iwa_b.ack;
+        md.iwa.own = hdr.iwa_b.own;
+        md.iwa.edge = hdr.iwa_b.edge;
+        md.iwa.win32 = hdr.iwa_b.win32;
+        md.iwa.acked = hdr.iwa_b.acked;
+        md.iwa.cfg.mss = hdr.iwa_b.mss;
+        md.iwa.cfg.iw_min = hdr.iwa_b.iw_min;
+        md.iwa.res_cur = hdr.iwa_b.res_cur;
+        md.iwa.res_old = hdr.iwa_b.res_old;
+        md.iwa.cfg.target_ns = hdr.iwa_b.target_ns;
+        md.iwa.mtu_ns = hdr.iwa_b.mtu_ns;
+        md.iwa.vq = hdr.iwa_b.vq;
+        md.iwa.now = hdr.iwa_b.now;
+        md.iwa.backlog = hdr.iwa_b.backlog;
+        md.iwa.nflows = hdr.iwa_b.nflows;
+        md.iwa.span = hdr.iwa_b.span;
+        md.iwa.end = hdr.iwa_b.end;
+        md.iwa.state = hdr.iwa_b.state;
+        transition accept;
+    }
+#endif
 
     // A mirror copy: the record's fields from ingress, then the packet's own headers.
     state parse_telemetry_copy {
@@ -255,6 +313,9 @@ parser TnaEgressParser(packet_in pkt, out tna_egress_headers_t hdr, out tna_egre
 control TnaEgressDeparser(packet_out pkt, inout tna_egress_headers_t hdr, in tna_egress_metadata_t md,
                           in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     apply {
+#if WITH_IWA && IWA_GRANT_EGRESS
+        pkt.emit(hdr.iwa_r);      // a recirculated ACK's pass-2 header (iwa_egress.p4)
+#endif
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.telemetry);
         pkt.emit(hdr.ipv4);

@@ -18,6 +18,8 @@ const ResubmitType_t RESUBMIT_PASS2   = 1;
 /* What the ingress deparser puts in front of a packet for the egress parser. */
 const bit<8> BRIDGE_NORMAL    = 0;   // a forwarded packet: egress strips the byte
 const bit<8> BRIDGE_TELEMETRY = 1;   // a mirror copy: egress builds the record frame
+const bit<8> BRIDGE_IWA       = 2;   // an upstream ACK's first pass: egress works out IWA's grant and
+                                     // recirculates it (iwa_types.p4: IWA_GRANT_EGRESS)
 
 header bridge_h {
     bit<8> kind;
@@ -98,12 +100,20 @@ struct tna_headers_t {
     tcp_opt12_h opt12;           // a SYN's options in the layouts iwa.p4's parser knows
     tcp_opt20_h opt20;
     tcp_opt24_h opt24;
+#if IWA_GRANT_EGRESS
+    iwa_bridge_h iwa_b;          // pass 1 to egress (the ingress deparser emits it after bridge)
+    iwa_recirc_h iwa_rc;         // a recirculated ACK's mark and port (parsed, never emitted)
+#endif
 #endif
     udp_t      udp;
 }
 
 struct tna_egress_headers_t {
     bridge_h           bridge;
+#if WITH_IWA && IWA_GRANT_EGRESS
+    iwa_bridge_h       iwa_b;
+    iwa_recirc_out_h   iwa_r;
+#endif
     telemetry_mirror_h tmirror;
     ethernet_t         ethernet;
     telemetry_t        telemetry;
@@ -263,6 +273,10 @@ struct tna_metadata_t {
 }
 
 struct tna_egress_metadata_t {
+#if WITH_IWA && IWA_GRANT_EGRESS
+    link_cfg_t cfg;              // its rate_class: the grant's products
+    iwa_md_t   iwa;              // the grant's words, as in ingress (iwa_grant.p4 is the same file)
+#endif
 }
 
 #endif

@@ -18,7 +18,8 @@ SPEC = AqmSpec(
     tests=("tests/test_iwa.py", "tests/test_iwa_state.py", "tests/test_iwa_bound.py"),
     # the twin of its start shaper in Tofino 2 passes; no TNA program yet (issue 34, item 2)
     tofino=("p4src/tofino/iwa.p4", "p4src/tofino/iwa_types.p4", "p4src/tofino/iwa_upstream.p4",
-            "p4src/tofino/iwa_grant.p4", "p4src/tofino/iwa_steps.p4", "refmodel/tofino_iwa.py",
+            "p4src/tofino/iwa_grant.p4", "p4src/tofino/iwa_steps.p4", "p4src/tofino/iwa_grant_steps.p4",
+            "p4src/tofino/iwa_egress.p4", "refmodel/tofino_iwa.py",
             "tests/test_tofino_iwa.py", "tests/test_tofino_iwa_p4.py"),
     tofino_ticks="refmodel.tofino_iwa:tick_period_bounds",
 )
