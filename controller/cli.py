@@ -129,6 +129,8 @@ def cmd_pktgen(args) -> int:
     lks = with_lab_link(params, access_links(DesiredState(params, {}, None, links, clients)))
     n = max(lk.link for lk in lks) + 1
     p4info = args.p4info or TARGET_FILES[args.target][0]
+    if args.p4info is not None and not Path(p4info).is_file():
+        raise ConfigError(f"--p4info {p4info}: no such file")
     if Path(p4info).is_file() and n > (cap := n_links(tna_p4info.load(p4info))):
         raise ConfigError(f"pktgen: link {n - 1} is beyond the program's {cap} links ({p4info})")
     period = pktgen.tick_period([(lk.link, lk.params) for lk in lks],

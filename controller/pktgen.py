@@ -21,6 +21,10 @@ tools/pktgen_schema.py) before anything is sent; ``install`` sends them with the
 
 ``python -m controller pktgen --config lab.toml --target tofino2`` prints the writes;
 ``--bfrt-address HOST:50052`` sends them.
+
+With IWA's grant in egress (p4src/tofino: -DIWA_GRANT_EGRESS=1) the generator's port is also the pipe's
+recirculation port (the parser tells a recirculated ACK from a tick by its first byte); whether one port takes
+both on hardware is not checked here.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ FRAME_BYTES = 64  # a tick's length: the header and the buffer's 58 bytes (zeros
 BUFFER_OFFSET = 0
 SPREAD = 2  # a batch takes at most 1/SPREAD of the period: a trigger never finds the last batch still going
 ALL_PIPES = 0xFFFF  # BF-Runtime's target pipe_id for every pipe
+MAX_PIPES = 4  # a Tofino's pipes (the header's pipe_id: 2 bits)
 
 
 @dataclass(frozen=True)
@@ -57,9 +62,11 @@ class BfrtWrite:
     key: dict[str, int]
     data: dict[str, int | bool | list[int]]
     action: str | None = None
+    pipe: int | None = None  # the pipe it is written to (BF-Runtime's target pipe_id); None: every pipe
 
     def to_json(self) -> str:
-        return json.dumps({"table": self.table, "key": self.key, "action": self.action, "data": self.data})
+        return json.dumps({"table": self.table, "pipe": self.pipe, "key": self.key, "action": self.action,
+                           "data": self.data})
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,8 @@ class TickPlan:
             raise ConfigError(f"pktgen: target {self.target!r}: one of {', '.join(TICK_PORT)}")
         if self.port < 0:
             object.__setattr__(self, "port", TICK_PORT[self.target])
+        if not self.pipes or any(not 0 <= p < MAX_PIPES for p in self.pipes) or len(set(self.pipes)) < len(self.pipes):
+            raise ConfigError(f"pktgen: pipes {list(self.pipes)}: distinct pipes of 0..{MAX_PIPES - 1}")
         if not 1 <= self.n_links <= 1 << 16:
             raise ConfigError(f"pktgen: {self.n_links} links: a batch holds 1 to 65536 packets (packet_id, 16 bits)")
         if self.ipg_ns < 1:
@@ -137,22 +146,26 @@ def tick_buffer() -> bytes:
 
 
 def writes(plan: TickPlan) -> list[BfrtWrite]:
-    """The entries that make the generator tick every link of each pipe of ``plan``: the buffer, the
-    application (timer, batch of n_links packets, their gap), then each pipe's generator port, then the
-    application enabled."""
+    """The entries that make the generator tick every link of each pipe of ``plan``, pipe by pipe (the
+    generator's buffer and applications are per pipe): the buffer, the application (timer, batch of n_links
+    packets, their gap), the pipe's generator port, then the application enabled. Other pipes are left as
+    they are."""
     t = TABLE_PREFIX[plan.target]
     buf = tick_buffer()
     app = {"pkt_len": len(buf), "pkt_buffer_offset": BUFFER_OFFSET, "pipe_local_source_port": plan.port,
            "increment_source_port": False, "batch_count_cfg": 0, "packets_per_batch_cfg": plan.n_links - 1,
            "ibg": 0, "ibg_jitter": 0, "ipg": plan.ipg_ns, "ipg_jitter": 0,
            "batch_counter": 0, "pkt_counter": 0, "trigger_counter": 0, "timer_nanosec": plan.period_ns}
-    return ([BfrtWrite(f"{t}.pkt_buffer", {"pkt_buffer_offset": BUFFER_OFFSET, "pkt_buffer_size": len(buf)},
-                       {"buffer": list(buf)}),
-             BfrtWrite(f"{t}.app_cfg", {"app_id": plan.app_id}, {**app, "app_enable": False}, "trigger_timer_periodic")]
-            + [BfrtWrite(f"{t}.port_cfg", {"dev_port": pipe << 7 | plan.port}, {"pktgen_enable": True})
-               for pipe in plan.pipes]
-            + [BfrtWrite(f"{t}.app_cfg", {"app_id": plan.app_id}, {**app, "app_enable": True},
-                         "trigger_timer_periodic")])
+    out = []
+    for pipe in plan.pipes:
+        out += [BfrtWrite(f"{t}.pkt_buffer", {"pkt_buffer_offset": BUFFER_OFFSET, "pkt_buffer_size": len(buf)},
+                          {"buffer": list(buf)}, pipe=pipe),
+                BfrtWrite(f"{t}.app_cfg", {"app_id": plan.app_id}, {**app, "app_enable": False},
+                          "trigger_timer_periodic", pipe),
+                BfrtWrite(f"{t}.port_cfg", {"dev_port": pipe << 7 | plan.port}, {"pktgen_enable": True}, pipe=pipe),
+                BfrtWrite(f"{t}.app_cfg", {"app_id": plan.app_id}, {**app, "app_enable": True},
+                          "trigger_timer_periodic", pipe)]
+    return out
 
 
 def load_schema(path: Path = SCHEMA) -> dict:
@@ -207,7 +220,7 @@ def check_writes(target: str, ws: Sequence[BfrtWrite], schema: dict | None = Non
 
 
 def install(ws: Sequence[BfrtWrite], address: str, program: str, device_id: int = 0) -> None:
-    """Send ``ws`` to a BF-Runtime server (Stratum with its BF-Runtime server, or bf_switchd) for every pipe,
+    """Send ``ws`` to a BF-Runtime server (Stratum with its BF-Runtime server, or bf_switchd), each to its pipe,
     with the SDE's Python client."""
     try:
         import bfrt_grpc.client as gc  # the SDE's (install/lib/python*/site-packages/tofino/bfrt_grpc)
@@ -218,8 +231,8 @@ def install(ws: Sequence[BfrtWrite], address: str, program: str, device_id: int 
     try:
         interface.bind_pipeline_config(program)
         info = interface.bfrt_info_get(program)
-        target = gc.Target(device_id=device_id, pipe_id=ALL_PIPES)
         for w in ws:
+            target = gc.Target(device_id=device_id, pipe_id=ALL_PIPES if w.pipe is None else w.pipe)
             table = info.table_get(w.table)
             key = table.make_key([gc.KeyTuple(k, v) for k, v in w.key.items()])
             data = [gc.DataTuple(k, bool_val=v) if isinstance(v, bool)

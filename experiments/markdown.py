@@ -75,8 +75,8 @@ def table_main(argv: list[str] | None, *, prog: str, description: str,
     ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help=run_dir_help)
     ap.add_argument("--out", type=Path, metavar="FILE",
-                    help="write the block into FILE between its begin and end markers, which FILE must hold "
-                         "(default: print it)")
+                    help="write the block into FILE between its begin and end marker lines (an existing FILE "
+                         "must hold them; a new one is created; default: print the block)")
     ap.add_argument("--jitter-buffer", type=float, default=jitter_buffer_ms, metavar="MS",
                     help=f"jitter buffer of the level >= 2 share (default {jitter_buffer_ms:g})")
     a = ap.parse_args(argv)

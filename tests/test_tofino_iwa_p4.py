@@ -102,8 +102,15 @@ def test_egress_gets_every_word_the_grant_reads():
     from_bridge = dict(re.findall(r"md\.((?:iwa\.cfg|iwa|cfg)\.\w+) = hdr\.iwa_b\.(\w+)", EGRESS + PARSER))
     missing = inputs - set(from_bridge)
     assert not missing, f"the grant reads {sorted(missing)}, which egress does not take from the bridge"
-    bridged = set(re.findall(r"hdr\.iwa_b\.(\w+) = ", UPSTREAM))
-    assert set(from_bridge.values()) <= bridged
+    for word, field in from_bridge.items():   # each bridge field carries the word egress takes it for
+        source = "hdr.tcp.ackNo" if word == "iwa.ack" else f"md.{word}"   # (the grant's IWA_ACK: egress's md.iwa.ack)
+        assert re.search(rf"hdr\.iwa_b\.{field} = (\(bit<8>\))?{re.escape(source)};", UPSTREAM), (word, field)
+    # and the grant's own names egress sets from the flags (pass 1's locals and its checkpoint test)
+    for local, field in (("released", "released"), ("mine_cur", "mine_cur"), ("iwa_seqhi_mss", "seqhi_mss")):
+        assert re.search(rf"\b{local} = hdr\.iwa_b\.{field}\b", EGRESS), local
+        assert re.search(rf"hdr\.iwa_b\.{field} = (\(bit<8>\))?{local};", UPSTREAM), local
+    assert "hdr.iwa_b.reached = reached;" in UPSTREAM and "if (iwa_short == 0)" in UPSTREAM
+    assert "if (hdr.iwa_b.reached == 1)" in EGRESS and "iwa_short = 0;" in EGRESS
     fields = [f for f, _ in _struct("iwa_bridge_h")]
     assert fields[0] == "kind" and set(from_bridge.values()) <= set(fields)
     assert sum(w for _, w in _struct("iwa_bridge_h")) % 8 == 0
@@ -115,5 +122,11 @@ def test_the_recirculated_header_is_the_resubmitted_one():
     out = _struct("iwa_recirc_out_h")
     assert out[:2] == _struct("iwa_recirc_h") == [("mark", 8), ("port", 16)]
     assert out[2:] == _struct("iwa_pass2_h")
-    for f, _ in out[2:]:
-        assert f"hdr.iwa_r.{f} = " in EGRESS, f
+    for f, word in (("op", "md.iwa.op"), ("field", "md.iwa.fld_pk[15:0]"), ("scale", "md.iwa.scale[3:0]"),
+                    ("vq_ns", "md.iwa.vq_ns"), ("word", "iwa_word"), ("mark", "IWA_RECIRC_MARK"),
+                    ("port", "hdr.iwa_b.port")):
+        assert f"hdr.iwa_r.{f} = {word};" in EGRESS, f
+    # the parser takes the mark and port, then the 96 bits, then the packet; the deparser writes them in that order
+    rc = PARSER.index("pkt.extract(hdr.iwa_rc);")
+    assert rc < PARSER.index("pkt.extract(md.pass2);", rc) < PARSER.index("transition parse_ethernet;", rc)
+    assert PARSER.index("pkt.emit(hdr.iwa_r);") < PARSER.index("pkt.emit(hdr.ethernet);", PARSER.index("pkt.emit(hdr.iwa_r);"))

@@ -38,11 +38,12 @@ def test_the_writes_fit_the_sdes_schema(target, n, period):
     plan = pktgen.TickPlan(target, n, period, pipes=(0, 1))
     ws = pktgen.writes(plan)
     pktgen.check_writes(target, ws)
-    app = [w for w in ws if w.table.endswith("app_cfg")]
-    assert [w.data["app_enable"] for w in app] == [False, True]   # enabled last, after its ports
-    assert app[-1].data["packets_per_batch_cfg"] == n - 1           # packet_id 0 .. n - 1: one per link
-    assert [w.key["dev_port"] for w in ws if w.table.endswith("port_cfg")] == \
-        [p << 7 | pktgen.TICK_PORT[target] for p in (0, 1)]
+    for pipe in (0, 1):   # each pipe's own entries: its buffer, its application enabled last, after its port
+        mine = [w for w in ws if w.pipe == pipe]
+        assert [w.table.split(".")[-1] for w in mine] == ["pkt_buffer", "app_cfg", "port_cfg", "app_cfg"]
+        assert [w.data["app_enable"] for w in mine if w.table.endswith("app_cfg")] == [False, True]
+        assert mine[2].key["dev_port"] == pipe << 7 | pktgen.TICK_PORT[target]
+        assert mine[-1].data["packets_per_batch_cfg"] == n - 1   # packet_id 0 .. n - 1: one per link
     assert n * plan.ipg_ns <= period // 2                          # the batch ends in the period's first half
 
 
@@ -117,6 +118,22 @@ def test_the_program_reads_the_generators_packet_id_as_the_link(target, link):
         assert (h["pipe_id"], h["app_id"]) == (1, 3)
 
 
+ARCH_INCLUDE = [Path(os.environ.get("BF_P4C_INCLUDE", "/opt/p4/tofino/share/p4c/p4include"))]
+
+
+@pytest.mark.parametrize("target, base", [("tofino", "tofino1_base.p4"), ("tofino2", "tofino2_base.p4")])
+def test_the_generators_header_is_the_architectures(target, base):
+    """FIRST_BYTE_BITS and the header's 6 bytes against the architecture's own pktgen_timer_header_t (bf-p4c's
+    p4include, where the toolchain installed it or BF_P4C_INCLUDE names it)."""
+    path = ARCH_INCLUDE[0] / base
+    if not path.is_file():
+        pytest.skip(f"{path}: not here (make toolchain TOFINO=1 installs bf-p4c's p4include)")
+    body = re.search(r"header pktgen_timer_header_t \{(.*?)\}", path.read_text(), re.S).group(1)
+    widths = [int(w) for w in re.findall(r"bit<(\d+)>", body)]
+    assert widths[:3] == list(pktgen.FIRST_BYTE_BITS[target]) and sum(widths) == 8 * pktgen.HEADER_BYTES
+    assert re.findall(r"bit<\d+>\s+(\w+);", body)[-2:] == ["batch_id", "packet_id"]
+
+
 def test_the_generators_port_is_the_programs():
     t2, t1 = re.search(r"#if __TARGET_TOFINO__ == 2\s*#define TICK_PORT (\d+)\s*#else\s*#define TICK_PORT (\d+)",
                        TYPES_P4).groups()
@@ -147,6 +164,12 @@ def test_links_that_need_different_periods_cannot_share_a_pipe():
         pktgen.tick_period(links(Aqm.IWA, Aqm.PIE, tupdate_s=0.2))   # beyond IWA's 100 ms
     with pytest.raises(ConfigError, match="outside"):
         pktgen.tick_period(links(Aqm.IWA), 200_000_000)
+
+
+def test_pipes_beyond_the_chips_are_refused():
+    for pipes in ((4,), (0, 0), ()):
+        with pytest.raises(ConfigError, match="pipes"):
+            pktgen.TickPlan("tofino2", 4, 15_000_000, pipes=pipes)
 
 
 def test_too_many_ticks_for_the_period_are_refused():
@@ -220,8 +243,8 @@ def test_install_sends_every_write_to_every_pipe(monkeypatch):
     ws = pktgen.writes(pktgen.TickPlan("tofino2", 8, 15_000_000, pipes=(0, 1)))
     pktgen.install(ws, "sw:50052", "bottleneck_tna")
     assert fake.program == "bottleneck_tna" and fake.torn_down
-    assert [(t, k) for _, t, k, _ in fake.mods] == [(w.table, w.key) for w in ws]
-    assert {p for p, *_ in fake.mods} == {pktgen.ALL_PIPES}
+    assert [(p, t, k) for p, t, k, _ in fake.mods] == [(w.pipe, w.table, w.key) for w in ws]
+    assert {p for p, *_ in fake.mods} == {0, 1}   # each pipe's own, none to every pipe
     buf = next(d for _, t, _, d in fake.mods if t.endswith("pkt_buffer"))
     assert buf[1]["buffer"] == bytearray(pktgen.tick_buffer())
     assert fake.mods[-1][3] == ("trigger_timer_periodic", {**ws[-1].data})
@@ -243,10 +266,12 @@ def test_the_command_prints_checked_writes_and_refuses_mixed_periods(tmp_path, c
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("# 3 links, a tick each every 15000000 ns")
     ws = [json.loads(x) for x in lines[1:]]
-    assert [w["table"] for w in ws] == ["tf2.pktgen.pkt_buffer", "tf2.pktgen.app_cfg", "tf2.pktgen.port_cfg",
-                                        "tf2.pktgen.port_cfg", "tf2.pktgen.app_cfg"]
+    assert [(w["pipe"], w["table"]) for w in ws] == [
+        (p, f"tf2.pktgen.{t}") for p in (0, 2) for t in ("pkt_buffer", "app_cfg", "port_cfg", "app_cfg")]
     assert ws[-1]["data"]["timer_nanosec"] == 15_000_000 and ws[-1]["data"]["packets_per_batch_cfg"] == 2
     cfg.write_text(cfg.read_text() + '[links.1.aqm.pie]\ntupdate_s = 0.030\n'
                    '[links.3]\nclients = ["10.0.3.2"]\n[links.3.aqm]\nname = "pie"\n')
     assert cli_main(["pktgen", "--config", str(cfg), "--target", "tofino2"]) == 2
     assert "cannot share a pipe" in capsys.readouterr().err
+    assert cli_main(["pktgen", "--config", str(cfg), "--target", "tofino2", "--p4info", str(tmp_path / "no")]) == 2
+    assert "no such file" in capsys.readouterr().err

@@ -42,7 +42,7 @@ control IwaGrantEgress(inout tna_egress_headers_t hdr, inout tna_egress_metadata
         hdr.iwa_r.mark = IWA_RECIRC_MARK;
         hdr.iwa_r.port = hdr.iwa_b.port;
         hdr.iwa_r.op = md.iwa.op;
-        hdr.iwa_r.field = md.iwa.fld[15:0];
+        hdr.iwa_r.field = md.iwa.fld_pk[15:0];   // the copy: a slice of fld itself splits its PHV group
         hdr.iwa_r.scale = md.iwa.scale[3:0];
         hdr.iwa_r.vq_ns = md.iwa.vq_ns;
         hdr.iwa_r.word = iwa_word;

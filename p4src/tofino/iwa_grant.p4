@@ -106,7 +106,7 @@ if (md.iwa.shaping == 1) {
     if (md.iwa.fld > md.iwa.win32) {
         md.iwa.fld = md.iwa.win32;
     }
-    md.iwa.fld_pk = iwa_pack_fld.get({md.iwa.fld});   // for the packing (iwa_steps.p4: iwa_pack_fld)
+    md.iwa.fld_pk = iwa_pack_fld.get({md.iwa.fld});   // for the packing (iwa_grant_steps.p4: iwa_pack_fld)
     new_window.apply(md.iwa.scale, md.iwa.fld, md.iwa.win_bytes);
     md.iwa.new_edge = IWA_ACK + md.iwa.win_bytes;
     if (md.iwa.first_ack == 1 || md.iwa.restart == 1 ||

@@ -76,6 +76,8 @@ header pass2_h {
 #define TICK_PORT 68
 #endif
 #endif
+/* Tofino 1's layout of the generator's header (tofino1_base.p4: pktgen_timer_header_t). Tofino 2's first byte is
+ * split 2, 2, 4 (tofino2_base.p4), so there pipe_id and app_id read wrong; the program reads packet_id only. */
 header tick_h {
     @padding bit<3> _pad1;
     bit<2>  pipe_id;
