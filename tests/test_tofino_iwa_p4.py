@@ -117,14 +117,15 @@ def test_egress_gets_every_word_the_grant_reads():
 
 
 def test_the_recirculated_header_is_the_resubmitted_one():
-    """Egress writes the mark and the port, then the twin's 96 bits in pass2's layout; the parser takes the mark and
-    port as iwa_recirc_h and the rest as pass2_h, which the second pass unpacks as a resubmitted one."""
+    """Egress writes the mark, the port and the gap, then the twin's 96 bits in pass2's layout (vq in bytes: the second
+    pass converts them and adds the gap); the parser takes the mark, port and gap as iwa_recirc_h and the rest
+    as pass2_h, which the second pass unpacks as a resubmitted one."""
     out = _struct("iwa_recirc_out_h")
-    assert out[:2] == _struct("iwa_recirc_h") == [("mark", 8), ("port", 16)]
-    assert out[2:] == _struct("iwa_pass2_h")
+    assert out[:3] == _struct("iwa_recirc_h") == [("mark", 8), ("port", 16), ("gap", 32)]
+    assert out[3:] == _struct("iwa_pass2_h")
     for f, word in (("op", "md.iwa.op"), ("field", "md.iwa.fld_pk[15:0]"), ("scale", "md.iwa.scale[3:0]"),
-                    ("vq_ns", "md.iwa.vq_ns"), ("word", "iwa_word"), ("mark", "IWA_RECIRC_MARK"),
-                    ("port", "hdr.iwa_b.port")):
+                    ("vq_ns", "md.iwa.vq_bytes"), ("word", "iwa_word"), ("mark", "IWA_RECIRC_MARK"),
+                    ("port", "hdr.iwa_b.port"), ("gap", "(bit<32>)iwa_vq_gap")):
         assert f"hdr.iwa_r.{f} = {word};" in EGRESS, f
     # the parser takes the mark and port, then the 96 bits, then the packet; the deparser writes them in that order
     rc = PARSER.index("pkt.extract(hdr.iwa_rc);")

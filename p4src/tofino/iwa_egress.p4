@@ -44,7 +44,8 @@ control IwaGrantEgress(inout tna_egress_headers_t hdr, inout tna_egress_metadata
         hdr.iwa_r.op = md.iwa.op;
         hdr.iwa_r.field = md.iwa.fld_pk[15:0];   // the copy: a slice of fld itself splits its PHV group
         hdr.iwa_r.scale = md.iwa.scale[3:0];
-        hdr.iwa_r.vq_ns = md.iwa.vq_ns;
+        hdr.iwa_r.vq_ns = md.iwa.vq_bytes;       // bytes here: the second pass converts them and adds the gap
+        hdr.iwa_r.gap = (bit<32>)iwa_vq_gap;
         hdr.iwa_r.word = iwa_word;
         hdr.iwa_b.setInvalid();
     }

@@ -127,7 +127,12 @@ if ((int<32>)(md.iwa.new_edge - md.iwa.edge) > 0) {
 md.iwa.vq_ns = 0;
 md.iwa.vq_bytes = md.iwa.advance + waiting;
 if (md.iwa.shaping == 1 && md.iwa.vq_bytes != 0) {
+#if IWA_GRANT_EGRESS
+    // the bytes and the gap go to the second pass, which converts them to time before iwa_vq's stage (the
+    // product's three stages are off egress's chain)
+#else
     vq_time.apply(md.cfg.rate_class, md.iwa.vq_bytes, md.iwa.vq_ns, iwa_m_room, iwa_e_room, iwa_mk_room);   // room_bytes's temporaries
     iwa_vq_plus_gap();
+#endif
     md.iwa.op = md.iwa.op | IWA_OP_VQ;
 }

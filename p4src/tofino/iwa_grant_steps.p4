@@ -4,7 +4,9 @@
  * IWA_ACK. */
 IwaProduct() room_bytes;      // ns_to_bytes(room)
 IwaProduct() deficit_bytes;   // ns_to_bytes(deficit)
-IwaProduct() vq_time;         // bytes_to_ns(advance + waiting)
+#if !IWA_GRANT_EGRESS
+IwaProduct() vq_time;         // bytes_to_ns(advance + waiting) (in egress's build: the second pass's, in ingress)
+#endif
 // the products' temporaries (IwaProduct): vq_time's follow room_bytes's (vq_bytes waits for the grant,
 // which waits for room_b), so the two share theirs
 bit<32> iwa_m_room; bit<8> iwa_e_room; bit<32> iwa_mk_room;   // room_bytes, then vq_time
@@ -37,7 +39,9 @@ action iwa_room_2() {
     iwa_vq_gap = max(iwa_vq_gap, 0);     // what pass 2's vq_add adds beyond the grant's time (iwa.p4)
 }
 action iwa_room_3() { md.iwa.granted = (bit<32>)max(md.iwa.vq_ahead, 0); }
+#if !IWA_GRANT_EGRESS
 action iwa_vq_plus_gap() { md.iwa.vq_ns = md.iwa.vq_ns + (bit<32>)iwa_vq_gap; }
+#endif
 action iwa_room_4() { md.iwa.used = iwa_used_a + md.iwa.granted; }
 action iwa_room_5() {
     iwa_slack = (int<32>)(md.iwa.avail - md.iwa.used);

@@ -83,11 +83,14 @@ const bit<8> IWA_RECIRC_MARK = 0xFF;
 header iwa_recirc_h {
     bit<8>  mark;                // IWA_RECIRC_MARK
     bit<16> port;                // the ACK's ingress port
+    bit<32> gap;                 // max(now - vq, 0) as the grant saw it: the second pass adds it to vq's time
 }
-/* What egress writes: the mark and port, then iwa_pass2_h's fields (op 12, field 16, scale 4, vq 32, word 32) */
+/* What egress writes: the mark, port and gap, then iwa_pass2_h's fields (op 12, field 16, scale 4, vq 32, word
+ * 32), vq in bytes (the second pass converts it: bytes_to_ns, then adds the gap) */
 header iwa_recirc_out_h {
     bit<8>  mark;
     bit<16> port;
+    bit<32> gap;
     bit<12> op;
     bit<16> field;
     bit<4>  scale;

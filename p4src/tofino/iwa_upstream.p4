@@ -54,7 +54,13 @@ if (md.second == 1) {
         count_pause.execute(md.iwa.slot);
     }
     if (md.iwa2.op & IWA_OP_VQ != 0) {
+#if IWA_GRANT_EGRESS
+        // egress sent bytes and the gap: their time here, before iwa_vq's stage
+        vq_time.apply(md.cfg.rate_class, md.iwa2.vq_ns, md.iwa.vq_ns, iwa_m_vq, iwa_e_vq, iwa_mk_vq);
+        iwa_p2_gap();
+#else
         md.iwa.vq_ns = md.iwa2.vq_ns;
+#endif
         vq_add.execute(md.link);
     }
     // the window the ACK leaves with, and its checksum (the deparser: the parser's residual + the window)
