@@ -145,13 +145,12 @@ control TnaIngress(inout tna_headers_t hdr, inout tna_metadata_t md,
     IwaScaleDown() own_window;    // window << scale (pass 1)
     IwaScaleDown() p2_window;     // field << scale (pass 2)
     IwaSynRecord() syn_record;
+    IwaProduct() vq_time;         // bytes_to_ns: the grant's (ingress), or the second pass's (the grant in egress)
 #if IWA_GRANT_EGRESS
-    // the second pass's conversion of the grant's bytes to the virtual queue's time (iwa_egress.p4 sends bytes)
-    IwaProduct() vq_time;
+    // the second pass converts the bytes egress sends (iwa_egress.p4) and adds the gap
     bit<32> iwa_m_vq; bit<8> iwa_e_vq; bit<32> iwa_mk_vq;
     action iwa_p2_gap() { md.iwa.vq_ns = md.iwa.vq_ns + hdr.iwa_rc.gap; }
-#endif
-#if !IWA_GRANT_EGRESS
+#else
 #undef IWA_ACK
 #define IWA_ACK hdr.tcp.ackNo
 #include "iwa_grant_steps.p4"   // (before iwa_steps.p4: its packing reads the grant's word)

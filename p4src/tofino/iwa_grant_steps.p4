@@ -4,9 +4,7 @@
  * IWA_ACK. */
 IwaProduct() room_bytes;      // ns_to_bytes(room)
 IwaProduct() deficit_bytes;   // ns_to_bytes(deficit)
-#if !IWA_GRANT_EGRESS
-IwaProduct() vq_time;         // bytes_to_ns(advance + waiting) (in egress's build: the second pass's, in ingress)
-#endif
+// (vq_time, bytes_to_ns(advance + waiting), is TnaIngress's: with the grant in egress the second pass applies it)
 // the products' temporaries (IwaProduct): vq_time's follow room_bytes's (vq_bytes waits for the grant,
 // which waits for room_b), so the two share theirs
 bit<32> iwa_m_room; bit<8> iwa_e_room; bit<32> iwa_mk_room;   // room_bytes, then vq_time

@@ -37,7 +37,7 @@ struct iwa_pass2_t {
  * pipe's recirculation port; egress works out the grant, puts the pass-2 header in front of the packet
  * (iwa_recirc_h, then the 96 bits as pass2_h) and recirculates it; its second ingress pass writes, as a
  * resubmitted ACK's does. Ingress keeps the reads and egress's own stages take the grant's chain; it does not
- * compile yet (2026-11-30: ingress 24 and egress 29 stages by bf-p4c's dependency graph, egress's PHV short:
+ * compile yet (2026-11-30: ingress 24 and egress 25 stages by bf-p4c's dependency graph, egress's PHV short:
  * docs/tofino.md, "The grant in egress"). */
 #ifndef IWA_GRANT_EGRESS
 #define IWA_GRANT_EGRESS 0
